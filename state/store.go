@@ -1,0 +1,112 @@
+// Package state is kandev-exec's local store: revisioned JSON records,
+// claims that fence concurrent writers, and an append-only journal.
+//
+// Every mutating call is one short transaction: take the store's OS file
+// lock, read, check, write atomically, append to the journal, unlock. No
+// lock is ever held across network I/O.
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is the on-disk format written by this build. A store with a
+// newer version is refused rather than misread.
+const SchemaVersion = 1
+
+// Kind names a family of records ("host", "profile", "agent", "task", ...).
+// Kinds and names are single path segments: [a-z0-9][a-z0-9._-]* for kinds,
+// and [A-Za-z0-9][A-Za-z0-9._-]* (at most 128 bytes) for names.
+type Kind string
+
+// Record is one stored document.
+type Record struct {
+	Kind          Kind            `json:"kind"`
+	Name          string          `json:"name"`
+	Revision      uint64          `json:"revision"` // 1 on create, +1 on every write
+	SchemaVersion int             `json:"schema_version"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// Event is what a write appends to the journal. Kind and Name of the
+// record are filled in by the store.
+type Event struct {
+	Type   string          `json:"type"`             // e.g. "host.added", "task.phase"
+	Detail json.RawMessage `json:"detail,omitempty"` // never secret values
+}
+
+// Entry is one journal line.
+type Entry struct {
+	Epoch    uint64          `json:"epoch"` // changes when the journal is re-created
+	Seq      uint64          `json:"seq"`   // 1, 2, 3 ... without gaps within an epoch
+	At       time.Time       `json:"at"`
+	Kind     Kind            `json:"kind"`
+	Name     string          `json:"name"`
+	Type     string          `json:"type"`
+	Revision uint64          `json:"revision"`
+	Detail   json.RawMessage `json:"detail,omitempty"`
+}
+
+// Holder identifies a process holding a lock or a claim.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Host    string    `json:"host"`
+	BootID  string    `json:"boot_id"`
+	Since   time.Time `json:"since"`
+}
+
+// Claim is the right to advance one record. A new acquisition always gets
+// a fresh random ID, so a previous holder's late write is recognisable.
+type Claim struct {
+	ID        string    `json:"id"`
+	Kind      Kind      `json:"kind"`
+	Name      string    `json:"name"`
+	Holder    Holder    `json:"holder"`
+	Seq       uint64    `json:"seq"` // last checkpoint sequence accepted
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Store is the backend-neutral API; state/statetest checks any
+// implementation against it.
+type Store interface {
+	// Get returns ErrNotFound (wrapped in *NotFoundError) when absent.
+	Get(ctx context.Context, kind Kind, name string) (Record, error)
+	// List returns every record of a kind sorted by name; [] when none.
+	List(ctx context.Context, kind Kind) ([]Record, error)
+	// Create stores a new record at revision 1. Creating a record that
+	// already exists with byte-identical data is a no-op returning the
+	// existing record; with other data it is a *ConflictError.
+	Create(ctx context.Context, kind Kind, name string, data json.RawMessage, ev Event) (Record, error)
+	// Update replaces the data if the stored revision equals expected,
+	// else *ConflictError. Refused (*ClaimedError) while another live
+	// claim is held on the record: claimed records change by Checkpoint.
+	Update(ctx context.Context, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
+	// Delete removes the record if the stored revision equals expected.
+	Delete(ctx context.Context, kind Kind, name string, expected uint64, ev Event) error
+
+	// AcquireClaim takes the claim on an existing record for ttl. Refused
+	// with *ClaimedError while another live holder has it; a holder that
+	// is provably dead (same boot, pid gone) or expired loses it.
+	AcquireClaim(ctx context.Context, kind Kind, name string, ttl time.Duration) (Claim, error)
+	// Checkpoint writes data under a claim: the claim ID must be current,
+	// seq must be exactly claim.Seq+1, and expected must be the stored
+	// revision. Any mismatch is a *StaleClaimError or *ConflictError and
+	// changes nothing. The returned claim carries the new Seq.
+	Checkpoint(ctx context.Context, c Claim, seq uint64, expected uint64, data json.RawMessage, ev Event) (Claim, Record, error)
+	// ReleaseClaim gives the claim up; releasing a stale claim is a
+	// *StaleClaimError and leaves the current holder in place.
+	ReleaseClaim(ctx context.Context, c Claim) error
+
+	// Journal returns entries with Seq > after in the current epoch, in
+	// order. Epoch reports the current epoch.
+	Journal(ctx context.Context, after uint64) ([]Entry, error)
+	Epoch(ctx context.Context) (uint64, error)
+
+	// Dir is where the store lives (secret files and caches sit beside it).
+	Dir() string
+	Close() error
+}
