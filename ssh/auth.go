@@ -1,0 +1,137 @@
+package ssh
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	xssh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// authPlan is the ordered list of signers to offer one hop, plus what was
+// skipped and why, so an auth failure can say what to do.
+type authPlan struct {
+	signers []xssh.Signer
+	locked  []string // passphrase-protected identity files no agent holds
+	closer  func()
+}
+
+// planAuth follows OpenSSH: identity files in config order (through the
+// agent when it holds the key, so no passphrase is needed), then the other
+// agent keys unless IdentitiesOnly, which keeps a full agent from
+// exhausting the server's MaxAuthTries.
+func planAuth(t *Target) (*authPlan, error) {
+	p := &authPlan{closer: func() {}}
+	agentSigners, closer := agentSigners(t.IdentityAgent)
+	p.closer = closer
+	used := map[string]bool{}
+	byKey := map[string]xssh.Signer{}
+	for _, s := range agentSigners {
+		byKey[string(s.PublicKey().Marshal())] = s
+	}
+	for _, path := range t.IdentityFiles {
+		pem, err := os.ReadFile(path)
+		if err != nil {
+			continue // OpenSSH also skips missing default identities
+		}
+		signer, err := xssh.ParsePrivateKey(pem)
+		var missing *xssh.PassphraseMissingError
+		switch {
+		case err == nil:
+			if s, ok := byKey[string(signer.PublicKey().Marshal())]; ok {
+				signer = s
+			}
+		case errors.As(err, &missing):
+			pub := missing.PublicKey
+			if pub == nil {
+				pub = readPublicKey(path + ".pub")
+			}
+			s, ok := byKey[keyBytes(pub)]
+			if !ok {
+				p.locked = append(p.locked, path)
+				continue
+			}
+			signer = s
+		default:
+			return nil, &ConfigError{File: path, Msg: "cannot parse identity file: " + err.Error()}
+		}
+		k := string(signer.PublicKey().Marshal())
+		if !used[k] {
+			used[k] = true
+			p.signers = append(p.signers, signer)
+		}
+	}
+	if !t.IdentitiesOnly {
+		for _, s := range agentSigners {
+			if k := string(s.PublicKey().Marshal()); !used[k] {
+				used[k] = true
+				p.signers = append(p.signers, s)
+			}
+		}
+	}
+	if len(p.signers) == 0 {
+		p.closer()
+		if len(p.locked) > 0 {
+			return nil, &PassphraseKeyError{Path: p.locked[0]}
+		}
+		return nil, fmt.Errorf("no identities to offer %s: ssh-agent has no usable key and no IdentityFile is readable (tried %s)",
+			t.Label(), strings.Join(t.IdentityFiles, ", "))
+	}
+	return p, nil
+}
+
+func keyBytes(k xssh.PublicKey) string {
+	if k == nil {
+		return ""
+	}
+	return string(k.Marshal())
+}
+
+func readPublicKey(path string) xssh.PublicKey {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	k, _, _, _, err := xssh.ParseAuthorizedKey(bytes.TrimSpace(b))
+	if err != nil {
+		return nil
+	}
+	return k
+}
+
+// agentSigners connects to the agent named by IdentityAgent (or
+// SSH_AUTH_SOCK). No agent is not an error: key files may suffice.
+func agentSigners(identityAgent string) ([]xssh.Signer, func()) {
+	sock := identityAgent
+	switch sock {
+	case "none":
+		return nil, func() {}
+	case "", "SSH_AUTH_SOCK":
+		sock = os.Getenv("SSH_AUTH_SOCK")
+	default:
+		sock = os.ExpandEnv(sock)
+		if strings.HasPrefix(sock, "~/") {
+			home, _ := os.UserHomeDir()
+			sock = filepath.Join(home, sock[2:])
+		}
+	}
+	if sock == "" {
+		return nil, func() {}
+	}
+	conn, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		return nil, func() {}
+	}
+	signers, err := agent.NewClient(conn).Signers()
+	if err != nil {
+		conn.Close()
+		return nil, func() {}
+	}
+	return signers, func() { conn.Close() }
+}

@@ -1,0 +1,188 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	xssh "golang.org/x/crypto/ssh"
+)
+
+// DefaultTimeout bounds TCP connect plus handshake per hop when neither
+// the caller nor ConnectTimeout in the ssh config sets one.
+const DefaultTimeout = 10 * time.Second
+
+// DialOptions controls one dial.
+type DialOptions struct {
+	Pins    Pins // by hop address
+	Mode    TrustMode
+	Timeout time.Duration // per hop: TCP connect + handshake
+	Debug   io.Writer     // dial chain diagnostics; nil = silent
+	// Host names what the user asked for, for errors (defaults to Target.Name).
+	Host string
+}
+
+// Client is an authenticated connection to a target through its hops.
+// Closing it closes every hop; when the target's connection ends for any
+// reason the hops are closed too.
+type Client struct {
+	*xssh.Client
+	Target   *Target
+	Observed []Observed
+	hops     []*xssh.Client
+}
+
+// Close closes the target connection and then each hop, innermost first.
+func (c *Client) Close() error {
+	err := c.Client.Close()
+	for i := len(c.hops) - 1; i >= 0; i-- {
+		c.hops[i].Close()
+	}
+	return err
+}
+
+// Dial connects to t through every jump host, checking each hop's host key
+// against opts.Pins. A failure is an *Error naming the host and the hop;
+// its Observed keys are reported even on failure (so `host test` can show
+// a changed key).
+func Dial(ctx context.Context, t *Target, opts DialOptions) (*Client, error) {
+	host := opts.Host
+	if host == "" {
+		host = t.Name
+	}
+	rec := &keyRecorder{}
+	var chain []*xssh.Client
+	closeChain := func() {
+		for i := len(chain) - 1; i >= 0; i-- {
+			chain[i].Close()
+		}
+	}
+	for _, hop := range t.Hops() {
+		var prev *xssh.Client
+		if len(chain) > 0 {
+			prev = chain[len(chain)-1]
+		}
+		c, err := dialHop(ctx, prev, hop, opts, rec)
+		if err != nil {
+			closeChain()
+			e := classify(host, hop, err)
+			e.Observed = rec.all()
+			return nil, e
+		}
+		chain = append(chain, c)
+	}
+	target := chain[len(chain)-1]
+	hops := chain[:len(chain)-1]
+	if len(hops) > 0 {
+		go func() {
+			target.Wait()
+			for i := len(hops) - 1; i >= 0; i-- {
+				hops[i].Close()
+			}
+		}()
+	}
+	return &Client{Client: target, Target: t, Observed: rec.all(), hops: hops}, nil
+}
+
+func timeoutFor(hop *Target, opts DialOptions) time.Duration {
+	switch {
+	case opts.Timeout > 0:
+		return opts.Timeout
+	case hop.ConnectTimeout > 0:
+		return time.Duration(hop.ConnectTimeout) * time.Second
+	}
+	return DefaultTimeout
+}
+
+func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptions, rec *keyRecorder) (*xssh.Client, error) {
+	timeout := timeoutFor(hop, opts)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	debugf(opts.Debug, "dial %s (user %s, timeout %s)", hop.Label(), hop.User, timeout)
+
+	auth, err := planAuth(hop)
+	if err != nil {
+		return nil, err
+	}
+	defer auth.closer()
+	debugf(opts.Debug, "  offering %d key(s), identities_only=%v", len(auth.signers), hop.IdentitiesOnly)
+
+	var conn net.Conn
+	if prev == nil {
+		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
+	} else {
+		conn, err = prev.DialContext(ctx, "tcp", hop.Addr())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &timeoutError{what: "connect to " + hop.Addr(), d: timeout.String()}
+		}
+		return nil, err
+	}
+	pin := opts.Pins[hop.Addr()]
+	cfg := &xssh.ClientConfig{
+		User:              hop.User,
+		Auth:              []xssh.AuthMethod{xssh.PublicKeys(auth.signers...)},
+		HostKeyCallback:   rec.callback(hop, pin, opts.Mode),
+		HostKeyAlgorithms: hostKeyAlgorithms(pin),
+		Timeout:           timeout,
+	}
+	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
+	if err != nil {
+		if len(auth.locked) > 0 && isAuthFailure(err) {
+			return nil, fmt.Errorf("%w (and %w)", err, &PassphraseKeyError{Path: auth.locked[0]})
+		}
+		return nil, err
+	}
+	debugf(opts.Debug, "  connected to %s (server %s)", hop.Label(), c.ServerVersion())
+	return c, nil
+}
+
+func isAuthFailure(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class == ClassAuth
+	}
+	return classify("", &Target{}, err).Class == ClassAuth
+}
+
+// handshake runs the SSH handshake under a deadline: x/crypto has none of
+// its own, and a channel through a jump host does not support deadlines,
+// so the connection is closed when the time is up.
+func handshake(ctx context.Context, conn net.Conn, addr string, cfg *xssh.ClientConfig, timeout time.Duration) (*xssh.Client, error) {
+	type result struct {
+		c   *xssh.Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sc, chans, reqs, err := xssh.NewClientConn(conn, addr, cfg)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{c: xssh.NewClient(sc, chans, reqs)}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			conn.Close()
+		}
+		return r.c, r.err
+	case <-ctx.Done():
+		conn.Close()
+		if r := <-done; r.c != nil {
+			r.c.Close()
+		}
+		return nil, &timeoutError{what: "SSH handshake with " + addr, d: timeout.String()}
+	}
+}
+
+func debugf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, "debug: "+format+"\n", a...)
+	}
+}

@@ -1,0 +1,154 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	xssh "golang.org/x/crypto/ssh"
+)
+
+// Class is the kind of a transport failure. Classification follows a fixed
+// order (config, timeout, host_key, auth, network, unknown) so that one
+// failure never gets two answers.
+type Class string
+
+const (
+	ClassConfig        Class = "config"
+	ClassTimeout       Class = "timeout"
+	ClassTrustRequired Class = "trust_required" // a host_key failure: no pin yet
+	ClassHostKey       Class = "host_key"       // a host_key failure: pin mismatch
+	ClassAuth          Class = "auth"
+	ClassNetwork       Class = "network"
+	ClassUnknown       Class = "unknown"
+)
+
+// Error is a transport failure naming the host the user asked for and the
+// hop that failed (the same when there is no jump).
+type Error struct {
+	Host  string // the host the user asked for
+	Hop   string // the hop that failed, as Target.Label()
+	Class Class
+	Err   error
+	Hint  string
+	// Observed are the host keys seen before the failure, so `host test`
+	// can show the key that did not match.
+	Observed []Observed
+}
+
+func (e *Error) Error() string {
+	where := e.Hop
+	if e.Host != "" && !strings.HasPrefix(e.Hop, e.Host) {
+		where = fmt.Sprintf("%s via hop %s", e.Host, e.Hop)
+	}
+	return fmt.Sprintf("%s: %v", where, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ConfigError is a problem in the user's ssh configuration or flags.
+type ConfigError struct {
+	File string // may be empty
+	Line int    // 0 when unknown
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.File != "" && e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.File != "":
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return e.Msg
+}
+
+// TrustRequiredError: the hop has no pinned key yet.
+type TrustRequiredError struct {
+	Observed Pin
+}
+
+func (e *TrustRequiredError) Error() string {
+	return fmt.Sprintf("host key not trusted yet (presented %s %s)", e.Observed.KeyType, e.Observed.Fingerprint)
+}
+
+// HostKeyChangedError: the hop presented a key other than the pinned one.
+type HostKeyChangedError struct {
+	Expected Pin
+	Got      Pin
+}
+
+func (e *HostKeyChangedError) Error() string {
+	return fmt.Sprintf("host key changed: expected %s, got %s", e.Expected, e.Got)
+}
+
+// PassphraseKeyError: a key needs a passphrase and no agent holds it.
+type PassphraseKeyError struct{ Path string }
+
+func (e *PassphraseKeyError) Error() string {
+	return fmt.Sprintf("identity %s is protected by a passphrase and ssh-agent does not hold it", e.Path)
+}
+
+// timeoutError marks a deadline we imposed ourselves.
+type timeoutError struct {
+	what string
+	d    string
+}
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("%s timed out after %s", e.what, e.d) }
+func (e *timeoutError) Timeout() bool { return true }
+
+// classify wraps err for hop in the order config, timeout, host_key, auth,
+// network, unknown.
+func classify(host string, hop *Target, err error) *Error {
+	var already *Error
+	if errors.As(err, &already) {
+		return already
+	}
+	e := &Error{Host: host, Hop: hop.Label(), Err: err}
+	var (
+		cfg  *ConfigError
+		tr   *TrustRequiredError
+		hk   *HostKeyChangedError
+		pp   *PassphraseKeyError
+		nerr net.Error
+		op   *net.OpError
+	)
+	switch {
+	case errors.As(err, &cfg):
+		e.Class = ClassConfig
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		e.Class = ClassTimeout
+		e.Hint = "check that the host is up and reachable, or raise --connect-timeout"
+	case errors.As(err, &tr):
+		e.Class = ClassTrustRequired
+		e.Hint = fmt.Sprintf("run `kandev-exec host test %s`, then `kandev-exec host trust %s`", host, host)
+	case errors.As(err, &hk):
+		e.Class = ClassHostKey
+		e.Hint = fmt.Sprintf("if the key rotated on purpose, verify it out of band, then `kandev-exec host trust %s --replace --fingerprint %s`", host, hk.Got.Fingerprint)
+	case errors.As(err, &pp):
+		e.Class = ClassAuth
+		e.Hint = fmt.Sprintf("load it into ssh-agent: `ssh-add %s`", pp.Path)
+	case strings.Contains(err.Error(), "unable to authenticate"), strings.Contains(err.Error(), "no authentication methods"):
+		e.Class = ClassAuth
+		e.Hint = "check the user and that one of the identities is authorized on the host (`ssh-add -l`, IdentityFile)"
+	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, os.ErrDeadlineExceeded),
+		isOpenChannelError(err):
+		e.Class = ClassNetwork
+		e.Hint = "check the address, the port and that sshd is running"
+	default:
+		e.Class = ClassUnknown
+	}
+	return e
+}
+
+func isOpenChannelError(err error) bool {
+	var oce *xssh.OpenChannelError
+	return errors.As(err, &oce)
+}

@@ -1,0 +1,80 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	xssh "golang.org/x/crypto/ssh"
+)
+
+// ShellQuote quotes s for a POSIX shell (and for fish, tcsh and bash, which
+// all read single quotes the same way for this alphabet).
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// BootstrapCommand wraps a script so it runs under /bin/sh whatever the
+// user's login shell is (sshd hands the command to the login shell).
+func BootstrapCommand(script string) string {
+	return "/bin/sh -c " + ShellQuote(script)
+}
+
+// ExitError is a remote command that ran and exited non-zero.
+type ExitError struct {
+	Code   int
+	Signal string
+}
+
+func (e *ExitError) Error() string {
+	if e.Signal != "" {
+		return fmt.Sprintf("remote command killed by signal %s", e.Signal)
+	}
+	return fmt.Sprintf("remote command exited with status %d", e.Code)
+}
+
+// Run runs script under /bin/sh on the host, feeding stdin and capturing
+// stdout and stderr. It returns *ExitError for a non-zero exit; any other
+// error is a transport failure. Cancelling ctx kills the remote command.
+func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (stdout, stderr []byte, err error) {
+	var out, errb bytes.Buffer
+	err = c.Stream(ctx, script, stdin, &out, &errb)
+	return out.Bytes(), errb.Bytes(), err
+}
+
+// Stream is Run with caller-provided output writers.
+func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) error {
+	sess, err := c.NewSession()
+	if err != nil {
+		return fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
+	}
+	defer sess.Close()
+	sess.Stdin, sess.Stdout, sess.Stderr = stdin, stdout, stderr
+	if err := sess.Start(BootstrapCommand(script)); err != nil {
+		return fmt.Errorf("start command on %s: %w", c.Target.Label(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = sess.Signal(xssh.SIGKILL)
+		sess.Close()
+		<-done
+		return fmt.Errorf("command on %s: %w", c.Target.Label(), ctx.Err())
+	}
+	var ee *xssh.ExitError
+	if errors.As(err, &ee) {
+		return &ExitError{Code: ee.ExitStatus(), Signal: ee.Signal()}
+	}
+	if err != nil {
+		return fmt.Errorf("command on %s: %w", c.Target.Label(), err)
+	}
+	return nil
+}

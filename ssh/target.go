@@ -1,0 +1,54 @@
+// Package ssh is kandev-exec's transport: it resolves targets the way
+// OpenSSH does, authenticates with ssh-agent or key files, pins host keys
+// per hop, dials ProxyJump chains with deadlines, and classifies failures.
+package ssh
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Target is one fully resolved SSH endpoint, with the chain of jump hosts
+// in front of it (first hop first). Every hop carries its own settings.
+type Target struct {
+	Name           string   // what the user typed (host name or alias), used in errors
+	HostName       string   // what to connect to
+	Port           int      // 22 when unset
+	User           string   // login user
+	IdentityFiles  []string // absolute paths, in the order OpenSSH tries them
+	IdentitiesOnly bool
+	IdentityAgent  string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
+	ConnectTimeout int    // seconds from ConnectTimeout, 0 when unset
+	Jumps          []*Target
+}
+
+// Addr is host:port, bracketing IPv6 literals.
+func (t *Target) Addr() string {
+	return net.JoinHostPort(t.HostName, strconv.Itoa(t.Port))
+}
+
+// Label names the endpoint in messages: the alias, and the address when
+// that says more.
+func (t *Target) Label() string {
+	if t.Name == "" || t.Name == t.HostName {
+		return t.Addr()
+	}
+	return fmt.Sprintf("%s (%s)", t.Name, t.Addr())
+}
+
+// Hops returns the jump hosts followed by the target itself.
+func (t *Target) Hops() []*Target {
+	out := append([]*Target{}, t.Jumps...)
+	return append(out, t)
+}
+
+// JumpSpec renders the chain as a ProxyJump value (for display).
+func (t *Target) JumpSpec() string {
+	parts := make([]string, 0, len(t.Jumps))
+	for _, j := range t.Jumps {
+		parts = append(parts, j.Name)
+	}
+	return strings.Join(parts, ",")
+}
