@@ -1,0 +1,345 @@
+package sshtest_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+	"golang.org/x/crypto/ssh"
+)
+
+func signer(t *testing.T, path string) ssh.Signer {
+	t.Helper()
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := ssh.ParsePrivateKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+func clientConfig(s *sshtest.Server, sig ssh.Signer, hostKey ssh.PublicKey) *ssh.ClientConfig {
+	return &ssh.ClientConfig{
+		User:            s.User(),
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(sig)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey),
+		Timeout:         5 * time.Second,
+	}
+}
+
+func run(t *testing.T, c *ssh.Client, cmd string) string {
+	t.Helper()
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	out, err := sess.CombinedOutput(cmd)
+	if err != nil {
+		t.Fatalf("%s: %v: %s", cmd, err, out)
+	}
+	return string(out)
+}
+
+func openssh(t *testing.T, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Fatalf("ssh client missing (run `apt-get install openssh-client`): %v", err)
+	}
+	out, err := exec.Command("ssh", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ssh %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+func TestGoClientExec(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t)
+	if fi, err := os.Stat(s.UserKeyPath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("user key %s: %v %v", s.UserKeyPath, fi, err)
+	}
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out := run(t, c, "echo hi"); out != "hi\n" {
+		t.Fatalf("echo hi = %q", out)
+	}
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if err := sess.RequestSubsystem("sftp"); err != nil {
+		t.Fatalf("sftp subsystem: %v", err)
+	}
+}
+
+func TestOpenSSHClient(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t)
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	sshtest.WriteSSHConfig(t, cfg, s.HostEntry("target"))
+	if out := openssh(t, "-F", cfg, "target", "echo", "hi"); out != "hi\n" {
+		t.Fatalf("output %q", out)
+	}
+}
+
+func TestProxyJump(t *testing.T) {
+	t.Parallel()
+	bastion, target := sshtest.NewServer(t), sshtest.NewServer(t)
+	via := target.HostEntry("via")
+	via.ProxyJump = "bastion"
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	sshtest.WriteSSHConfig(t, cfg, bastion.HostEntry("bastion"), target.HostEntry("target"), via)
+
+	openssh(t, "-F", cfg, "-J", "bastion", "target", "true")
+	if out := openssh(t, "-F", cfg, "via", "echo", "hi"); out != "hi\n" {
+		t.Fatalf("output %q", out)
+	}
+	if n := strings.Count(bastion.Log(), "Accepted publickey"); n != 2 {
+		t.Fatalf("bastion accepted %d logins, want 2", n)
+	}
+}
+
+func TestHostKeyTypes(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t, sshtest.WithHostKeyTypes(sshtest.KeyEd25519, sshtest.KeyECDSA, sshtest.KeyRSA))
+	if n := len(s.HostKeys()); n != 3 {
+		t.Fatalf("%d host keys, want 3", n)
+	}
+	sig := signer(t, s.UserKeyPath)
+	seen := map[string]bool{}
+	for keyType, algo := range map[string]string{
+		sshtest.KeyEd25519: ssh.KeyAlgoED25519,
+		sshtest.KeyECDSA:   ssh.KeyAlgoECDSA256,
+		sshtest.KeyRSA:     ssh.KeyAlgoRSASHA256,
+	} {
+		fp := s.Fingerprint(keyType)
+		if !strings.HasPrefix(fp, "SHA256:") || seen[fp] {
+			t.Fatalf("%s fingerprint %q (seen %v)", keyType, fp, seen)
+		}
+		seen[fp] = true
+		// The key the server actually presents for that algorithm must be the one reported.
+		var got string
+		cfg := clientConfig(s, sig, nil)
+		cfg.HostKeyAlgorithms = []string{algo}
+		cfg.HostKeyCallback = func(_ string, _ net.Addr, k ssh.PublicKey) error {
+			got = ssh.FingerprintSHA256(k)
+			return nil
+		}
+		c, err := ssh.Dial("tcp", s.Addr(), cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", algo, err)
+		}
+		c.Close()
+		if got != fp {
+			t.Fatalf("%s: server presented %s, Fingerprint says %s", algo, got, fp)
+		}
+	}
+}
+
+func TestRotateHostKeyAndRestart(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t)
+	sig := signer(t, s.UserKeyPath)
+	oldKey, oldFP, port := s.HostKeys()[0], s.Fingerprint(sshtest.KeyEd25519), s.Port()
+
+	s.RotateHostKey()
+	if s.Port() != port || s.Fingerprint("ssh-ed25519") == oldFP {
+		t.Fatalf("after rotation: port %d (was %d), fingerprint %s (was %s)", s.Port(), port, s.Fingerprint("ssh-ed25519"), oldFP)
+	}
+	if _, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, sig, oldKey)); err == nil {
+		t.Fatal("dial with the old pinned key succeeded")
+	}
+
+	s.Stop()
+	if _, err := net.Dial("tcp", s.Addr()); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial stopped server: %v", err)
+	}
+	s.Start()
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, sig, s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestNewUserKeyWithPassphrase(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t)
+	path, pub := s.NewUserKey(t, "secret")
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing *ssh.PassphraseMissingError
+	if _, err := ssh.ParsePrivateKey(pem); !errors.As(err, &missing) {
+		t.Fatalf("parse without passphrase: %v", err)
+	}
+	sig, err := ssh.ParsePrivateKeyWithPassphrase(pem, []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sig.PublicKey().Marshal(), pub.Marshal()) {
+		t.Fatal("returned public key does not match the private key")
+	}
+	cfg := clientConfig(s, sig, s.HostKeys()[0])
+	if _, err := ssh.Dial("tcp", s.Addr(), cfg); err == nil {
+		t.Fatal("unauthorized key logged in")
+	}
+	s.AuthorizeKey(pub)
+	c, err := ssh.Dial("tcp", s.Addr(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestRelayPassToSSHD(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t)
+	r := sshtest.NewRelay(t, s.Addr())
+	c, err := ssh.Dial("tcp", r.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out := run(t, c, "echo hi"); out != "hi\n" {
+		t.Fatalf("echo hi = %q", out)
+	}
+}
+
+func TestRelayBlackhole(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t)
+	r := sshtest.NewRelay(t, s.Addr())
+	r.Blackhole()
+	conn, err := net.DialTimeout("tcp", r.Addr(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	_, _, _, err = ssh.NewClientConn(conn, r.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("handshake through blackhole: %v, want a timeout", err)
+	}
+}
+
+func TestRelayRefuseAndReset(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	r := sshtest.NewRelay(t, echo)
+	r.Refuse()
+	if _, err := net.Dial("tcp", r.Addr()); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial refusing relay: %v", err)
+	}
+
+	r.Reset()
+	conn, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read from reset relay: %v", err)
+	}
+
+	r.Pass()
+	roundTrip(t, r.Addr())
+}
+
+func TestRelayDelay(t *testing.T) {
+	t.Parallel()
+	r := sshtest.NewRelay(t, echoServer(t))
+	const d = 100 * time.Millisecond
+	r.Delay(d)
+	// Each direction is delayed, so a round trip takes at least 2d. No upper bound: CI is slow.
+	if rtt := roundTrip(t, r.Addr()); rtt < 2*d {
+		t.Fatalf("round trip %v, want >= %v", rtt, 2*d)
+	}
+}
+
+func TestRelayFreezeThaw(t *testing.T) {
+	t.Parallel()
+	r := sshtest.NewRelay(t, echoServer(t))
+	conn, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r.Freeze()
+	if _, err := conn.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	var ne net.Error
+	if _, err := conn.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read through frozen relay: %v, want a timeout", err)
+	}
+	r.Thaw()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(conn, buf); err != nil || buf[0] != 'x' {
+		t.Fatalf("read after thaw: %q %v", buf, err)
+	}
+}
+
+// roundTrip sends one byte through an echo path and returns how long the reply took.
+func roundTrip(t *testing.T, addr string) time.Duration {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	buf := make([]byte, 1)
+	if _, err := conn.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}

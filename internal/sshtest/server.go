@@ -1,0 +1,417 @@
+// Package sshtest runs a real OpenSSH sshd on loopback for tests, and a TCP relay that injects
+// network faults in front of it.
+//
+// A bastion is just another Server: AllowTcpForwarding is on, so `ProxyJump` through it works.
+package sshtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+const (
+	sshdPath     = "/usr/sbin/sshd" // sshd re-executes itself, so it must be started by absolute path.
+	readyTimeout = 10 * time.Second
+	startTries   = 5
+)
+
+// Server is a running sshd owned by one test. It is safe for concurrent use.
+type Server struct {
+	// UserKeyPath is an unencrypted ed25519 private key (0600) authorized to log in as User().
+	// Its public half is at UserKeyPath+".pub".
+	UserKeyPath   string
+	UserPublicKey ssh.PublicKey
+
+	t        testing.TB
+	dir      string
+	user     string
+	keyTypes []string
+
+	mu       sync.Mutex
+	port     int
+	hostKeys []hostKey
+	userKeys int
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	log      syncBuffer
+}
+
+type hostKey struct {
+	keyType string
+	path    string
+	pub     ssh.PublicKey
+}
+
+// Option configures NewServer.
+type Option func(*Server)
+
+// WithHostKeyTypes sets the host key types (KeyEd25519, KeyECDSA, KeyRSA); the default is ed25519 only.
+func WithHostKeyTypes(types ...string) Option {
+	return func(s *Server) { s.keyTypes = types }
+}
+
+// NewServer starts sshd on a free 127.0.0.1 port in a fresh temp dir, and stops it when the test ends.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	if _, err := os.Stat(sshdPath); err != nil {
+		t.Fatalf("sshtest: %s is missing (run `apt-get install openssh-server`): %v", sshdPath, err)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatalf("sshtest: current user: %v", err)
+	}
+	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}}
+	for _, opt := range opts {
+		opt(s)
+	}
+	if os.Geteuid() == 0 {
+		// sshd running as root refuses to start without its privilege separation directory.
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatalf("sshtest: %v", err)
+		}
+	}
+	s.UserKeyPath, s.UserPublicKey = s.NewUserKey(t, "")
+	s.AuthorizeKey(s.UserPublicKey)
+
+	// Registered after t.TempDir, so sshd is gone before its directory is removed.
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", s.Log())
+		}
+	})
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.generateHostKeys()
+	s.startLocked(true)
+	return s
+}
+
+// Addr returns "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port())) }
+
+// Port returns the TCP port; it stays the same across Stop/Start and RotateHostKey.
+func (s *Server) Port() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.port
+}
+
+// User returns the login name, which is the user running the test.
+func (s *Server) User() string { return s.user }
+
+// Log returns everything sshd has logged so far, across restarts.
+func (s *Server) Log() string { return s.log.String() }
+
+// HostKeys returns the current host public keys, in WithHostKeyTypes order.
+func (s *Server) HostKeys() []ssh.PublicKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]ssh.PublicKey, len(s.hostKeys))
+	for i, k := range s.hostKeys {
+		keys[i] = k.pub
+	}
+	return keys
+}
+
+// Fingerprint returns the "SHA256:..." fingerprint of the host key of keyType, given either as
+// KeyEd25519/KeyECDSA/KeyRSA or as the SSH algorithm name (e.g. "ssh-ed25519").
+func (s *Server) Fingerprint(keyType string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.hostKeys {
+		if k.keyType == keyType || k.pub.Type() == keyType {
+			return ssh.FingerprintSHA256(k.pub)
+		}
+	}
+	s.t.Fatalf("sshtest: server has no %s host key", keyType)
+	return ""
+}
+
+// AuthorizeKey lets pub log in as User(). sshd rereads the file on every login, so no restart is needed.
+func (s *Server) AuthorizeKey(pub ssh.PublicKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := os.OpenFile(s.authorizedKeysPath(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = f.Write(ssh.MarshalAuthorizedKey(pub))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		s.t.Fatalf("sshtest: authorize key: %v", err)
+	}
+}
+
+// NewUserKey writes a new ed25519 key pair (encrypted when passphrase is set) and returns the
+// private key path (public half at path+".pub"). The key is not authorized; see AuthorizeKey.
+func (s *Server) NewUserKey(t testing.TB, passphrase string) (privPath string, pub ssh.PublicKey) {
+	t.Helper()
+	s.mu.Lock()
+	s.userKeys++
+	privPath = filepath.Join(s.dir, fmt.Sprintf("id_ed25519_%d", s.userKeys))
+	s.mu.Unlock()
+	pub, err := writeKeyPair(privPath, KeyEd25519, passphrase)
+	if err != nil {
+		t.Fatalf("sshtest: user key: %v", err)
+	}
+	return privPath, pub
+}
+
+// Stop kills sshd and every session it spawned, as a host going down would. It is idempotent.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killLocked()
+}
+
+// Start restarts a stopped server on the same port with the same host keys.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.startLocked(false)
+	}
+}
+
+// RotateHostKey restarts sshd on the same port with freshly generated host keys of the same
+// types, so clients that pinned the old keys see a changed host key.
+func (s *Server) RotateHostKey() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killLocked()
+	s.generateHostKeys()
+	s.startLocked(false)
+}
+
+func (s *Server) authorizedKeysPath() string { return filepath.Join(s.dir, "authorized_keys") }
+
+func (s *Server) generateHostKeys() {
+	s.hostKeys = s.hostKeys[:0]
+	for _, kt := range s.keyTypes {
+		path := filepath.Join(s.dir, "ssh_host_"+kt+"_key")
+		pub, err := writeKeyPair(path, kt, "")
+		if err != nil {
+			s.t.Fatalf("sshtest: host key: %v", err)
+		}
+		s.hostKeys = append(s.hostKeys, hostKey{keyType: kt, path: path, pub: pub})
+	}
+}
+
+// startLocked starts sshd and waits until it serves an SSH banner. With newPort it picks a free
+// port per attempt, because another process may grab the port between our probe and sshd's bind.
+func (s *Server) startLocked(newPort bool) {
+	s.t.Helper()
+	var lastErr error
+	for range startTries {
+		if newPort {
+			port, err := freePort()
+			if err != nil {
+				s.t.Fatalf("sshtest: %v", err)
+			}
+			s.port = port
+		}
+		mark := s.log.Len()
+		lastErr = s.launchLocked(mark)
+		if lastErr == nil {
+			return
+		}
+		s.killLocked()
+		if since := s.log.Since(mark); !strings.Contains(since, "Address already in use") &&
+			!strings.Contains(since, "Cannot bind any address") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("sshtest: sshd did not start: %v\nsshd log:\n%s", lastErr, s.Log())
+}
+
+func (s *Server) launchLocked(mark int) error {
+	cfg, err := s.writeSSHDConfig()
+	if err != nil {
+		return err
+	}
+	args := []string{"-D", "-e", "-f", cfg}
+	if penaltiesSupported(cfg) {
+		// OpenSSH 9.8+ penalises a source address for failed or dropped connections; every test
+		// connects from 127.0.0.1 and fault tests drop connections on purpose.
+		args = append(args, "-o", "PerSourcePenalties=no")
+	}
+	fmt.Fprintf(&s.log, "--- sshtest: starting sshd on port %d\n", s.port)
+	cmd := exec.Command(sshdPath, args...)
+	cmd.Stdout = &s.log
+	cmd.Stderr = &s.log
+	// A session child that outlives sshd could hold the log pipe open; don't let Wait hang on it.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	return s.waitReady(mark)
+}
+
+func (s *Server) waitReady(mark int) error {
+	listening := fmt.Sprintf("Server listening on 127.0.0.1 port %d", s.port)
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("sshd exited: %v", s.cmd.ProcessState)
+		default:
+		}
+		// The log line proves that *our* sshd bound the port; the banner proves it serves.
+		if strings.Contains(s.log.Since(mark), listening) && readBanner(s.port) == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("no SSH banner on port %d within %v", s.port, readyTimeout)
+}
+
+func readBanner(port int) error {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "SSH-") {
+		return fmt.Errorf("unexpected banner %q", line)
+	}
+	return nil
+}
+
+// killLocked kills sshd and its descendants. Session children call setsid, so a process-group
+// kill would miss them; instead sshd is frozen (so it cannot fork more) and its process tree is
+// walked through /proc.
+func (s *Server) killLocked() {
+	if s.cmd == nil {
+		return
+	}
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	for range 10 {
+		children := descendants(pid)
+		if len(children) == 0 {
+			break
+		}
+		for _, c := range children {
+			_ = syscall.Kill(c, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd, s.exited = nil, nil
+}
+
+// descendants lists live (non-zombie) descendants of pid. It returns nil where /proc is absent.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Format: "pid (comm) state ppid ..."; comm may contain spaces and parentheses.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		if ppid, err := strconv.Atoi(fields[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []int
+	queue := children[pid]
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p]...)
+		out = append(out, p)
+	}
+	return out
+}
+
+var (
+	penaltiesOnce sync.Once
+	penaltiesOK   bool
+)
+
+// penaltiesSupported asks sshd once per test binary whether it knows PerSourcePenalties.
+func penaltiesSupported(cfg string) bool {
+	penaltiesOnce.Do(func() {
+		penaltiesOK = exec.Command(sshdPath, "-t", "-f", cfg, "-o", "PerSourcePenalties=no").Run() == nil
+	})
+	return penaltiesOK
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer is written by exec's copy goroutine while tests read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func (b *syncBuffer) String() string { return b.Since(0) }
+
+// Since returns what was written after the first mark bytes.
+func (b *syncBuffer) Since(mark int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf.Bytes()[mark:])
+}
