@@ -1,0 +1,153 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultLockTimeout bounds the wait for the store lock when
+// Options.LockTimeout is zero.
+const DefaultLockTimeout = 10 * time.Second
+
+const (
+	metaFile    = "meta.json"
+	journalFile = "journal.jsonl"
+	lockFile    = "lock"
+	holderFile  = "lock.holder"
+	recordsDir  = "records"
+)
+
+// Options tunes a FileStore.
+type Options struct {
+	// LockTimeout bounds how long a write waits for another process's
+	// transaction; past it the write fails with *LockedError. 0 means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Now is the clock for timestamps and claim expiry; nil means
+	// time.Now. Lock waits always use the real clock.
+	Now func() time.Time
+}
+
+// FileStore is the Store kept in one local directory:
+//
+//	meta.json                    schema_version and journal epoch
+//	records/<kind>/<name>.json   one record, with its claim if any
+//	journal.jsonl                one Entry per line, append-only
+//	lock, lock.holder            the transaction lock and who holds it
+//
+// Reads take no lock (every file is replaced by rename, so a reader sees a
+// whole old or whole new file); writes take the lock for one transaction.
+// It is safe for concurrent use by goroutines and processes.
+type FileStore struct {
+	dir         string
+	lockTimeout time.Duration
+	now         func() time.Time
+	closed      atomic.Bool
+}
+
+var _ Store = (*FileStore)(nil)
+
+// Open opens the store in dir, creating it (0700) if needed. A store
+// written by a newer schema is refused with *SchemaError; a symlink where
+// the directory should be with *UnsafePathError.
+func Open(dir string, opts Options) (*FileStore, error) {
+	if dir == "" {
+		return nil, errors.New("state: empty store directory")
+	}
+	s := &FileStore{dir: filepath.Clean(dir), lockTimeout: opts.LockTimeout, now: opts.Now}
+	if s.lockTimeout <= 0 {
+		s.lockTimeout = DefaultLockTimeout
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	err := checkDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(s.dir, dirMode); err == nil {
+			err = checkDir(s.dir)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.readMeta()
+	if errors.Is(err, fs.ErrNotExist) {
+		err = s.initialize()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// initialize writes meta.json and an empty journal, under the lock so two
+// processes opening a new store agree on one epoch.
+func (s *FileStore) initialize() error {
+	l, err := s.lock(context.Background())
+	if err != nil {
+		return err
+	}
+	defer l.unlock()
+	if _, err := s.readMeta(); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := ensureDir(s.path(recordsDir)); err != nil {
+		return err
+	}
+	m := meta{SchemaVersion: SchemaVersion, Epoch: newEpoch(), CreatedAt: s.now().UTC()}
+	if err := s.writeMeta(m); err != nil {
+		return err
+	}
+	return s.createJournal()
+}
+
+// Dir is the store directory.
+func (s *FileStore) Dir() string { return s.dir }
+
+// Close makes later calls fail; the store holds no descriptors between
+// calls, so there is nothing else to release.
+func (s *FileStore) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+func (s *FileStore) path(elem ...string) string {
+	return filepath.Join(append([]string{s.dir}, elem...)...)
+}
+
+func (s *FileStore) ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("state store %s: %w", s.dir, fs.ErrClosed)
+	}
+	return ctx.Err()
+}
+
+// tx is one locked transaction.
+type tx struct {
+	now  time.Time
+	meta meta
+}
+
+// update runs fn as one transaction: lock, re-read meta (a newer
+// kandev-exec may have migrated the store meanwhile), fn, unlock.
+func (s *FileStore) update(ctx context.Context, fn func(*tx) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	l, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.unlock()
+	m, err := s.readMeta()
+	if err != nil {
+		return err
+	}
+	return fn(&tx{now: s.now().UTC(), meta: m})
+}

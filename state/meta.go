@@ -1,0 +1,51 @@
+package state
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// meta.json: the schema gate and the journal epoch.
+type meta struct {
+	SchemaVersion int       `json:"schema_version"`
+	Epoch         uint64    `json:"epoch"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+func (s *FileStore) readMeta() (meta, error) {
+	var m meta
+	b, err := readFileNoFollow(s.path(metaFile))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("state store %s: corrupt %s: %w", s.dir, metaFile, err)
+	}
+	if m.SchemaVersion > SchemaVersion {
+		return m, &SchemaError{Path: s.dir, Found: m.SchemaVersion}
+	}
+	if m.SchemaVersion < 1 || m.Epoch == 0 {
+		return m, fmt.Errorf("state store %s: corrupt %s: schema_version %d, epoch %d", s.dir, metaFile, m.SchemaVersion, m.Epoch)
+	}
+	return m, nil
+}
+
+func (s *FileStore) writeMeta(m meta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path(metaFile), append(b, '\n'), true)
+}
+
+// newEpoch is random so that a re-created journal can never be mistaken
+// for the old one; it stays below 2^53 so JSON consumers that read
+// numbers as doubles (jq, JavaScript) keep it exact.
+func newEpoch() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])>>11 | 1
+}
