@@ -73,7 +73,7 @@ func (s *FileStore) AcquireClaim(ctx context.Context, kind Kind, name string, tt
 			return err
 		}
 		out = c
-		return s.appendJournal(t, kind, name, claimEvent(EventClaimAcquired, c, replaced), rf.Revision)
+		return t.record(kind, name, claimEvent(EventClaimAcquired, c, replaced), rf.Revision)
 	})
 	return out, err
 }
@@ -133,7 +133,7 @@ func (s *FileStore) Checkpoint(ctx context.Context, c Claim, seq uint64, expecte
 			return err
 		}
 		outC, outR = cur.Claim, rf.Record
-		return s.appendJournal(t, c.Kind, c.Name, ev, rf.Revision)
+		return t.record(c.Kind, c.Name, ev, rf.Revision)
 	})
 	return outC, outR, err
 }
@@ -150,6 +150,6 @@ func (s *FileStore) ReleaseClaim(ctx context.Context, c Claim) error {
 		if err := s.writeRecord(rf); err != nil {
 			return err
 		}
-		return s.appendJournal(t, c.Kind, c.Name, claimEvent(EventClaimReleased, released, ""), rf.Revision)
+		return t.record(c.Kind, c.Name, claimEvent(EventClaimReleased, released, ""), rf.Revision)
 	})
 }

@@ -130,12 +130,18 @@ func (s *FileStore) ready(ctx context.Context) error {
 
 // tx is one locked transaction.
 type tx struct {
-	now  time.Time
-	meta meta
+	now     time.Time
+	journal *journalWriter
+}
+
+// record appends the journal entry for a write this transaction made.
+func (t *tx) record(kind Kind, name string, ev Event, revision uint64) error {
+	return t.journal.append(Entry{At: t.now, Kind: kind, Name: name, Type: ev.Type, Revision: revision, Detail: ev.Detail})
 }
 
 // update runs fn as one transaction: lock, re-read meta (a newer
-// kandev-exec may have migrated the store meanwhile), fn, unlock.
+// kandev-exec may have migrated the store meanwhile), open the journal,
+// fn, unlock.
 func (s *FileStore) update(ctx context.Context, fn func(*tx) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -149,5 +155,10 @@ func (s *FileStore) update(ctx context.Context, fn func(*tx) error) error {
 	if err != nil {
 		return err
 	}
-	return fn(&tx{now: s.now().UTC(), meta: m})
+	j, err := s.openJournal(&m)
+	if err != nil {
+		return err
+	}
+	defer j.close()
+	return fn(&tx{now: s.now().UTC(), journal: j})
 }

@@ -36,57 +36,88 @@ func (s *FileStore) createJournal() error {
 	return syncDir(s.dir)
 }
 
-// appendJournal writes the entry for one mutation of the transaction t.
-func (s *FileStore) appendJournal(t *tx, kind Kind, name string, ev Event, revision uint64) error {
+// journalWriter appends the entries of one transaction. It is opened
+// before the transaction writes anything, so a journal that cannot be
+// written (unsafe path, corrupt tail) refuses the write instead of
+// leaving it unjournaled.
+type journalWriter struct {
+	f     *os.File
+	epoch uint64
+	next  uint64 // seq of the next entry
+	end   int64  // size after the last complete line
+}
+
+func (s *FileStore) openJournal(m *meta) (*journalWriter, error) {
 	path := s.path(journalFile)
 	f, err := openNoFollow(path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.meta.Epoch = newEpoch()
-		if err = s.writeMeta(t.meta); err == nil {
+		m.Epoch = newEpoch()
+		if err = s.writeMeta(*m); err == nil {
 			if err = s.createJournal(); err == nil {
 				f, err = openNoFollow(path, os.O_RDWR|os.O_APPEND, 0)
 			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("journal for %s %q: %w", kind, name, err)
+		return nil, fmt.Errorf("opening journal: %w", err)
 	}
-	defer f.Close()
+	j, err := prepareJournal(f, m.Epoch)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	return j, nil
+}
+
+// prepareJournal finds the last sequence number and truncates a partial
+// trailing line left by a crash.
+func prepareJournal(f *os.File, epoch uint64) (*journalWriter, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	end, last, err := lastLine(f, fi.Size())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if end < fi.Size() {
 		if err := f.Truncate(end); err != nil {
-			return fmt.Errorf("truncating partial journal line: %w", err)
+			return nil, fmt.Errorf("truncating partial last line: %w", err)
 		}
 	}
-	seq := uint64(1)
+	j := &journalWriter{f: f, epoch: epoch, next: 1, end: end}
 	if last != nil {
 		var prev Entry
 		if err := json.Unmarshal(last, &prev); err != nil {
-			return fmt.Errorf("corrupt last line in %s: %w", path, err)
+			return nil, fmt.Errorf("corrupt last line: %w", err)
 		}
-		if prev.Epoch != t.meta.Epoch {
-			return fmt.Errorf("corrupt journal %s: last entry has epoch %d, %s says %d", path, prev.Epoch, metaFile, t.meta.Epoch)
+		if prev.Epoch != epoch {
+			return nil, fmt.Errorf("last entry has epoch %d, %s says %d", prev.Epoch, metaFile, epoch)
 		}
-		seq = prev.Seq + 1
+		j.next = prev.Seq + 1
 	}
-	line, err := encodeJSON(Entry{Epoch: t.meta.Epoch, Seq: seq, At: t.now, Kind: kind, Name: name,
-		Type: ev.Type, Revision: revision, Detail: ev.Detail})
+	return j, nil
+}
+
+func (j *journalWriter) append(e Entry) error {
+	e.Epoch, e.Seq = j.epoch, j.next
+	line, err := encodeJSON(e)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(line); err != nil {
-		f.Truncate(end) // best effort; else the next writer truncates
-		return fmt.Errorf("appending to %s: %w", path, err)
+	if _, err := j.f.Write(line); err != nil {
+		j.f.Truncate(j.end) // best effort; else the next writer truncates
+		return fmt.Errorf("appending to journal: %w", err)
 	}
-	return f.Sync()
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("syncing journal: %w", err)
+	}
+	j.next++
+	j.end += int64(len(line))
+	return nil
 }
+
+func (j *journalWriter) close() { j.f.Close() }
 
 // lastLine returns the offset just past the last complete line and that
 // line without its newline (nil when there is none), reading backwards

@@ -196,7 +196,7 @@ func (s *FileStore) Create(ctx context.Context, kind Kind, name string, data jso
 			return err
 		}
 		out = rf.Record
-		return s.appendJournal(t, kind, name, ev, rf.Revision)
+		return t.record(kind, name, ev, rf.Revision)
 	})
 	return out, err
 }
@@ -221,7 +221,7 @@ func (s *FileStore) Update(ctx context.Context, kind Kind, name string, expected
 			return err
 		}
 		out = rf.Record
-		return s.appendJournal(t, kind, name, ev, rf.Revision)
+		return t.record(kind, name, ev, rf.Revision)
 	})
 	return out, err
 }
@@ -244,7 +244,7 @@ func (s *FileStore) Delete(ctx context.Context, kind Kind, name string, expected
 		if err := removeDurable(s.recordPath(kind, name)); err != nil {
 			return err
 		}
-		return s.appendJournal(t, kind, name, ev, rf.Revision)
+		return t.record(kind, name, ev, rf.Revision)
 	})
 }
 
