@@ -1,0 +1,182 @@
+package cmdutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// Settings are the global settings: flag, then environment twin, then
+// config file, then default. Viper serves only these flat keys; profiles
+// and env maps never go through it (it lowercases map keys).
+type Settings struct {
+	StateDir       string
+	ConfigFile     string
+	SSHConfig      string
+	JSON           bool
+	Yes            bool
+	Debug          bool
+	NoColor        bool
+	LockTimeout    time.Duration
+	ConnectTimeout time.Duration
+}
+
+// Factory hands commands their dependencies lazily, so that --help,
+// completion and version never open the store or dial.
+type Factory struct {
+	IO      *IOStreams
+	Version string
+
+	v         *viper.Viper
+	once      sync.Once
+	settings  *Settings
+	setErr    error
+	storeOnce sync.Once
+	store     state.Store
+	storeErr  error
+	exec      *executor.Executor
+}
+
+// NewFactory returns a Factory over the process's streams.
+func NewFactory(io *IOStreams, version string) *Factory {
+	return &Factory{IO: io, Version: version, v: viper.New()}
+}
+
+// globals lists each global setting: flag name, env twin, default.
+var globals = []struct{ key, env string }{
+	{"state-dir", "KANDEV_EXEC_STATE_DIR"},
+	{"config", "KANDEV_EXEC_CONFIG"},
+	{"ssh-config", "KANDEV_EXEC_SSH_CONFIG"},
+	{"yes", "KANDEV_EXEC_YES"},
+	{"debug", "KANDEV_EXEC_DEBUG"},
+	{"no-color", "NO_COLOR"},
+	{"lock-timeout", "KANDEV_EXEC_LOCK_TIMEOUT"},
+	{"connect-timeout", "KANDEV_EXEC_CONNECT_TIMEOUT"},
+	{"json", ""},
+}
+
+// AddGlobalFlags declares the global flags on fs and binds them.
+func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
+	fs.String("state-dir", "", "local state directory (default $XDG_STATE_HOME/kandev-exec)")
+	fs.String("config", "", "global settings file (default $XDG_CONFIG_HOME/kandev-exec/config.yaml)")
+	fs.String("ssh-config", "", "OpenSSH client config to resolve aliases from (default ~/.ssh/config)")
+	fs.Bool("json", false, "machine output on stdout")
+	fs.Bool("yes", false, "confirm destructive actions (required without a TTY)")
+	fs.Bool("debug", false, "diagnostics on stderr (secrets redacted)")
+	fs.Bool("no-color", false, "no ANSI colour")
+	fs.Duration("lock-timeout", 10*time.Second, "how long to wait for the state store lock")
+	fs.Duration("connect-timeout", 10*time.Second, "TCP connect plus SSH handshake bound, per hop")
+	for _, g := range globals {
+		_ = f.v.BindPFlag(g.key, fs.Lookup(g.key))
+		if g.env != "" {
+			_ = f.v.BindEnv(g.key, g.env)
+		}
+	}
+}
+
+// Settings reads the global settings once.
+func (f *Factory) Settings() (*Settings, error) {
+	f.once.Do(func() { f.settings, f.setErr = f.loadSettings() })
+	return f.settings, f.setErr
+}
+
+func (f *Factory) loadSettings() (*Settings, error) {
+	cfg := f.v.GetString("config")
+	explicit := cfg != ""
+	if !explicit {
+		cfg = filepath.Join(xdgDir("XDG_CONFIG_HOME", ".config"), "kandev-exec", "config.yaml")
+	}
+	if _, err := os.Stat(cfg); err == nil || explicit {
+		f.v.SetConfigFile(cfg)
+		f.v.SetConfigType("yaml")
+		if err := f.v.ReadInConfig(); err != nil {
+			return nil, &FlagError{Err: fmt.Errorf("config file %s: %w", cfg, err)}
+		}
+	}
+	_, noColorEnv := os.LookupEnv("NO_COLOR")
+	s := &Settings{
+		StateDir:       f.v.GetString("state-dir"),
+		ConfigFile:     cfg,
+		SSHConfig:      f.v.GetString("ssh-config"),
+		JSON:           f.v.GetBool("json"),
+		Yes:            f.v.GetBool("yes"),
+		Debug:          f.v.GetBool("debug"),
+		NoColor:        f.v.GetBool("no-color") || noColorEnv,
+		LockTimeout:    f.v.GetDuration("lock-timeout"),
+		ConnectTimeout: f.v.GetDuration("connect-timeout"),
+	}
+	if s.StateDir == "" {
+		s.StateDir = filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "kandev-exec")
+	}
+	if s.LockTimeout <= 0 {
+		return nil, FlagErrorf("--lock-timeout must be positive, got %s", s.LockTimeout)
+	}
+	if s.ConnectTimeout <= 0 {
+		return nil, FlagErrorf("--connect-timeout must be positive, got %s", s.ConnectTimeout)
+	}
+	if s.NoColor {
+		f.IO.DisableColor()
+	}
+	return s, nil
+}
+
+// JSON reports whether --json is set, without failing.
+func (f *Factory) JSON() bool { return f.v.GetBool("json") }
+
+func xdgDir(env, fallback string) string {
+	if d := os.Getenv(env); d != "" && filepath.IsAbs(d) {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, fallback)
+}
+
+// Store opens the state store on first use.
+func (f *Factory) Store() (state.Store, error) {
+	f.storeOnce.Do(func() {
+		s, err := f.Settings()
+		if err != nil {
+			f.storeErr = err
+			return
+		}
+		f.store, f.storeErr = state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
+	})
+	return f.store, f.storeErr
+}
+
+// Executor builds the executor over the store on first use.
+func (f *Factory) Executor() (*executor.Executor, error) {
+	if f.exec != nil {
+		return f.exec, nil
+	}
+	s, err := f.Settings()
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Store()
+	if err != nil {
+		return nil, err
+	}
+	var debug io.Writer
+	if s.Debug {
+		debug = f.IO.ErrOut
+	}
+	f.exec = executor.New(executor.Config{Store: st, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug})
+	return f.exec, nil
+}
+
+// Close releases what was opened.
+func (f *Factory) Close() {
+	if f.store != nil {
+		f.store.Close()
+	}
+}

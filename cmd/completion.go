@@ -1,0 +1,40 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+)
+
+func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "Print a shell completion script",
+		Long: `Print a shell completion script. Host names complete from local state only.
+
+  bash:  source <(kandev-exec completion bash)
+  zsh:   kandev-exec completion zsh > "${fpath[1]}/_kandev-exec"
+  fish:  kandev-exec completion fish > ~/.config/fish/completions/kandev-exec.fish`,
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
+		Args: func(c *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(c, args); err != nil {
+				return cmdutil.FlagErrorf("completion needs one shell: bash, zsh, fish or powershell")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			root, out := c.Root(), f.IO.Out
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(out, true)
+			case "zsh":
+				return root.GenZshCompletion(out)
+			case "fish":
+				return root.GenFishCompletion(out, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(out)
+			}
+			return cmdutil.FlagErrorf("unknown shell %q: use bash, zsh, fish or powershell", args[0])
+		},
+	}
+}

@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+type doctorOptions struct {
+	IO    *cmdutil.IOStreams
+	JSON  bool
+	Input executor.DoctorInput
+}
+
+func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check ssh-agent, the ssh config and the state directory",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := f.Settings()
+			if err != nil {
+				return err
+			}
+			opts := &doctorOptions{IO: f.IO, JSON: s.JSON,
+				Input: executor.DoctorInput{StateDir: s.StateDir, SSHConfig: s.SSHConfig, LockTimeout: s.LockTimeout}}
+			if runF != nil {
+				return runF(opts)
+			}
+			return doctorRun(c, opts)
+		},
+	}
+}
+
+func doctorRun(c *cobra.Command, o *doctorOptions) error {
+	checks := executor.Doctor(c.Context(), o.Input)
+	failed := 0
+	for _, ch := range checks {
+		if ch.Status == "fail" {
+			failed++
+		}
+	}
+	if o.JSON {
+		if err := cmdutil.WriteJSON(o.IO.Out, checks); err != nil {
+			return err
+		}
+	} else {
+		for _, ch := range checks {
+			fmt.Fprintf(o.IO.Out, "%-4s  %-15s %s\n", ch.Status, ch.Name, ch.Detail)
+		}
+	}
+	if failed > 0 {
+		return &cmdutil.ExitCodeError{Code: 1, Msg: fmt.Sprintf("%d check(s) failed", failed)}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// ShowOptions are `host show`'s inputs.
+type ShowOptions struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	JSON     bool
+	Name     string
+}
+
+// NewCmdShow is `host show NAME`.
+func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{IO: f.IO, Executor: f.Executor}
+	return &cobra.Command{
+		Use:               "show NAME",
+		Short:             "Show one host: how it is reached and what is pinned",
+		Args:              exactArgs(1, "host show needs a NAME"),
+		ValidArgsFunction: completeHosts(f, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Name, opts.JSON = args[0], f.JSON()
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return showRun(c.Context(), opts)
+		},
+	}
+}
+
+func showRun(ctx context.Context, o *ShowOptions) error {
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	h, err := ex.ShowHost(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return cmdutil.WriteJSON(o.IO.Out, h)
+	}
+	w := o.IO.Out
+	fmt.Fprintf(w, "name:         %s\n", h.Name)
+	fmt.Fprintf(w, "alias:        %s\n", h.Alias)
+	fmt.Fprintf(w, "address:      %s:%d\n", h.Hostname, h.Port)
+	fmt.Fprintf(w, "user:         %s\n", h.User)
+	fmt.Fprintf(w, "proxy jump:   %s\n", dash(h.ProxyJump))
+	fmt.Fprintf(w, "workdir root: %s\n", h.WorkdirRoot)
+	fmt.Fprintf(w, "status:       %s\n", h.Status)
+	if h.StatusReason != "" {
+		fmt.Fprintf(w, "reason:       %s (by %s)\n", h.StatusReason, h.StatusBy)
+	}
+	if len(h.Pins) == 0 {
+		fmt.Fprintf(w, "pins:         none (run `kandev-exec host test %s`, then `kandev-exec host trust %s`)\n", h.Name, h.Name)
+	}
+	for _, p := range h.Pins {
+		fmt.Fprintf(w, "pin:          %s  %s %s\n", p.Hop, p.KeyType, p.Fingerprint)
+	}
+	if h.ResolveError != "" {
+		fmt.Fprintf(o.IO.ErrOut, "warning: cannot resolve %s right now: %s\n", h.Name, h.ResolveError)
+	}
+	return nil
+}

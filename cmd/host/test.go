@@ -1,0 +1,137 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// TestOptions are `host test`'s inputs.
+type TestOptions struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	JSON     bool
+	Names    []string
+	All      bool
+	Parallel int
+}
+
+// NewCmdTest is `host test NAME...|--all`.
+func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) error) *cobra.Command {
+	opts := &TestOptions{IO: f.IO, Executor: f.Executor}
+	c := &cobra.Command{
+		Use:   "test NAME...|--all",
+		Short: "Dial hosts without trusting them: fingerprint, platform, git, helper",
+		Long: `Dial each host without trusting anything new and report its host key
+fingerprint, platform, git version and whether the helper is cached.
+A host whose pinned key differs fails with exit code 5. With several hosts,
+exit code 3 means some failed and others did not.`,
+		ValidArgsFunction: completeHosts(f, 0),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Names, opts.JSON = args, f.JSON()
+			if opts.All == (len(args) > 0) {
+				return cmdutil.FlagErrorf("host test needs host names or --all (not both)")
+			}
+			if opts.Parallel < 1 {
+				return cmdutil.FlagErrorf("--parallel must be at least 1, got %d", opts.Parallel)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return testRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.All, "all", false, "test every host")
+	c.Flags().IntVar(&opts.Parallel, "parallel", 8, "how many hosts to dial at once")
+	return c
+}
+
+func testRun(ctx context.Context, o *TestOptions) error {
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	names := o.Names
+	if o.All {
+		if names, err = ex.HostNames(ctx); err != nil {
+			return err
+		}
+	}
+	rows := ex.TestHosts(ctx, names, o.Parallel)
+	for i := range rows {
+		if rows[i].Err != nil {
+			info := cmdutil.Classify(rows[i].Err)
+			rows[i].Error = &executor.ErrorView{Code: info.Code, Message: rows[i].Err.Error(), Hint: info.Hint}
+		}
+	}
+	if o.JSON {
+		if err := cmdutil.WriteJSON(o.IO.Out, rows); err != nil {
+			return err
+		}
+	} else {
+		printTestRows(o.IO, rows)
+	}
+	return testOutcome(rows, o.JSON)
+}
+
+func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADDRESS\tKEY\tPIN\tPLATFORM\tGIT\tHELPER")
+	for _, r := range rows {
+		pin := "not pinned"
+		switch {
+		case r.MatchesPin:
+			pin = "matches"
+		case r.PinnedFingerprint != "":
+			pin = "CHANGED"
+		}
+		if r.Error != nil && r.Fingerprint == "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tfailed (%s)\n", r.Name, dash(r.Address), r.Error.Code)
+			continue
+		}
+		platform := dash(r.Platform)
+		if r.Platform != "" && !r.Supported {
+			platform += " (unsupported)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", r.Name, r.Address, r.KeyType, r.Fingerprint, pin,
+			platform, dash(r.GitVersion), dash(r.Helper))
+	}
+	tw.Flush()
+	for _, r := range rows {
+		if r.Error != nil {
+			fmt.Fprintf(io.ErrOut, "%s: %s\n", r.Name, r.Error.Message)
+			if r.Error.Hint != "" {
+				fmt.Fprintf(io.ErrOut, "  hint: %s\n", r.Error.Hint)
+			}
+		}
+	}
+}
+
+// testOutcome: all ok is 0; some failed is 3; all failed with one shared
+// class is that class's code (so a single host keeps its own code, e.g. 5).
+func testOutcome(rows []executor.TestResult, asJSON bool) error {
+	failed, codes := 0, map[int]string{}
+	for _, r := range rows {
+		if r.Err != nil {
+			failed++
+			info := cmdutil.Classify(r.Err)
+			codes[info.Exit] = info.Code
+		}
+	}
+	switch {
+	case failed == 0:
+		return nil
+	case failed < len(rows):
+		return &cmdutil.ExitCodeError{Code: 3, JSON: "partial"}
+	case len(codes) == 1:
+		for exit, code := range codes {
+			return &cmdutil.ExitCodeError{Code: exit, JSON: code}
+		}
+	}
+	return &cmdutil.ExitCodeError{Code: 1, JSON: "error"}
+}

@@ -1,0 +1,60 @@
+// Package cmd is the kandev-exec command tree.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/host"
+)
+
+// version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
+var version = "dev"
+
+// NewCmdRoot builds the whole tree over f.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kandev-exec",
+		Short:         "Run coding-agent tasks on SSH hosts you own",
+		Long:          "kandev-exec runs coding-agent tasks on machines a team already owns, over SSH,\nand cleans up after itself only when it can prove nothing of value is lost.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	f.AddGlobalFlags(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
+	root.AddCommand(host.NewCmdHost(f))
+	root.AddCommand(newCmdVersion(f, nil))
+	root.AddCommand(newCmdDoctor(f, nil))
+	root.AddCommand(newCmdCompletion(f))
+	root.SetHelpCommand(newCmdHelp(root, f))
+	return root
+}
+
+// Execute runs the CLI and returns the process exit code.
+func Execute() int {
+	io := cmdutil.System()
+	f := cmdutil.NewFactory(io, version)
+	defer f.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewCmdRoot(f)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
+		err = cmdutil.ErrInterrupted
+	}
+	if err == nil {
+		return 0
+	}
+	cmdutil.PrintError(io.ErrOut, err, f.JSON())
+	return cmdutil.Classify(err).Exit
+}

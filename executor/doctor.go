@@ -1,0 +1,126 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// Check is one doctor line.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn, fail
+	Detail string `json:"detail"`
+}
+
+// DoctorInput is what doctor looks at; nothing is dialled.
+type DoctorInput struct {
+	StateDir    string
+	SSHConfig   string
+	LockTimeout time.Duration
+}
+
+// Doctor checks the local prerequisites, one line each.
+func Doctor(ctx context.Context, in DoctorInput) []Check {
+	return []Check{checkSSHClient(), checkAgent(), checkSSHConfig(ctx, in.SSHConfig), checkStateDir(ctx, in), checkGit()}
+}
+
+func checkSSHClient() Check {
+	c := Check{Name: "openssh client"}
+	p, err := exec.LookPath("ssh")
+	if err != nil {
+		c.Status, c.Detail = "warn", "no ssh in PATH: ~/.ssh/config is read by the built-in parser (Match exec unsupported)"
+		return c
+	}
+	c.Status, c.Detail = "ok", p+" (aliases resolved with ssh -G)"
+	return c
+}
+
+func checkAgent() Check {
+	c := Check{Name: "ssh-agent"}
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		c.Status, c.Detail = "warn", "SSH_AUTH_SOCK is not set: only unencrypted key files can be used (start ssh-agent and ssh-add your key)"
+		return c
+	}
+	conn, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		c.Status, c.Detail = "fail", fmt.Sprintf("cannot reach the agent at %s: %v", sock, err)
+		return c
+	}
+	defer conn.Close()
+	keys, err := agent.NewClient(conn).List()
+	if err != nil {
+		c.Status, c.Detail = "fail", fmt.Sprintf("agent at %s does not answer: %v", sock, err)
+		return c
+	}
+	c.Status, c.Detail = "ok", fmt.Sprintf("%s holds %d key(s)", sock, len(keys))
+	if len(keys) == 0 {
+		c.Status, c.Detail = "warn", sock+" holds no keys (ssh-add your key)"
+	}
+	return c
+}
+
+func checkSSHConfig(ctx context.Context, file string) Check {
+	c := Check{Name: "ssh config"}
+	where := file
+	if where == "" {
+		where = "~/.ssh/config"
+	}
+	if _, err := ssh.Resolve(ctx, "kandev-exec-doctor.invalid", ssh.Overrides{}, ssh.ResolveOptions{ConfigFile: file}); err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	c.Status, c.Detail = "ok", where+" parses"
+	return c
+}
+
+func checkStateDir(ctx context.Context, in DoctorInput) Check {
+	c := Check{Name: "state dir"}
+	fi, err := os.Lstat(in.StateDir)
+	if os.IsNotExist(err) {
+		c.Status, c.Detail = "ok", in.StateDir+" (will be created on first write)"
+		return c
+	}
+	if err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	if !fi.IsDir() {
+		c.Status, c.Detail = "fail", in.StateDir+" is not a directory"
+		return c
+	}
+	st, err := state.Open(in.StateDir, state.Options{LockTimeout: in.LockTimeout})
+	if err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	defer st.Close()
+	n, err := st.List(ctx, KindHost)
+	if err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	c.Status, c.Detail = "ok", fmt.Sprintf("%s (%d host(s))", in.StateDir, len(n))
+	if fi.Mode().Perm()&0o077 != 0 {
+		c.Status, c.Detail = "warn", fmt.Sprintf("%s is mode %o; run `chmod 700 %s`", in.StateDir, fi.Mode().Perm(), in.StateDir)
+	}
+	return c
+}
+
+func checkGit() Check {
+	out, err := exec.Command("git", "--version").Output()
+	if err != nil {
+		return Check{Name: "git", Status: "warn", Detail: "git not found locally (only needed on the hosts)"}
+	}
+	return Check{Name: "git", Status: "ok", Detail: strings.TrimSpace(string(out))}
+}

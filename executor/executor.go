@@ -1,0 +1,76 @@
+// Package executor is the SSH executor: the only package that combines
+// the transport (ssh), the local store (state) and profiles. Commands call
+// it; it never prints.
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// Config is what an Executor is built from.
+type Config struct {
+	Store          state.Store
+	SSHConfig      string        // --ssh-config; "" = OpenSSH defaults
+	SSHBinary      string        // "" = ssh from PATH; "-" = built-in parser
+	ConnectTimeout time.Duration // per hop; 0 = ssh.DefaultTimeout / ConnectTimeout
+	Debug          io.Writer     // dial diagnostics, nil = off
+}
+
+// Executor runs host, profile and task operations.
+type Executor struct {
+	cfg Config
+
+	shaOnce sync.Once
+	sha     string
+	shaErr  error
+}
+
+// New returns an Executor over cfg.
+func New(cfg Config) *Executor { return &Executor{cfg: cfg} }
+
+// Store exposes the store to callers that only read (watch, completion).
+func (e *Executor) Store() state.Store { return e.cfg.Store }
+
+func (e *Executor) resolveOptions() ssh.ResolveOptions {
+	return ssh.ResolveOptions{ConfigFile: e.cfg.SSHConfig, SSHBinary: e.cfg.SSHBinary}
+}
+
+// helperSHA is the sha256 of the running binary: the helper's content
+// address on every host.
+func (e *Executor) helperSHA() (string, error) {
+	e.shaOnce.Do(func() {
+		path, err := os.Executable()
+		if err != nil {
+			e.shaErr = err
+			return
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			e.shaErr = err
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			e.shaErr = err
+			return
+		}
+		e.sha = hex.EncodeToString(h.Sum(nil))
+	})
+	return e.sha, e.shaErr
+}
+
+const probeTimeout = 30 * time.Second
+
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}

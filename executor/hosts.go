@@ -1,0 +1,132 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// AddHostOptions are the settings `host add` takes.
+type AddHostOptions struct {
+	Name           string
+	Alias          string // "" = Name, resolved like `ssh Name`
+	HostName       string
+	Port           int
+	User           string
+	IdentityFiles  []string
+	IdentitiesOnly bool
+	ProxyJump      string
+	WorkdirRoot    string
+}
+
+// AddHost validates and stores a host. Nothing is dialled: trust is a
+// separate, explicit step (`host test`, `host trust`).
+func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, error) {
+	if err := ValidateHostName(o.Name); err != nil {
+		return HostView{}, &ssh.ConfigError{Msg: err.Error()}
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return HostView{}, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: bad port %d (1-65535)", o.Name, o.Port)}
+	}
+	if o.WorkdirRoot == "" {
+		o.WorkdirRoot = DefaultWorkdirRoot
+	}
+	if err := ValidateWorkdirRoot(o.WorkdirRoot); err != nil {
+		return HostView{}, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: %v", o.Name, err)}
+	}
+	explicitAlias := o.Alias != ""
+	if !explicitAlias {
+		o.Alias = o.Name
+	}
+	h := &Host{Name: o.Name, Alias: o.Alias, HostName: o.HostName, Port: o.Port, User: o.User,
+		IdentityFiles: o.IdentityFiles, IdentitiesOnly: o.IdentitiesOnly, ProxyJump: o.ProxyJump,
+		WorkdirRoot: o.WorkdirRoot, Pins: []HopPin{}, Status: StatusAdmitted, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	if _, err := e.resolveHost(ctx, h); err != nil {
+		return HostView{}, err
+	}
+	if explicitAlias && o.HostName == "" {
+		defined, err := ssh.AliasDefined(ctx, o.Alias, e.resolveOptions())
+		if err != nil {
+			return HostView{}, err
+		}
+		if !defined {
+			where := e.cfg.SSHConfig
+			if where == "" {
+				where = "~/.ssh/config"
+			}
+			return HostView{}, &ssh.ConfigError{File: where,
+				Msg: fmt.Sprintf("alias %q is not defined (no Host or Match block sets anything for it); add a Host block, or use --hostname", o.Alias)}
+		}
+	}
+	data, _ := json.Marshal(h)
+	old, rec, err := e.getHost(ctx, o.Name)
+	if err == nil {
+		if old.sameSpec(h) {
+			return e.view(ctx, old, rec), nil // adding the same host again changes nothing
+		}
+		return HostView{}, fmt.Errorf("%w with other settings; run `kandev-exec host rm %s` first to replace it",
+			&state.ConflictError{Kind: KindHost, Name: o.Name, Actual: rec.Revision}, o.Name)
+	}
+	var nf *NotFoundError
+	if !errors.As(err, &nf) {
+		return HostView{}, err
+	}
+	rec, err = e.cfg.Store.Create(ctx, KindHost, o.Name, data, state.Event{Type: "host.added"})
+	if err != nil {
+		return HostView{}, err
+	}
+	return e.view(ctx, h, rec), nil
+}
+
+// ListHosts returns every host, sorted by name ([] when none).
+func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
+	recs, err := e.cfg.Store.List(ctx, KindHost)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HostView, 0, len(recs))
+	for _, rec := range recs {
+		var h Host
+		if err := json.Unmarshal(rec.Data, &h); err != nil {
+			return nil, fmt.Errorf("host %q: corrupt record in the state store: %w", rec.Name, err)
+		}
+		out = append(out, e.view(ctx, &h, rec))
+	}
+	return out, nil
+}
+
+// HostNames lists host names from local state only (shell completion).
+func (e *Executor) HostNames(ctx context.Context) ([]string, error) {
+	recs, err := e.cfg.Store.List(ctx, KindHost)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(recs))
+	for _, r := range recs {
+		names = append(names, r.Name)
+	}
+	return names, nil
+}
+
+// ShowHost returns one host.
+func (e *Executor) ShowHost(ctx context.Context, name string) (HostView, error) {
+	h, rec, err := e.getHost(ctx, name)
+	if err != nil {
+		return HostView{}, err
+	}
+	return e.view(ctx, h, rec), nil
+}
+
+// RemoveHost forgets a host and its pins. Nothing on the host is touched.
+func (e *Executor) RemoveHost(ctx context.Context, name string) error {
+	_, rec, err := e.getHost(ctx, name)
+	if err != nil {
+		return err
+	}
+	return e.cfg.Store.Delete(ctx, KindHost, name, rec.Revision, state.Event{Type: "host.removed"})
+}

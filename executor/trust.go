@@ -1,0 +1,145 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// TrustOptions drive `host trust`. Every key not pinned yet (or, with
+// Replace, changed) must be confirmed: by Fingerprints, by Yes, or by
+// Confirm (nil when there is no terminal).
+type TrustOptions struct {
+	Name         string
+	Fingerprints []string
+	Yes          bool
+	Replace      bool
+	Confirm      func(c TrustChange) (bool, error)
+}
+
+// TrustChange is what trusting does to one hop's pin.
+type TrustChange struct {
+	Hop     string   `json:"hop"`
+	Address string   `json:"address"`
+	Old     *ssh.Pin `json:"old,omitempty"`
+	New     ssh.Pin  `json:"new"`
+	Action  string   `json:"action"` // pinned, replaced, unchanged
+}
+
+// TrustResult is what `host trust` reports.
+type TrustResult struct {
+	Name        string        `json:"name"`
+	Fingerprint string        `json:"fingerprint"`
+	KeyType     string        `json:"key_type"`
+	Changes     []TrustChange `json:"hops"`
+}
+
+// ErrTrustDeclined is returned when the user answers no.
+var ErrTrustDeclined = errors.New("host key not trusted: declined")
+
+// TrustHost dials the host (recording keys), then pins the target's key
+// and every hop's. An existing pin is never replaced without Replace.
+func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, error) {
+	h, rec, err := e.getHost(ctx, o.Name)
+	if err != nil {
+		return TrustResult{}, err
+	}
+	t, err := e.resolveHost(ctx, h)
+	if err != nil {
+		return TrustResult{}, err
+	}
+	pins := h.pins()
+	if o.Replace {
+		pins = ssh.Pins{}
+	}
+	c, err := ssh.Dial(ctx, t, ssh.DialOptions{Pins: pins, Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: o.Name})
+	if err != nil {
+		var de *ssh.Error
+		if errors.As(err, &de) && de.Class == ssh.ClassHostKey {
+			de.Hint = fmt.Sprintf("to accept the new key after checking it out of band: `kandev-exec host trust %s --replace --fingerprint <new>`", o.Name)
+		}
+		return TrustResult{}, err
+	}
+	c.Close()
+
+	res := TrustResult{Name: o.Name}
+	old := h.pins()
+	var newPins []HopPin
+	for _, obs := range c.Observed {
+		ch := TrustChange{Hop: obs.Hop, Address: obs.Addr, New: obs.Pin, Action: "pinned"}
+		if p, ok := old[obs.Addr]; ok {
+			ch.Old = &p
+			ch.Action = "replaced"
+			if p == obs.Pin {
+				ch.Action = "unchanged"
+			}
+		}
+		res.Changes = append(res.Changes, ch)
+		newPins = append(newPins, HopPin{Hop: obs.Hop, Address: obs.Addr, Pin: obs.Pin})
+		if obs.Addr == t.Addr() {
+			res.Fingerprint, res.KeyType = obs.Fingerprint, obs.KeyType
+		}
+	}
+	if err := confirmChanges(o, res.Changes); err != nil {
+		return TrustResult{}, err
+	}
+	if slices.Equal(newPins, h.Pins) {
+		return res, nil
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	h.Pins, h.TrustedAt = newPins, &now
+	data, _ := json.Marshal(h)
+	detail, _ := json.Marshal(res.Changes)
+	_, err = e.cfg.Store.Update(ctx, KindHost, o.Name, rec.Revision, data, state.Event{Type: "host.trusted", Detail: detail})
+	return res, err
+}
+
+func confirmChanges(o TrustOptions, changes []TrustChange) error {
+	given := map[string]bool{}
+	for _, f := range o.Fingerprints {
+		given[f] = false
+	}
+	for _, ch := range changes {
+		if _, ok := given[ch.New.Fingerprint]; ok {
+			given[ch.New.Fingerprint] = true
+		}
+	}
+	for f, seen := range given {
+		if !seen {
+			got := changes[len(changes)-1].New
+			return &ssh.Error{Host: o.Name, Hop: changes[len(changes)-1].Hop, Class: ssh.ClassHostKey,
+				Err:  &ssh.HostKeyChangedError{Expected: ssh.Pin{KeyType: got.KeyType, Fingerprint: f}, Got: got},
+				Hint: "the key the host presents is not the one you were given: do not trust it until you know why"}
+		}
+	}
+	for _, ch := range changes {
+		if ch.Action == "unchanged" {
+			continue
+		}
+		switch {
+		case len(o.Fingerprints) > 0:
+			if !given[ch.New.Fingerprint] {
+				return fmt.Errorf("%s presents %s, which no --fingerprint names: add `--fingerprint %s` after checking it, or use --yes",
+					ch.Hop, ch.New, ch.New.Fingerprint)
+			}
+		case o.Yes:
+		case o.Confirm != nil:
+			ok, err := o.Confirm(ch)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrTrustDeclined
+			}
+		default:
+			return fmt.Errorf("%s: confirming %s needs --fingerprint or --yes when not running interactively", ch.Hop, ch.New)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+package main
+
+import (
+	"os"
+
+	"github.com/kdlbs/kandev-exec/cmd"
+)
+
+func main() { os.Exit(cmd.Execute()) }
