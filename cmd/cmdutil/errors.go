@@ -155,8 +155,12 @@ func PrintError(w io.Writer, err error, asJSON bool) {
 		return // already reported by the command
 	}
 	if asJSON {
-		env := map[string]any{"error": map[string]string{"code": info.Code, "message": err.Error(), "hint": info.Hint}}
-		b, _ := json.Marshal(env)
+		type body struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Hint    string `json:"hint,omitempty"`
+		}
+		b, _ := json.Marshal(map[string]body{"error": {info.Code, err.Error(), info.Hint}})
 		fmt.Fprintln(w, string(b))
 		return
 	}

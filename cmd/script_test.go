@@ -1,0 +1,232 @@
+package cmd
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	xssh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"kandev-exec": func() { os.Exit(Execute()) },
+	})
+}
+
+// fixture is the set of real sshd servers one transcript runs against.
+type fixture struct {
+	t       *testing.T
+	servers map[string]*sshtest.Server
+	relay   *sshtest.Relay
+}
+
+// TestScripts runs every transcript in testdata/script against its own
+// real OpenSSH servers: target, bastion and bastion2, plus a fault relay
+// in front of target.
+func TestScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/script/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts found: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fx := &fixture{t: t, servers: map[string]*sshtest.Server{
+				"target":   sshtest.NewServer(t, sshtest.WithHostKeyTypes(sshtest.KeyEd25519, sshtest.KeyECDSA, sshtest.KeyRSA)),
+				"bastion":  sshtest.NewServer(t),
+				"bastion2": sshtest.NewServer(t),
+			}}
+			fx.relay = sshtest.NewRelay(t, fx.servers["target"].Addr())
+			testscript.Run(t, testscript.Params{
+				Files:               []string{file},
+				Setup:               fx.setup,
+				Cmds:                fx.cmds(),
+				RequireExplicitExec: false,
+			})
+		})
+	}
+}
+
+func (fx *fixture) setup(env *testscript.Env) error {
+	home := filepath.Join(env.WorkDir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	cfg := filepath.Join(env.WorkDir, "ssh_config")
+	if err := fx.writeConfig(cfg); err != nil {
+		return err
+	}
+	closed, err := closedPort()
+	if err != nil {
+		return err
+	}
+	env.Setenv("HOME", home)
+	env.Setenv("KANDEV_EXEC_STATE_DIR", filepath.Join(env.WorkDir, "state"))
+	env.Setenv("KANDEV_EXEC_SSH_CONFIG", cfg)
+	env.Setenv("SSH_AUTH_SOCK", "")
+	env.Setenv("NO_COLOR", "1")
+	env.Setenv("USER_KEY", fx.servers["target"].UserKeyPath)
+	env.Setenv("CLOSED_PORT", strconv.Itoa(closed))
+	env.Setenv("RELAY_PORT", strconv.Itoa(fx.relay.Port()))
+	env.Setenv("ME", fx.servers["target"].User())
+	for name, s := range fx.servers {
+		up := strings.ToUpper(name)
+		env.Setenv(up+"_PORT", strconv.Itoa(s.Port()))
+		env.Setenv(up+"_FP", s.Fingerprint(sshtest.KeyEd25519))
+	}
+	return nil
+}
+
+// writeConfig writes aliases for every way the transcripts reach a host.
+func (fx *fixture) writeConfig(path string) error {
+	t, b, b2 := fx.servers["target"], fx.servers["bastion"], fx.servers["bastion2"]
+	// The fixture's servers share no user keys; authorize target's key everywhere.
+	b.AuthorizeKey(t.UserPublicKey)
+	b2.AuthorizeKey(t.UserPublicKey)
+	var s strings.Builder
+	host := func(alias string, port int, extra ...string) {
+		fmt.Fprintf(&s, "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
+			alias, port, t.User(), t.UserKeyPath)
+		for _, e := range extra {
+			fmt.Fprintf(&s, "  %s\n", e)
+		}
+	}
+	host("target", t.Port())
+	host("bastion", b.Port())
+	host("bastion2", b2.Port())
+	host("behind", t.Port(), "ProxyJump bastion")
+	host("deep", t.Port(), "ProxyJump bastion,bastion2")
+	host("bastion2via", b2.Port(), "ProxyJump bastion")
+	host("deepalias", t.Port(), "ProxyJump bastion2via")
+	host("relayed", fx.relay.Port())
+	fmt.Fprintf(&s, "Host noidentitiesonly\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n", t.Port(), t.User(), t.UserKeyPath)
+	fmt.Fprintf(&s, "Host *\n  ServerAliveInterval 30\n")
+	return os.WriteFile(path, []byte(s.String()), 0o600)
+}
+
+func closedPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
+}
+
+func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		// sshd stop|start|rotate NAME
+		"sshd": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 2 {
+				ts.Fatalf("usage: sshd stop|start|rotate NAME")
+			}
+			s := fx.servers[args[1]]
+			if s == nil {
+				ts.Fatalf("no server %q", args[1])
+			}
+			switch args[0] {
+			case "stop":
+				s.Stop()
+			case "start":
+				s.Start()
+			case "rotate":
+				s.RotateHostKey()
+				ts.Setenv(strings.ToUpper(args[1])+"_FP", s.Fingerprint(sshtest.KeyEd25519))
+			default:
+				ts.Fatalf("unknown sshd verb %q", args[0])
+			}
+		},
+		// relay pass|blackhole|refuse|reset
+		"relay": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 1 {
+				ts.Fatalf("usage: relay pass|blackhole|refuse|reset")
+			}
+			switch args[0] {
+			case "pass":
+				fx.relay.Pass()
+			case "blackhole":
+				fx.relay.Blackhole()
+			case "refuse":
+				fx.relay.Refuse()
+			case "reset":
+				fx.relay.Reset()
+			default:
+				ts.Fatalf("unknown relay mode %q", args[0])
+			}
+		},
+		// genkey NAME [passphrase]: a new key authorized on target.
+		"genkey": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) < 1 || len(args) > 2 {
+				ts.Fatalf("usage: genkey NAME [passphrase]")
+			}
+			pass := ""
+			if len(args) == 2 {
+				pass = args[1]
+			}
+			t := fx.servers["target"]
+			path, _ := t.NewUserKey(fx.t, pass)
+			dst := ts.MkAbs(args[0])
+			for _, suffix := range []string{"", ".pub"} {
+				b, err := os.ReadFile(path + suffix)
+				ts.Check(err)
+				ts.Check(os.WriteFile(dst+suffix, b, 0o600))
+			}
+		},
+		// agent JUNK [KEYFILE [PASSPHRASE]]: serve an agent holding JUNK
+		// unauthorized keys (added first) and optionally KEYFILE.
+		"agent": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) < 1 {
+				ts.Fatalf("usage: agent JUNK [KEYFILE [PASSPHRASE]]")
+			}
+			junk, err := strconv.Atoi(args[0])
+			ts.Check(err)
+			kr := agent.NewKeyring()
+			for i := 0; i < junk; i++ {
+				_, priv, _ := ed25519.GenerateKey(rand.Reader)
+				ts.Check(kr.Add(agent.AddedKey{PrivateKey: priv, Comment: fmt.Sprintf("junk-%d", i)}))
+			}
+			if len(args) >= 2 {
+				pem, err := os.ReadFile(ts.MkAbs(args[1]))
+				ts.Check(err)
+				var key any
+				if len(args) == 3 {
+					key, err = xssh.ParseRawPrivateKeyWithPassphrase(pem, []byte(args[2]))
+				} else {
+					key, err = xssh.ParseRawPrivateKey(pem)
+				}
+				ts.Check(err)
+				ts.Check(kr.Add(agent.AddedKey{PrivateKey: key}))
+			}
+			// Unix socket paths are short; $WORK may be too deep.
+			dir, err := os.MkdirTemp("", "ke-agent")
+			ts.Check(err)
+			sock := filepath.Join(dir, "s")
+			l, err := net.Listen("unix", sock)
+			ts.Check(err)
+			ts.Defer(func() { l.Close(); os.RemoveAll(dir) })
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					go func() { defer c.Close(); _ = agent.ServeAgent(kr, c) }()
+				}
+			}()
+			ts.Setenv("SSH_AUTH_SOCK", sock)
+		},
+	}
+}
+
