@@ -294,4 +294,3 @@ func TestLockSerialisesGoroutines(t *testing.T) {
 	}
 	wg.Wait()
 }
-
