@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,11 +81,13 @@ func (fx *fixture) setup(env *testscript.Env) error {
 	env.Setenv("USER_KEY", fx.servers["target"].UserKeyPath)
 	env.Setenv("CLOSED_PORT", strconv.Itoa(closed))
 	env.Setenv("RELAY_PORT", strconv.Itoa(fx.relay.Port()))
+	env.Setenv("TARGET_KT", "ecdsa-sha2-nistp256")
 	env.Setenv("ME", fx.servers["target"].User())
 	for name, s := range fx.servers {
 		up := strings.ToUpper(name)
 		env.Setenv(up+"_PORT", strconv.Itoa(s.Port()))
-		env.Setenv(up+"_FP", s.Fingerprint(sshtest.KeyEd25519))
+		env.Setenv(up+"_FP", negotiated(s))
+		env.Setenv(up+"_FPRE", regexp.QuoteMeta(negotiated(s)))
 	}
 	return nil
 }
@@ -116,6 +119,17 @@ func (fx *fixture) writeConfig(path string) error {
 	return os.WriteFile(path, []byte(s.String()), 0o600)
 }
 
+// negotiated is the fingerprint an unpinned x/crypto client ends up with:
+// it prefers ECDSA over Ed25519 when the server has both.
+func negotiated(s *sshtest.Server) string {
+	for _, k := range s.HostKeys() {
+		if k.Type() == "ecdsa-sha2-nistp256" {
+			return s.Fingerprint(sshtest.KeyECDSA)
+		}
+	}
+	return s.Fingerprint(sshtest.KeyEd25519)
+}
+
 func closedPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -143,7 +157,8 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				s.Start()
 			case "rotate":
 				s.RotateHostKey()
-				ts.Setenv(strings.ToUpper(args[1])+"_FP", s.Fingerprint(sshtest.KeyEd25519))
+				ts.Setenv(strings.ToUpper(args[1])+"_FP", negotiated(s))
+				ts.Setenv(strings.ToUpper(args[1])+"_FPRE", regexp.QuoteMeta(negotiated(s)))
 			default:
 				ts.Fatalf("unknown sshd verb %q", args[0])
 			}
