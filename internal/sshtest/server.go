@@ -308,39 +308,57 @@ func readBanner(port int) error {
 	return nil
 }
 
-// killLocked kills sshd and its descendants. Session children call setsid, so a process-group
-// kill would miss them; instead sshd is frozen (so it cannot fork more) and its process tree is
-// walked through /proc.
+// killLocked kills sshd and every process below it, then waits for sshd to exit.
 func (s *Server) killLocked() {
 	if s.cmd == nil {
 		return
 	}
-	pid := s.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	for range 10 {
-		children := descendants(pid)
-		if len(children) == 0 {
-			break
-		}
-		for _, c := range children {
-			_ = syscall.Kill(c, syscall.SIGKILL)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	killTree(s.cmd.Process.Pid)
 	_ = s.cmd.Process.Kill()
 	<-s.exited
 	s.cmd, s.exited = nil, nil
 }
 
-// descendants lists live (non-zombie) descendants of pid. It returns nil where /proc is absent.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+// killTree kills the descendants of root, leaves first, so that each parent is still alive to
+// reap its child; killing the whole tree at once would orphan zombies on hosts whose PID 1 never
+// reaps (containers). A process-group kill would not do either: sshd session children call setsid.
+// Where /proc is absent it does nothing.
+func killTree(root int) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		table := procTable()
+		var tree []int
+		for queue := table.children[root]; len(queue) > 0; queue = queue[1:] {
+			tree = append(tree, queue[0])
+			queue = append(queue, table.children[queue[0]]...)
+		}
+		if len(tree) == 0 {
+			return
+		}
+		late := time.Now().After(deadline)
+		for _, p := range tree {
+			_ = syscall.Kill(p, syscall.SIGCONT) // a test may have stopped a session; it must run to reap.
+			if !table.zombie[p] && (late || len(table.children[p]) == 0) {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+		if late {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	children := map[int][]int{}
+}
+
+type processTable struct {
+	children map[int][]int // by parent pid, zombies included
+	zombie   map[int]bool
+}
+
+func procTable() processTable {
+	t := processTable{children: map[int][]int{}, zombie: map[int]bool{}}
+	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
@@ -350,21 +368,15 @@ func descendants(pid int) []int {
 		}
 		// Format: "pid (comm) state ppid ..."; comm may contain spaces and parentheses.
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) < 2 || fields[0] == "Z" {
+		if len(fields) < 2 {
 			continue
 		}
 		if ppid, err := strconv.Atoi(fields[1]); err == nil {
-			children[ppid] = append(children[ppid], p)
+			t.children[ppid] = append(t.children[ppid], pid)
+			t.zombie[pid] = fields[0] == "Z"
 		}
 	}
-	var out []int
-	queue := children[pid]
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = append(queue[1:], children[p]...)
-		out = append(out, p)
-	}
-	return out
+	return t
 }
 
 var (
