@@ -104,7 +104,13 @@ func (s *FileStore) initialize() error {
 	if err := s.writeMeta(m); err != nil {
 		return err
 	}
-	return s.createJournal()
+	if err := s.createJournal(); errors.Is(err, fs.ErrExist) {
+		// meta.json was removed: the old journal's epoch is unknown.
+		return fmt.Errorf("state store %s has %s but no %s; restore %[3]s or move %[2]s away", s.dir, journalFile, metaFile)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // Dir is the store directory.

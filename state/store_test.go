@@ -164,3 +164,14 @@ func TestProvablyGone(t *testing.T) {
 		}
 	}
 }
+
+func TestJournalWithoutMetaRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	if err := os.Remove(s.path(metaFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "no meta.json") {
+		t.Fatalf("Open without meta.json: %v", err)
+	}
+}
