@@ -114,7 +114,6 @@ func (fx *fixture) writeConfig(path string) error {
 	host("bastion2via", b2.Port(), "ProxyJump bastion")
 	host("deepalias", t.Port(), "ProxyJump bastion2via")
 	host("relayed", fx.relay.Port())
-	fmt.Fprintf(&s, "Host noidentitiesonly\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n", t.Port(), t.User(), t.UserKeyPath)
 	fmt.Fprintf(&s, "Host *\n  ServerAliveInterval 30\n")
 	return os.WriteFile(path, []byte(s.String()), 0o600)
 }
@@ -191,7 +190,8 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				pass = args[1]
 			}
 			t := fx.servers["target"]
-			path, _ := t.NewUserKey(fx.t, pass)
+			path, pub := t.NewUserKey(fx.t, pass)
+			t.AuthorizeKey(pub)
 			dst := ts.MkAbs(args[0])
 			for _, suffix := range []string{"", ".pub"} {
 				b, err := os.ReadFile(path + suffix)

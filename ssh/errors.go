@@ -126,16 +126,22 @@ func classify(host string, hop *Target, err error) *Error {
 		e.Class = ClassTimeout
 		e.Hint = "check that the host is up and reachable, or raise --connect-timeout"
 	case errors.As(err, &tr):
-		e.Class = ClassTrustRequired
+		e.Class, e.Err = ClassTrustRequired, tr
 		e.Hint = fmt.Sprintf("run `kandev-exec host test %s`, then `kandev-exec host trust %s`", host, host)
 	case errors.As(err, &hk):
-		e.Class = ClassHostKey
+		e.Class, e.Err = ClassHostKey, hk
 		e.Hint = fmt.Sprintf("if the key rotated on purpose, verify it out of band, then `kandev-exec host trust %s --replace --fingerprint %s`", host, hk.Got.Fingerprint)
 	case errors.As(err, &pp):
 		e.Class = ClassAuth
+		e.Err = fmt.Errorf("%s: %w", strings.TrimPrefix(err.Error(), "ssh: handshake failed: "), pp)
 		e.Hint = fmt.Sprintf("load it into ssh-agent: `ssh-add %s`", pp.Path)
+	case strings.Contains(err.Error(), "Too many authentication failures"):
+		e.Class = ClassAuth
+		e.Err = errors.New("too many authentication failures: the server gave up before the right key was offered")
+		e.Hint = "offer only the host's key: IdentitiesOnly yes with its IdentityFile in the ssh config, or `host add --identity-file F --identities-only`"
 	case strings.Contains(err.Error(), "unable to authenticate"), strings.Contains(err.Error(), "no authentication methods"):
 		e.Class = ClassAuth
+		e.Err = errors.New(strings.TrimPrefix(err.Error(), "ssh: handshake failed: "))
 		e.Hint = "check the user and that one of the identities is authorized on the host (`ssh-add -l`, IdentityFile)"
 	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, os.ErrDeadlineExceeded),
