@@ -11,7 +11,10 @@ import (
 type Tier int
 
 const (
-	TierAuthoritative  Tier = 1 // managed runtime, executor profile, repositories, launch
+	// managed runtime, executor profile, repositories, and launch: --env is a
+	// peer, so it conflicts with a differing profile value rather than
+	// overriding it (CONTRACT.md; DEPARTURES.md §5.15).
+	TierAuthoritative  Tier = 1
 	TierProfileDefault Tier = 2 // agent profile
 	TierAgentDefault   Tier = 3 // managed agent defaults
 )

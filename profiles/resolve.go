@@ -196,6 +196,9 @@ func decide(ds []Definition, tiers []Tier, lo, hi int, groups []identityGroup, b
 		rep := groups[0].rep
 		return choice{def: ds[rep], origins: originsOf(ds, lo, hi, rep, true, buf), tier: groups[0].tier}, nil
 	}
+	// Every reference kind vetoes, not only secrets: from_env and from_file
+	// are read at launch too, so equal plaintext can never be shown here and
+	// a tier must never silently drop one (DEPARTURES.md).
 	top, atTop, vetoed := groups[0].tier, 0, false
 	for _, g := range groups {
 		vetoed = vetoed || ds[g.rep].Ref.IsSet()

@@ -31,7 +31,8 @@ func ValidName(s string) bool { return len(s) <= maxNameLen && nameRE.MatchStrin
 func ValidEnvKey(key string) bool { return len(key) <= maxKeyLen && envKeyRE.MatchString(key) }
 
 // IsReserved reports whether key belongs to the runtime: no user-authored
-// origin may set it. Keys keep their case, so kandev_x is not reserved.
+// origin may set it, the executor profile included (closing spec §5.12).
+// Keys keep their case, so kandev_x is not reserved.
 func IsReserved(key string) bool {
 	return strings.HasPrefix(key, "KANDEV_") || key == "TASK_DESCRIPTION"
 }
@@ -147,7 +148,8 @@ func keyProblem(key string) string {
 }
 
 // entryProblem says what is wrong with an entry's value, or "". It never
-// quotes the value or the reference name.
+// quotes the value or the reference name. Empty and whitespace literals are
+// values, not blanks to drop (DEPARTURES.md §5.5, AC-38).
 func entryProblem(e EnvEntry, secretOnly bool) string {
 	if !e.Ref.IsSet() {
 		switch {
