@@ -1,0 +1,48 @@
+# kandev-exec — build, test, demo, bench.
+GO        ?= go
+BIN       := bin/kandev-exec
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/kdlbs/kandev-exec/cmd.version=$(VERSION)
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+export CGO_ENABLED := 0
+
+.PHONY: build test test-race fuzz demo bench helpers lint completions clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# The whole suite against real sshd, race detector on, plus short fuzzing.
+test:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	@for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' profiles/*_test.go 2>/dev/null | sed 's/func //'); do \
+	  echo "fuzz $$t (5s)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 5s ./profiles/ || exit 1; done
+
+fuzz:
+	@for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' profiles/*_test.go | sed 's/func //'); do \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 2m ./profiles/ || exit 1; done
+
+# The main job, end to end, against a throwaway local sshd.
+demo:
+	@scripts/demo.sh
+
+bench: build
+	@scripts/bench.sh
+
+# Cross-built helpers for remote platforms other than this one.
+helpers:
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+	  echo "bin/kandev-exec-$$os-$$arch"; \
+	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kandev-exec-$$os-$$arch . || exit 1; done
+
+lint:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+completions:
+	@mkdir -p completions
+	@for sh in bash zsh fish powershell; do $(GO) run . completion $$sh > completions/kandev-exec.$$sh; done
+
+clean:
+	rm -rf bin dist
