@@ -162,6 +162,14 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Fatalf("unknown sshd verb %q", args[0])
 			}
 		},
+		// expandenv FILE...: replace ${VAR} in files with the script's env.
+		"expandenv": func(ts *testscript.TestScript, neg bool, args []string) {
+			for _, f := range args {
+				b, err := os.ReadFile(ts.MkAbs(f))
+				ts.Check(err)
+				ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(string(b), ts.Getenv)), 0o600))
+			}
+		},
 		// relay pass|blackhole|refuse|reset
 		"relay": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 1 {

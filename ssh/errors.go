@@ -42,6 +42,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Class == ClassConfig {
+		return fmt.Sprintf("host %s: %v", e.Host, e.Err)
+	}
 	where := e.Hop
 	if e.Host != "" && !strings.HasPrefix(e.Hop, e.Host) {
 		where = fmt.Sprintf("%s via hop %s", e.Host, e.Hop)

@@ -217,7 +217,7 @@ func lookup(ctx context.Context, name string, opts ResolveOptions) (settings, er
 	return sshG(ctx, bin, name, opts.ConfigFile)
 }
 
-var sshErrLine = regexp.MustCompile(`^(.+?) line (\d+): (.+)$`)
+var sshErrLine = regexp.MustCompile(`^(.+?):? line (\d+): (.+)$`)
 
 func sshG(ctx context.Context, bin, name, file string) (settings, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -163,10 +163,16 @@ func (p *cfgParser) include(path string, line int, args []string, active bool) e
 	}
 	home, _ := os.UserHomeDir()
 	for _, a := range args {
-		if strings.HasPrefix(a, "~/") {
+		switch {
+		case strings.HasPrefix(a, "~/"):
 			a = filepath.Join(home, a[2:])
-		} else if !filepath.IsAbs(a) {
-			a = filepath.Join(filepath.Dir(path), a)
+		case filepath.IsAbs(a):
+		case strings.HasPrefix(path, "/etc/ssh/"):
+			// Relative includes are relative to /etc/ssh for the system
+			// file and to ~/.ssh otherwise, as in ssh_config(5).
+			a = filepath.Join("/etc/ssh", a)
+		default:
+			a = filepath.Join(home, ".ssh", a)
 		}
 		matches, err := filepath.Glob(a)
 		if err != nil {
