@@ -1,0 +1,59 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// kindTask is the kind of task records. Removal of a profile or an agent
+// preset reads them already, by field name, so the refusal holds as soon
+// as tasks exist without this code knowing the task schema.
+const kindTask state.Kind = "task"
+
+// InUseError refuses to remove what tasks still reference.
+type InUseError struct {
+	What, Name string
+	Tasks      []string
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("%s %q is used by %d task(s): %s; archive or delete them first, or pass --force",
+		e.What, e.Name, len(e.Tasks), strings.Join(e.Tasks, ", "))
+}
+
+// tasksUsing lists the tasks whose string field equals name.
+func (e *Executor) tasksUsing(ctx context.Context, field, name string) ([]string, error) {
+	recs, err := e.cfg.Store.List(ctx, kindTask)
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	for _, r := range recs {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(r.Data, &doc); err != nil {
+			return nil, fmt.Errorf("task %q: corrupt record in the state store: %w", r.Name, err)
+		}
+		var v string
+		if json.Unmarshal(doc[field], &v) == nil && v == name {
+			users = append(users, r.Name)
+		}
+	}
+	return users, nil
+}
+
+// removeUnused deletes a record at the revision read, unless tasks use it
+// and force is false.
+func (e *Executor) removeUnused(ctx context.Context, kind state.Kind, name string, rev uint64, force bool) error {
+	users, err := e.tasksUsing(ctx, string(kind), name)
+	if err != nil {
+		return err
+	}
+	if len(users) > 0 && !force {
+		return &InUseError{What: string(kind), Name: name, Tasks: users}
+	}
+	return e.cfg.Store.Delete(ctx, kind, name, rev, state.Event{Type: string(kind) + ".removed"})
+}

@@ -1,0 +1,109 @@
+package executor
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// KindProfile is the store kind of executor profiles.
+const KindProfile state.Kind = "profile"
+
+// ProfileView is a stored profile as `profile show --json` prints it: the
+// document's fields, then revision and updated_at.
+type ProfileView struct {
+	Profile   *profiles.Profile
+	Revision  uint64
+	UpdatedAt time.Time
+}
+
+func (v ProfileView) MarshalJSON() ([]byte, error) {
+	return withMeta(v.Profile, v.Revision, v.UpdatedAt)
+}
+
+// ApplyProfile decodes a profile file strictly, checks its host against
+// the host records, and creates or updates the stored profile. Problems
+// are *profiles.DecodeError naming file and line.
+func (e *Executor) ApplyProfile(ctx context.Context, file string, data []byte) (ApplyResult, error) {
+	p, err := profiles.DecodeProfile(file, data)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	hosts, err := e.HostNames(ctx)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if err := p.Validate(func(h string) bool { return slices.Contains(hosts, h) }); err != nil {
+		return ApplyResult{}, err
+	}
+	return e.applyRecord(ctx, KindProfile, p.Name, p)
+}
+
+// ListProfiles returns every profile, sorted by name ([] when none).
+func (e *Executor) ListProfiles(ctx context.Context) ([]ProfileView, error) {
+	ps, recs, err := listRecords[profiles.Profile](ctx, e.cfg.Store, KindProfile)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProfileView, len(ps))
+	for i, p := range ps {
+		out[i] = ProfileView{Profile: p, Revision: recs[i].Revision, UpdatedAt: recs[i].UpdatedAt}
+	}
+	return out, nil
+}
+
+// ProfileNames lists profile names from local state (shell completion).
+func (e *Executor) ProfileNames(ctx context.Context) ([]string, error) {
+	return e.recordNames(ctx, KindProfile)
+}
+
+// ShowProfile returns one profile.
+func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, error) {
+	p, rec, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, name)
+	if err != nil {
+		return ProfileView{}, err
+	}
+	return ProfileView{Profile: p, Revision: rec.Revision, UpdatedAt: rec.UpdatedAt}, nil
+}
+
+// RemoveProfile forgets a profile. While tasks use it the answer is an
+// *InUseError, unless force.
+func (e *Executor) RemoveProfile(ctx context.Context, name string, force bool) error {
+	_, rec, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, name)
+	if err != nil {
+		return err
+	}
+	return e.removeUnused(ctx, KindProfile, name, rec.Revision, force)
+}
+
+// EnvOptions select what `profile env` assembles.
+type EnvOptions struct {
+	Profile string
+	Agent   string   // "" = no agent preset
+	Launch  []string // --env K=V flags
+}
+
+// ProfileEnv explains the environment a launch would get: runtime values
+// as placeholders and every reference masked. Nothing is revealed, so an
+// unset secret or variable does not fail here; a precedence conflict is a
+// *profiles.ConflictError, a bad --env a *profiles.DecodeError.
+func (e *Executor) ProfileEnv(ctx context.Context, o EnvOptions) ([]profiles.ExplainEntry, error) {
+	launch, err := profiles.ParseLaunchEnv(o.Launch)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, o.Profile)
+	if err != nil {
+		return nil, err
+	}
+	var agent *profiles.AgentPreset
+	if o.Agent != "" {
+		if agent, _, err = getRecord[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, o.Agent); err != nil {
+			return nil, err
+		}
+	}
+	return profiles.Explain(profiles.Assemble(profiles.RuntimePlaceholders(), p, agent, launch))
+}

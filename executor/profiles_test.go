@@ -1,0 +1,156 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+func newTestExecutor(t *testing.T) *Executor {
+	t.Helper()
+	st, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := New(Config{Store: st})
+	data, _ := json.Marshal(Host{Name: "prod", Alias: "prod", WorkdirRoot: DefaultWorkdirRoot, Status: StatusAdmitted})
+	if _, err := st.Create(context.Background(), KindHost, "prod", data, state.Event{Type: "host.added"}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+const baseProfile = `name: web
+host: prod
+env:
+  A: one
+  B: {secret: tok}
+  C: three
+`
+
+func TestApplyProfileReportsChangesByName(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	res, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile))
+	if err != nil || res.Action != ActionCreated || res.Revision != 1 {
+		t.Fatalf("create: %+v, %v", res, err)
+	}
+	res, err = e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile))
+	if err != nil || res.Action != ActionUnchanged || res.Revision != 1 {
+		t.Fatalf("unchanged: %+v, %v", res, err)
+	}
+	changed := "name: web\nhost: prod\nshell: bash\nenv:\n  A: uno\n  C: three\n  D: {from_env: D}\n"
+	res, err = e.ApplyProfile(ctx, "web.yaml", []byte(changed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ApplyResult{Kind: "profile", Name: "web", Action: ActionUpdated, Revision: 2,
+		Changed: []string{"env", "shell"}, EnvAdded: []string{"D"}, EnvRemoved: []string{"B"}, EnvChanged: []string{"A"}}
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("update:\n got %+v\nwant %+v", res, want)
+	}
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "uno") || strings.Contains(string(b), "one") {
+		t.Fatalf("result leaks a value: %s", b)
+	}
+}
+
+func TestApplyProfileNeedsAKnownHost(t *testing.T) {
+	e := newTestExecutor(t)
+	_, err := e.ApplyProfile(context.Background(), "x.yaml", []byte("name: x\nhost: nosuch\n"))
+	var de *profiles.DecodeError
+	if !errors.As(err, &de) || de.Line != 2 || !strings.Contains(err.Error(), `host "nosuch" is not a known host`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRemoveProfileRefusedWhileTasksUseIt(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	if _, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile)); err != nil {
+		t.Fatal(err)
+	}
+	st := e.Store()
+	for name, profile := range map[string]string{"t1": "web", "t2": "other"} {
+		data, _ := json.Marshal(map[string]any{"id": name, "profile": profile, "phase": "ready"})
+		if _, err := st.Create(ctx, kindTask, name, data, state.Event{Type: "task.created"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := e.RemoveProfile(ctx, "web", false)
+	var inUse *InUseError
+	if !errors.As(err, &inUse) || !reflect.DeepEqual(inUse.Tasks, []string{"t1"}) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := e.ShowProfile(ctx, "web"); err != nil {
+		t.Fatalf("refused removal removed it: %v", err)
+	}
+	if err := e.RemoveProfile(ctx, "web", true); err != nil {
+		t.Fatal(err)
+	}
+	var nf *NotFoundError
+	if _, err := e.ShowProfile(ctx, "web"); !errors.As(err, &nf) {
+		t.Fatalf("after --force: %v", err)
+	}
+}
+
+func TestRemoveAgentRefusedWhileTasksUseIt(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	if _, err := e.ApplyAgent(ctx, "a.yaml", []byte("name: claude\ncommand: [claude]\n")); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(map[string]any{"profile": "web", "agent": "claude"})
+	if _, err := e.Store().Create(ctx, kindTask, "t1", data, state.Event{Type: "task.created"}); err != nil {
+		t.Fatal(err)
+	}
+	var inUse *InUseError
+	if err := e.RemoveAgent(ctx, "claude", false); !errors.As(err, &inUse) {
+		t.Fatalf("got %v", err)
+	}
+	if err := e.RemoveAgent(ctx, "claude", true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProfileEnvMasksAndExplains(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	if _, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ApplyAgent(ctx, "a.yaml", []byte("name: claude\ncommand: [claude]\nenv:\n  C: agent\n  E: agent\n")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.ProfileEnv(ctx, EnvOptions{Profile: "web", Agent: "claude", Launch: []string{"E=launch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]profiles.ExplainEntry{}
+	for _, x := range entries {
+		got[x.Key] = x
+	}
+	if b := got["B"]; !b.Secret || b.Value != profiles.Masked {
+		t.Errorf("secret not masked: %+v", b)
+	}
+	if c := got["C"]; c.Value != "three" || !reflect.DeepEqual(c.Overridden, []string{"agent profile"}) {
+		t.Errorf("C: %+v", c)
+	}
+	if x := got["E"]; x.Value != "launch" || !reflect.DeepEqual(x.Origins, []string{"launch"}) {
+		t.Errorf("E: %+v", x)
+	}
+	if x := got[profiles.EnvTaskID]; x.Value != "<task id>" {
+		t.Errorf("runtime placeholder: %+v", x)
+	}
+	_, err = e.ProfileEnv(ctx, EnvOptions{Profile: "web", Launch: []string{"A=other"}})
+	var ce *profiles.ConflictError
+	if !errors.As(err, &ce) || ce.Key != "A" || !reflect.DeepEqual(ce.Origins, []string{"executor profile", "launch"}) {
+		t.Fatalf("conflict: %v", err)
+	}
+}

@@ -1,0 +1,211 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// Declarative records (profiles, agent presets) share one apply: create,
+// or compare and update at the read revision, reporting what changed by
+// name only.
+
+// Apply actions.
+const (
+	ActionCreated   = "created"
+	ActionUpdated   = "updated"
+	ActionUnchanged = "unchanged"
+)
+
+// ApplyResult is what `profile apply` and `agent apply` report. It names
+// fields and env keys, never values: a literal may be a pasted secret.
+type ApplyResult struct {
+	Kind       string   `json:"kind"`
+	Name       string   `json:"name"`
+	Action     string   `json:"action"`
+	Revision   uint64   `json:"revision"`
+	Changed    []string `json:"changed"` // top-level fields, sorted
+	EnvAdded   []string `json:"env_added"`
+	EnvRemoved []string `json:"env_removed"`
+	EnvChanged []string `json:"env_changed"`
+}
+
+// UsageError is bad input caught here rather than by flag parsing: a
+// name no record can have, an unusable secret value (exit code 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// ExitCode makes it a usage error for cmdutil.Classify.
+func (e *UsageError) ExitCode() (int, string) { return 2, "usage" }
+
+func checkName(kind state.Kind, name string) error {
+	if profiles.ValidName(name) {
+		return nil
+	}
+	return &UsageError{Msg: fmt.Sprintf("invalid %s name %q: want [A-Za-z0-9][A-Za-z0-9._-]*, at most 128 bytes", kind, name)}
+}
+
+// getRecord reads one record of kind into a T.
+func getRecord[T any](ctx context.Context, st state.Store, kind state.Kind, name string) (*T, state.Record, error) {
+	if err := checkName(kind, name); err != nil {
+		return nil, state.Record{}, err
+	}
+	rec, err := st.Get(ctx, kind, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, rec, &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
+	}
+	if err != nil {
+		return nil, rec, err
+	}
+	v, err := decodeRecord[T](rec)
+	return v, rec, err
+}
+
+func decodeRecord[T any](rec state.Record) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(rec.Data, v); err != nil {
+		return nil, fmt.Errorf("%s %q: corrupt record in the state store: %w", rec.Kind, rec.Name, err)
+	}
+	return v, nil
+}
+
+// listRecords reads every record of kind.
+func listRecords[T any](ctx context.Context, st state.Store, kind state.Kind) ([]*T, []state.Record, error) {
+	recs, err := st.List(ctx, kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]*T, 0, len(recs))
+	for _, rec := range recs {
+		v, err := decodeRecord[T](rec)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, v)
+	}
+	return out, recs, nil
+}
+
+func (e *Executor) recordNames(ctx context.Context, kind state.Kind) ([]string, error) {
+	recs, err := e.cfg.Store.List(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(recs))
+	for _, r := range recs {
+		names = append(names, r.Name)
+	}
+	return names, nil
+}
+
+// applyRecord creates the record, or updates it at the revision read if
+// any field differs. A concurrent writer makes the update a
+// *state.ConflictError rather than a lost write.
+func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any) (ApplyResult, error) {
+	res := ApplyResult{Kind: string(kind), Name: name, Changed: []string{},
+		EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return res, err
+	}
+	st := e.cfg.Store
+	old, err := st.Get(ctx, kind, name)
+	if errors.Is(err, state.ErrNotFound) {
+		rec, err := st.Create(ctx, kind, name, data, state.Event{Type: string(kind) + ".created"})
+		res.Action, res.Revision = ActionCreated, rec.Revision
+		return res, err
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := diffRecord(old.Data, data, &res); err != nil {
+		return res, fmt.Errorf("%s %q: corrupt record in the state store: %w", kind, name, err)
+	}
+	if len(res.Changed) == 0 {
+		res.Action, res.Revision = ActionUnchanged, old.Revision
+		return res, nil
+	}
+	detail, _ := json.Marshal(map[string][]string{"changed": res.Changed})
+	rec, err := st.Update(ctx, kind, name, old.Revision, data, state.Event{Type: string(kind) + ".updated", Detail: detail})
+	res.Action, res.Revision = ActionUpdated, rec.Revision
+	return res, err
+}
+
+// diffRecord compares two stored documents field by field, and the "env"
+// field key by key.
+func diffRecord(oldData, newData []byte, res *ApplyResult) error {
+	var o, n map[string]json.RawMessage
+	if err := json.Unmarshal(oldData, &o); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(newData, &n); err != nil {
+		return err
+	}
+	for _, f := range slices.Sorted(maps.Keys(n)) {
+		if string(o[f]) != string(n[f]) {
+			res.Changed = append(res.Changed, f)
+		}
+	}
+	for f := range o {
+		if _, ok := n[f]; !ok {
+			res.Changed = append(res.Changed, f)
+		}
+	}
+	slices.Sort(res.Changed)
+	if !slices.Contains(res.Changed, "env") {
+		return nil
+	}
+	var oe, ne []profiles.EnvEntry
+	if err := json.Unmarshal(o["env"], &oe); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(n["env"], &ne); err != nil {
+		return err
+	}
+	before := map[string]profiles.EnvEntry{}
+	for _, x := range oe {
+		before[x.Key] = x
+	}
+	for _, x := range ne {
+		prev, ok := before[x.Key]
+		switch {
+		case !ok:
+			res.EnvAdded = append(res.EnvAdded, x.Key)
+		case prev != x:
+			res.EnvChanged = append(res.EnvChanged, x.Key)
+		}
+		delete(before, x.Key)
+	}
+	res.EnvRemoved = slices.Sorted(maps.Keys(before))
+	slices.Sort(res.EnvAdded)
+	slices.Sort(res.EnvChanged)
+	return nil
+}
+
+// withMeta appends the record's revision and update time to a document's
+// JSON object, keeping the document's own field order.
+func withMeta(doc any, rev uint64, at time.Time) ([]byte, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	meta, _ := json.Marshal(struct {
+		Revision  uint64    `json:"revision"`
+		UpdatedAt time.Time `json:"updated_at"`
+	}{rev, at.UTC()})
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("want a JSON object, got %.20s", b)
+	}
+	if len(b) == 2 {
+		return meta, nil
+	}
+	return append(append(b[:len(b)-1], ','), meta[1:]...), nil
+}

@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+const secretValue = "s3cr3t-value-for-tests"
+
+func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	s, created, err := e.SetSecret(ctx, "tok", []byte(secretValue))
+	if err != nil || !created || s.Name != "tok" {
+		t.Fatalf("set: %+v %v %v", s, created, err)
+	}
+	dir := filepath.Join(e.Store().Dir(), "secrets")
+	fi, err := os.Stat(filepath.Join(dir, "tok"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file mode: %v %v", fi, err)
+	}
+	if di, _ := os.Stat(dir); di.Mode().Perm() != 0o700 {
+		t.Fatalf("dir mode %v", di.Mode())
+	}
+	if _, created, err := e.SetSecret(ctx, "tok", []byte(secretValue+"2")); err != nil || created {
+		t.Fatalf("update: %v %v", created, err)
+	}
+	// Nothing outside secrets/ holds the value: records, journal, temp files.
+	filepath.WalkDir(e.Store().Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Dir(p) == dir && d.Name() == "tok" {
+			return err
+		}
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secretValue)) {
+			t.Errorf("%s holds the secret value", p)
+		}
+		return nil
+	})
+	got, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"})
+	if err != nil || got != secretValue+"2" {
+		t.Fatalf("reveal: %q %v", got, err)
+	}
+	list, err := e.ListSecrets(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "tok" || list[0].CreatedAt.IsZero() {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+func TestSetSecretRefusesBadInput(t *testing.T) {
+	e := newTestExecutor(t)
+	for name, value := range map[string]string{"../x": "v", ".hidden": "v", "empty": "", "nul": "leak\x00me"} {
+		_, _, err := e.SetSecret(context.Background(), name, []byte(value))
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: got %v", name, err)
+		} else if strings.Contains(err.Error(), "leak") {
+			t.Errorf("%q: error quotes the value: %v", name, err)
+		}
+	}
+}
+
+func TestSecretFilesRefuseSymlinks(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.Store().Dir(), "secrets")
+	outside := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(outside, []byte("elsewhere"), 0o600)
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	var unsafe *state.UnsafePathError
+	if _, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "link"}); !errors.As(err, &unsafe) {
+		t.Errorf("reveal through a link: %v", err)
+	}
+	if _, _, err := e.SetSecret(ctx, "link", []byte("new")); !errors.As(err, &unsafe) {
+		t.Errorf("write through a link: %v", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "elsewhere" {
+		t.Errorf("link target changed: %q", b)
+	}
+	// A linked secrets directory is refused as a whole.
+	os.RemoveAll(dir)
+	os.Symlink(t.TempDir(), dir)
+	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); !errors.As(err, &unsafe) {
+		t.Errorf("linked dir: %v", err)
+	}
+}
+
+func TestRevealReferences(t *testing.T) {
+	e := newTestExecutor(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KE_SET", "from-env")
+	t.Setenv("KE_EMPTY", "")
+	os.WriteFile(filepath.Join(home, "tok"), []byte("from-file\n\n"), 0o600)
+	for _, c := range []struct {
+		ref  profiles.Ref
+		want string
+		ok   bool
+	}{
+		{profiles.Ref{Kind: profiles.RefFromEnv, Name: "KE_SET"}, "from-env", true},
+		{profiles.Ref{Kind: profiles.RefFromEnv, Name: "KE_EMPTY"}, "", true},
+		{profiles.Ref{Kind: profiles.RefFromEnv, Name: "KE_UNSET_FOR_SURE"}, "", false},
+		{profiles.Ref{Kind: profiles.RefFromFile, Name: "~/tok"}, "from-file\n", true}, // one newline stripped
+		{profiles.Ref{Kind: profiles.RefFromFile, Name: filepath.Join(home, "tok")}, "from-file\n", true},
+		{profiles.Ref{Kind: profiles.RefFromFile, Name: "~/missing"}, "", false},
+		{profiles.Ref{Kind: profiles.RefSecret, Name: "never-set"}, "", false},
+	} {
+		got, err := e.Reveal(c.ref)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%s %s: got %q, %v", c.ref.Kind, c.ref.Name, got, err)
+		}
+	}
+}
+
+func TestRemoveSecretNamesItsUsers(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	if _, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	users, err := e.RemoveSecret(ctx, "tok")
+	if err != nil || !reflect.DeepEqual(users, []string{"profile web"}) {
+		t.Fatalf("rm: %v %v", users, err)
+	}
+	if _, err := os.Lstat(filepath.Join(e.Store().Dir(), "secrets", "tok")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("file left behind: %v", err)
+	}
+	var nf *NotFoundError
+	if _, err := e.RemoveSecret(ctx, "tok"); !errors.As(err, &nf) {
+		t.Fatalf("second rm: %v", err)
+	}
+}
