@@ -69,7 +69,7 @@ func Dial(ctx context.Context, t *Target, opts DialOptions) (*Client, error) {
 		if err != nil {
 			closeChain()
 			e := classify(host, hop, err)
-			e.Observed = rec.all()
+			e.Observed, e.ViaHop = rec.all(), hop != t
 			return nil, e
 		}
 		chain = append(chain, c)

@@ -34,8 +34,10 @@ type Error struct {
 	Host  string // the host the user asked for
 	Hop   string // the hop that failed, as Target.Label()
 	Class Class
-	Err   error
-	Hint  string
+	// ViaHop is set when a jump host failed rather than the target.
+	ViaHop bool
+	Err    error
+	Hint   string
 	// Observed are the host keys seen before the failure, so `host test`
 	// can show the key that did not match.
 	Observed []Observed
@@ -46,7 +48,7 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("host %s: %v", e.Host, e.Err)
 	}
 	where := e.Hop
-	if e.Host != "" && !strings.HasPrefix(e.Hop, e.Host) {
+	if e.ViaHop {
 		where = fmt.Sprintf("%s via hop %s", e.Host, e.Hop)
 	}
 	return fmt.Sprintf("%s: %v", where, e.Err)
@@ -119,7 +121,7 @@ func classify(host string, hop *Target, err error) *Error {
 		tr   *TrustRequiredError
 		hk   *HostKeyChangedError
 		pp   *PassphraseKeyError
-		nerr net.Error
+		nerr interface{ Timeout() bool }
 		op   *net.OpError
 	)
 	switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	xssh "golang.org/x/crypto/ssh"
 )
@@ -64,9 +65,15 @@ func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, std
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		// Best effort: sshd may not deliver the signal, and closing the
+		// channel does not end a command that keeps its output open, so
+		// the wait for the channel to wind down is bounded.
 		_ = sess.Signal(xssh.SIGKILL)
 		sess.Close()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
 		return fmt.Errorf("command on %s: %w", c.Target.Label(), ctx.Err())
 	}
 	var ee *xssh.ExitError

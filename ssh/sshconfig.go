@@ -133,7 +133,9 @@ func (p *cfgParser) directive(path string, line int, kw string, args []string, a
 	case "include":
 		return p.include(path, line, args, *active)
 	case "ignoreunknown":
-		p.ignore = append(p.ignore, args...)
+		for _, a := range args {
+			p.ignore = append(p.ignore, strings.ToLower(a)) // matched case-insensitively
+		}
 		return nil
 	}
 	if !used[kw] && !known[kw] {
