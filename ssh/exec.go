@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
@@ -56,7 +57,11 @@ func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, std
 		return fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
 	}
 	defer sess.Close()
-	sess.Stdin, sess.Stdout, sess.Stderr = stdin, stdout, stderr
+	// The gate stops late output from reaching the caller's writers once
+	// Stream has returned on cancellation.
+	gate := &gate{}
+	sess.Stdin, sess.Stdout, sess.Stderr = stdin, gate.wrap(stdout), gate.wrap(stderr)
+	defer gate.close()
 	if err := sess.Start(BootstrapCommand(script)); err != nil {
 		return fmt.Errorf("start command on %s: %w", c.Target.Label(), err)
 	}
@@ -84,4 +89,37 @@ func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, std
 		return fmt.Errorf("command on %s: %w", c.Target.Label(), err)
 	}
 	return nil
+}
+
+// gate serialises writes and drops them once closed.
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+func (g *gate) wrap(w io.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return gatedWriter{g: g, w: w}
+}
+
+type gatedWriter struct {
+	g *gate
+	w io.Writer
+}
+
+func (gw gatedWriter) Write(p []byte) (int, error) {
+	gw.g.mu.Lock()
+	defer gw.g.mu.Unlock()
+	if gw.g.closed {
+		return len(p), nil
+	}
+	return gw.w.Write(p)
 }
