@@ -10,8 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kdlbs/kandev-exec/cmd/agent"
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/cmd/host"
+	"github.com/kdlbs/kandev-exec/cmd/profile"
+	"github.com/kdlbs/kandev-exec/cmd/secret"
 )
 
 // version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
@@ -30,6 +33,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	f.AddGlobalFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
 	root.AddCommand(host.NewCmdHost(f))
+	root.AddCommand(profile.NewCmdProfile(f))
+	root.AddCommand(agent.NewCmdAgent(f))
+	root.AddCommand(secret.NewCmdSecret(f))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

@@ -16,9 +16,9 @@ import (
 // (<state dir>/secrets/<name>, 0600 in a 0700 directory), and nowhere else:
 // records, the journal and output carry names and times only.
 
-// maxSecretSize bounds a value: it ends up in a process environment, and
+// MaxSecretSize bounds a value: it ends up in a process environment, and
 // a bound keeps a mistaken --from-file /dev/zero from eating memory.
-const maxSecretSize = 1 << 20
+const MaxSecretSize = 1 << 20
 
 const secretsDirName = "secrets"
 
@@ -86,7 +86,7 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// readValueFile reads a regular file of at most maxSecretSize bytes.
+// readValueFile reads a regular file of at most MaxSecretSize bytes.
 // noFollow refuses a symlink (secret files); O_NONBLOCK keeps a FIFO from
 // hanging the open before the regular-file check refuses it.
 func readValueFile(path string, noFollow bool) ([]byte, error) {
@@ -107,9 +107,9 @@ func readValueFile(path string, noFollow bool) ([]byte, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, &state.UnsafePathError{Path: path, Reason: "is not a regular file"}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretSize+1))
-	if err == nil && len(b) > maxSecretSize {
-		err = fmt.Errorf("%s is larger than %d bytes", path, maxSecretSize)
+	b, err := io.ReadAll(io.LimitReader(f, MaxSecretSize+1))
+	if err == nil && len(b) > MaxSecretSize {
+		err = fmt.Errorf("%s is larger than %d bytes", path, MaxSecretSize)
 	}
 	return b, err
 }

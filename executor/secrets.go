@@ -35,8 +35,8 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 	switch {
 	case len(value) == 0:
 		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value is empty", name)}
-	case len(value) > maxSecretSize:
-		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value is larger than %d bytes", name, maxSecretSize)}
+	case len(value) > MaxSecretSize:
+		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value is larger than %d bytes", name, MaxSecretSize)}
 	case bytes.IndexByte(value, 0) >= 0:
 		// No process environment can carry a NUL byte.
 		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value contains a NUL byte", name)}

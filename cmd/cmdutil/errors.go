@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -91,6 +92,9 @@ func classify(err error) ExitInfo {
 		stale   *state.StaleClaimError
 		claimed *state.ClaimedError
 		unsafe  *state.UnsafePathError
+		decode  *profiles.DecodeError
+		envConf *profiles.ConflictError
+		secret  *profiles.SecretError
 		coded   interface{ ExitCode() (int, string) }
 	)
 	switch {
@@ -98,8 +102,12 @@ func classify(err error) ExitInfo {
 		return ExitInfo{Exit: code.Code, Code: orDefault(code.JSON, "error")}
 	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInfo{Exit: 130, Code: "interrupted"}
-	case errors.As(err, &flag), errors.As(err, &cfg):
+	case errors.As(err, &flag), errors.As(err, &cfg), errors.As(err, &decode):
 		return ExitInfo{Exit: 2, Code: "usage"}
+	case errors.As(err, &envConf):
+		return ExitInfo{Exit: 10, Code: "conflict", Hint: "define the key in one of these origins only, or give them the same value: tier-1 origins never override each other, and a reference never loses to a different value"}
+	case errors.As(err, &secret):
+		return ExitInfo{Exit: 1, Code: "error", Hint: "check the reference: `kandev-exec secret ls`, the variable is exported, or the file is readable"}
 	case errors.As(err, &sshErr):
 		return sshExit(sshErr)
 	case errors.As(err, &tr):

@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/profile"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// RemoveOptions are `agent rm`'s inputs.
+type RemoveOptions struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	Name     string
+	Yes      bool
+	Force    bool
+}
+
+// NewCmdRemove is `agent rm NAME [--force]`.
+func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions) error) *cobra.Command {
+	opts := &RemoveOptions{IO: f.IO, Executor: f.Executor}
+	c := &cobra.Command{
+		Use:               "rm NAME",
+		Aliases:           []string{"remove"},
+		Short:             "Forget an agent preset (refused while tasks use it, unless --force)",
+		Args:              profile.ExactArgs(1, "agent rm needs a NAME"),
+		ValidArgsFunction: completeAgents(f, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := f.Settings()
+			if err != nil {
+				return err
+			}
+			opts.Name, opts.Yes = args[0], s.Yes
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return removeRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Force, "force", false, "remove even while tasks use it")
+	return c
+}
+
+func removeRun(ctx context.Context, o *RemoveOptions) error {
+	if err := profile.ConfirmRemove(o.IO, o.Yes, "agent", o.Name); err != nil {
+		return err
+	}
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	if err := ex.RemoveAgent(ctx, o.Name, o.Force); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.ErrOut, "Removed agent %s\n", o.Name)
+	return nil
+}

@@ -1,0 +1,62 @@
+package profile
+
+// Helpers the agent and secret nouns share with this one.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// ExactArgs is cobra.ExactArgs with a usage error that says what is missing.
+func ExactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return cmdutil.FlagErrorf("%s (got %d arguments)", msg, len(args))
+		}
+		return nil
+	}
+}
+
+// CompleteNames completes record names from local state only (no dial),
+// for the first max arguments (0 = a flag value).
+func CompleteNames(f *cmdutil.Factory, max int, names func(*executor.Executor, context.Context) ([]string, error)) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if max > 0 && len(args) >= max {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ex, err := f.Executor()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		// Completion callbacks run without a command context.
+		list, err := names(ex, context.Background())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return list, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// ConfirmRemove asks before a removal, or demands --yes without a
+// terminal so a script never hangs on a prompt.
+func ConfirmRemove(ios *cmdutil.IOStreams, yes bool, what, name string) error {
+	if yes {
+		return nil
+	}
+	if !ios.CanPrompt() {
+		return cmdutil.FlagErrorf("--yes required to remove %s %s when not running interactively", what, name)
+	}
+	ok, err := ios.Confirm(fmt.Sprintf("Remove %s %s?", what, name))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return cmdutil.ErrInterrupted
+	}
+	return nil
+}
