@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
@@ -33,6 +34,9 @@ type Client struct {
 	Target   *Target
 	Observed []Observed
 	hops     []*xssh.Client
+
+	waitOnce sync.Once
+	waitCh   chan struct{}
 }
 
 // Close closes the target connection and then each hop, innermost first.

@@ -1,0 +1,62 @@
+package ssh
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+)
+
+// An HTTP server on the host's loopback answers through the forward, for
+// several requests, each on its own channel.
+func TestForwardCarriesHTTP(t *testing.T) {
+	s := sshtest.NewServer(t)
+	c, err := Dial(context.Background(), targetFor(t, s), DialOptions{Mode: Record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The "remote" service: loopback is shared with the fixture's host.
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "got %s %q", r.Method, body)
+	})}
+	svc, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(svc)
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Forward(ctx, ln, svc.Addr().String(), nil) }()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := 0; i < 3; i++ {
+		resp, err := client.Post("http://"+ln.Addr().String(), "text/plain", strings.NewReader(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("got POST %q", fmt.Sprint(i)); string(b) != want {
+			t.Errorf("got %q, want %q", b, want)
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Forward did not return after cancel")
+	}
+}

@@ -1,0 +1,54 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+)
+
+// A frozen link becomes a LostError (a timeout, exit 7) instead of a hang,
+// and a blocked command on it returns.
+func TestKeepaliveDeclaresSilentLinkLost(t *testing.T) {
+	s := sshtest.NewServer(t)
+	relay := sshtest.NewRelay(t, s.Addr())
+	tg := targetFor(t, s)
+	tg.Port = relay.Port()
+	c, err := Dial(context.Background(), tg, DialOptions{Mode: Record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := c.StartKeepalive(100*time.Millisecond, 600*time.Millisecond)
+	defer w.Stop()
+
+	// A healthy link stays up across several probes.
+	time.Sleep(time.Second)
+	if w.Err() != nil {
+		t.Fatalf("healthy link declared lost: %v", w.Err())
+	}
+	runDone := make(chan error, 1)
+	go func() {
+		_, _, err := c.Run(context.Background(), "sleep 60", nil)
+		runDone <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	relay.Freeze()
+	select {
+	case err := <-runDone:
+		if err == nil {
+			t.Fatal("command on a dead link succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("command still blocked on a dead link")
+	}
+	var lost *LostError
+	if !errors.As(w.Err(), &lost) {
+		t.Fatalf("want LostError, got %v", w.Err())
+	}
+	if classify("h", tg, w.Err()).Class != ClassTimeout {
+		t.Errorf("a lost link must classify as timeout (exit 7)")
+	}
+}
