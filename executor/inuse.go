@@ -9,11 +9,6 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// kindTask is the kind of task records. Removal of a profile or an agent
-// preset reads them already, by field name, so the refusal holds as soon
-// as tasks exist without this code knowing the task schema.
-const kindTask state.Kind = "task"
-
 // InUseError refuses to remove what tasks still reference.
 type InUseError struct {
 	What, Name string
@@ -25,9 +20,10 @@ func (e *InUseError) Error() string {
 		e.What, e.Name, len(e.Tasks), strings.Join(e.Tasks, ", "))
 }
 
-// tasksUsing lists the tasks whose string field equals name.
+// tasksUsing lists the tasks whose string field equals name. It reads the
+// task records by field name only.
 func (e *Executor) tasksUsing(ctx context.Context, field, name string) ([]string, error) {
-	recs, err := e.cfg.Store.List(ctx, kindTask)
+	recs, err := e.cfg.Store.List(ctx, KindTask)
 	if err != nil {
 		return nil, err
 	}

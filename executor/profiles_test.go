@@ -79,7 +79,7 @@ func TestRemoveProfileRefusedWhileTasksUseIt(t *testing.T) {
 	st := e.Store()
 	for name, profile := range map[string]string{"t1": "web", "t2": "other"} {
 		data, _ := json.Marshal(map[string]any{"id": name, "profile": profile, "phase": "ready"})
-		if _, err := st.Create(ctx, kindTask, name, data, state.Event{Type: "task.created"}); err != nil {
+		if _, err := st.Create(ctx, KindTask, name, data, state.Event{Type: "task.created"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +107,7 @@ func TestRemoveAgentRefusedWhileTasksUseIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(map[string]any{"profile": "web", "agent": "claude"})
-	if _, err := e.Store().Create(ctx, kindTask, "t1", data, state.Event{Type: "task.created"}); err != nil {
+	if _, err := e.Store().Create(ctx, KindTask, "t1", data, state.Event{Type: "task.created"}); err != nil {
 		t.Fatal(err)
 	}
 	var inUse *InUseError

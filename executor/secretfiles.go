@@ -23,10 +23,16 @@ const MaxSecretSize = 1 << 20
 const secretsDirName = "secrets"
 
 // secretsDir returns the secrets directory, creating it when create is
-// set. A symlink or non-directory there is refused, and a directory others
-// can read is tightened first, so no value is written where it could leak.
+// set.
 func (e *Executor) secretsDir(create bool) (string, error) {
-	dir := filepath.Join(e.cfg.Store.Dir(), secretsDirName)
+	return e.privateDir(secretsDirName, create)
+}
+
+// privateDir returns a 0700 directory beside the store. A symlink or
+// non-directory there is refused, and a directory others can read is
+// tightened first, so no value is written where it could leak.
+func (e *Executor) privateDir(name string, create bool) (string, error) {
+	dir := filepath.Join(e.cfg.Store.Dir(), name)
 	if create {
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err
