@@ -20,8 +20,9 @@ func (e *InUseError) Error() string {
 		e.What, e.Name, len(e.Tasks), strings.Join(e.Tasks, ", "))
 }
 
-// tasksUsing lists the tasks whose string field equals name. It reads the
-// task records by field name only.
+// tasksUsing lists the tasks whose environment may still exist and whose
+// field (as the JSON names it: "profile", "agent") equals name. Archived
+// and deleted tasks (phase absent) need nothing any more.
 func (e *Executor) tasksUsing(ctx context.Context, field, name string) ([]string, error) {
 	recs, err := e.cfg.Store.List(ctx, KindTask)
 	if err != nil {
@@ -33,8 +34,9 @@ func (e *Executor) tasksUsing(ctx context.Context, field, name string) ([]string
 		if err := json.Unmarshal(r.Data, &doc); err != nil {
 			return nil, fmt.Errorf("task %q: corrupt record in the state store: %w", r.Name, err)
 		}
-		var v string
-		if json.Unmarshal(doc[field], &v) == nil && v == name {
+		var v, phase string
+		_ = json.Unmarshal(doc["phase"], &phase)
+		if json.Unmarshal(doc[field], &v) == nil && v == name && phase != PhaseAbsent {
 			users = append(users, r.Name)
 		}
 	}

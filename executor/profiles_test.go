@@ -77,8 +77,13 @@ func TestRemoveProfileRefusedWhileTasksUseIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.Store()
-	for name, profile := range map[string]string{"t1": "web", "t2": "other"} {
-		data, _ := json.Marshal(map[string]any{"id": name, "profile": profile, "phase": "ready"})
+	for name, task := range map[string]Task{
+		"t1": {Profile: "web", Phase: PhaseReady},
+		"t2": {Profile: "other", Phase: PhaseReady},
+		"t3": {Profile: "web", Phase: PhaseAbsent}, // archived: needs the profile no more
+	} {
+		task.ID = name
+		data, _ := json.Marshal(task)
 		if _, err := st.Create(ctx, KindTask, name, data, state.Event{Type: "task.created"}); err != nil {
 			t.Fatal(err)
 		}
