@@ -38,7 +38,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 			return applyRun(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVarP(&opts.File, "file", "f", "", "agent preset YAML file (- for stdin)")
+	c.Flags().StringVarP(&opts.File, "file", "f", "", "agent preset YAML `FILE` (- for stdin)")
 	return c
 }
 

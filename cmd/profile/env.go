@@ -47,8 +47,8 @@ exit code 10, naming the key and every origin, as the launch would.`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.Env.Agent, "agent", "", "agent preset whose env joins in (the `agent profile` origin)")
-	fl.StringArrayVar(&opts.Env.Launch, "env", nil, "KEY=VALUE as `task launch --env` would pass it (repeatable)")
+	fl.StringVar(&opts.Env.Agent, "agent", "", "`NAME` of the agent preset whose env joins in (tier 2)")
+	fl.StringArrayVar(&opts.Env.Launch, "env", nil, "`KEY=VALUE` as task launch --env would pass it (repeatable)")
 	fl.BoolVar(&opts.Explain, "explain", false, "a table of each key's tier, origins and overridden origins")
 	_ = c.RegisterFlagCompletionFunc("agent", CompleteNames(f, 0, (*executor.Executor).AgentNames))
 	return c

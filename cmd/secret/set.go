@@ -61,7 +61,7 @@ and never printed.`,
 			return setRun(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&opts.FromFile, "from-file", "", "read the value from this file")
+	c.Flags().StringVar(&opts.FromFile, "from-file", "", "read the value from `FILE`")
 	return c
 }
 
