@@ -23,6 +23,10 @@ type Config struct {
 	SSHBinary      string        // "" = ssh from PATH; "-" = built-in parser
 	ConnectTimeout time.Duration // per hop; 0 = ssh.DefaultTimeout / ConnectTimeout
 	Debug          io.Writer     // dial diagnostics, nil = off
+	// Keepalive on long-lived connections (logs -f, --follow, forward);
+	// zero takes ssh's defaults (15 s interval, 45 s deadline).
+	KeepaliveInterval time.Duration
+	KeepaliveDeadline time.Duration
 }
 
 // Executor runs host, profile and task operations.

@@ -53,8 +53,8 @@ type Task struct {
 	Repo        string    `json:"repo"`
 	Branch      string    `json:"branch"`
 	BaseBranch  string    `json:"base_branch"`
-	Command     string    `json:"command"` // what resume runs by default
-	Launch      []string  `json:"launch_env_keys"`
+	Command     string    `json:"command"`    // what resume runs by default
+	LaunchEnv   []string  `json:"launch_env"` // --env K=V literals, replayed on resume
 	Phase       string    `json:"phase"`
 	OperationID string    `json:"operation_id"`
 	Error       string    `json:"error"`
@@ -194,7 +194,9 @@ func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*Sess
 }
 
 // TaskIDs and SessionIDs serve shell completion from local state.
-func (e *Executor) TaskIDs(ctx context.Context) ([]string, error) { return e.recordNames(ctx, KindTask) }
+func (e *Executor) TaskIDs(ctx context.Context) ([]string, error) {
+	return e.recordNames(ctx, KindTask)
+}
 func (e *Executor) SessionIDs(ctx context.Context) ([]string, error) {
 	return e.recordNames(ctx, KindSession)
 }
