@@ -1,0 +1,41 @@
+package secret
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// On a terminal the value is read without echo, after a prompt on stderr.
+func TestSetReadsHiddenOnATerminal(t *testing.T) {
+	st, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ios, _, out, errb := cmdutil.Test()
+	o := &SetOptions{
+		IO:         ios,
+		Executor:   func() (*executor.Executor, error) { return executor.New(executor.Config{Store: st}), nil },
+		Name:       "tok",
+		ReadHidden: func() ([]byte, error) { return []byte("typed-VALUE"), nil },
+	}
+	if err := setRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "Value for secret tok (input hidden): ") {
+		t.Errorf("no prompt: %q", errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), "typed-VALUE") {
+		t.Errorf("value echoed: %q %q", out.String(), errb.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(st.Dir(), "secrets", "tok")); string(b) != "typed-VALUE" {
+		t.Errorf("stored %q", b)
+	}
+}
