@@ -252,4 +252,3 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		},
 	}
 }
-

@@ -48,8 +48,11 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("host %s: %v", e.Host, e.Err)
 	}
 	where := e.Hop
-	if e.ViaHop {
+	switch {
+	case e.ViaHop:
 		where = fmt.Sprintf("%s via hop %s", e.Host, e.Hop)
+	case e.Host != "" && !strings.HasPrefix(e.Hop, e.Host+" ") && e.Hop != e.Host:
+		where = fmt.Sprintf("%s: %s", e.Host, e.Hop)
 	}
 	return fmt.Sprintf("%s: %v", where, e.Err)
 }

@@ -104,7 +104,7 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 	tw.Flush()
 	for _, r := range rows {
 		if r.Error != nil {
-			fmt.Fprintf(io.ErrOut, "%s: %s\n", r.Name, r.Error.Message)
+			fmt.Fprintln(io.ErrOut, r.Error.Message) // errors name their host
 			if r.Error.Hint != "" {
 				fmt.Fprintf(io.ErrOut, "  hint: %s\n", r.Error.Hint)
 			}
