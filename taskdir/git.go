@@ -1,0 +1,67 @@
+package taskdir
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+const gitErrTail = 1024
+
+// urlCredentials matches the user:token part of a URL, which git may
+// echo back in an error.
+var urlCredentials = regexp.MustCompile(`://[^/@\s]+@`)
+
+func maskURLs(s string) string { return urlCredentials.ReplaceAllString(s, "://***@") }
+
+// git runs git in dir, never prompting, and returns its trimmed stdout.
+// A failure carries the tail of git's stderr with URL credentials masked.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, tail, err := runGit(ctx, dir, args...)
+	if err != nil {
+		return "", gitError(ctx, dir, args, err, tail)
+	}
+	return out, nil
+}
+
+// gitQuery is git for read-only queries, where a non-zero exit only means
+// "no"; a timeout or a git that cannot start is still an error.
+func gitQuery(ctx context.Context, dir string, args ...string) (out string, ok bool, err error) {
+	out, tail, err := runGit(ctx, dir, args...)
+	var ee *exec.ExitError
+	if err != nil && ctx.Err() == nil && errors.As(err, &ee) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, gitError(ctx, dir, args, err, tail)
+	}
+	return out, true, nil
+}
+
+func runGit(ctx context.Context, dir string, args ...string) (out, stderrTail string, err error) {
+	cmd := groupCommand(ctx, dir, "git", args...)
+	// The ceiling keeps git from wandering up into an enclosing
+	// repository when dir is not (yet) one of its own.
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	tail := stderr.Bytes()
+	if len(tail) > gitErrTail {
+		tail = tail[len(tail)-gitErrTail:]
+	}
+	return strings.TrimSpace(stdout.String()), strings.TrimSpace(string(tail)), err
+}
+
+func gitError(ctx context.Context, dir string, args []string, err error, tail string) *Error {
+	what := maskURLs("git " + strings.Join(args, " "))
+	if ctx.Err() != nil {
+		return errorf(CodeTimeout, "%s in %s: %v", what, dir, ctx.Err())
+	}
+	return errorf(CodeGitFailed, "%s in %s: %v: %s", what, dir, err, maskURLs(tail))
+}

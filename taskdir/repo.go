@@ -1,0 +1,154 @@
+package taskdir
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// checkout makes dir a checkout of url on taskBranch. It initialises in
+// place (dir may already hold .kandev/, so clone cannot be used), fetches
+// an existing checkout of the same origin, and creates taskBranch from
+// origin/<base> only when it is missing: an existing branch is checked out
+// as it is, and nothing is ever reset, so local commits and untracked
+// work survive every later session.
+func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
+	isRepo, err := isDir(filepath.Join(dir, ".git"))
+	if err != nil {
+		return err
+	}
+	if !isRepo {
+		if _, err := git(ctx, dir, "init", "--quiet"); err != nil {
+			return err
+		}
+	}
+	// An init that crashed before the remote was added is finished here.
+	origin, hasOrigin, err := gitQuery(ctx, dir, "config", "--get", "remote.origin.url")
+	switch {
+	case err != nil:
+		return err
+	case !hasOrigin:
+		if _, err := git(ctx, dir, "remote", "add", "origin", url); err != nil {
+			return err
+		}
+	case origin != url:
+		return errorf(CodeOriginMismatch, "%s is a checkout of %s, not %s", dir, maskURLs(origin), maskURLs(url))
+	}
+	if _, err := git(ctx, dir, "fetch", "--quiet", "origin"); err != nil {
+		return err
+	}
+	if _, exists, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch); err != nil {
+		return err
+	} else if exists {
+		current, _, err := gitQuery(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
+		if err != nil || current == taskBranch {
+			return err
+		}
+		// Without --force: git refuses rather than overwrite local changes.
+		_, err = git(ctx, dir, "checkout", "--quiet", taskBranch)
+		return err
+	}
+	if base == "" {
+		if base, err = defaultBranch(ctx, dir); err != nil {
+			return err
+		}
+	}
+	start := "refs/remotes/origin/" + base
+	if _, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", start+"^{commit}"); err != nil {
+		return err
+	} else if !ok {
+		return errorf(CodeGitFailed, "branch %q not found on origin %s", base, maskURLs(url))
+	}
+	// --no-track: pushing the task branch must never update the base.
+	_, err = git(ctx, dir, "checkout", "--quiet", "--no-track", "-b", taskBranch, start)
+	return err
+}
+
+// defaultBranch asks origin which branch its HEAD names.
+func defaultBranch(ctx context.Context, dir string) (string, error) {
+	if _, err := git(ctx, dir, "remote", "set-head", "origin", "--auto"); err != nil {
+		return "", err
+	}
+	ref, err := git(ctx, dir, "symbolic-ref", "--short", "refs/remotes/origin/HEAD")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(ref, "origin/"), nil
+}
+
+// verify checks what the agent will rely on: dir is the top level of its
+// own checkout (not a directory inside some other repository), origin is
+// the expected URL, and HEAD is a commit on the task branch.
+func verify(ctx context.Context, dir, url, taskBranch string) (head, branch string, err error) {
+	fail := func(format string, args ...any) (string, string, error) {
+		return "", "", errorf(CodeVerifyFailed, "%s: "+format, append([]any{dir}, args...)...)
+	}
+	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", "", err
+	}
+	want, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if top != want {
+		return fail("top level of the checkout is %s", top)
+	}
+	if origin, _, err := gitQuery(ctx, dir, "config", "--get", "remote.origin.url"); err != nil {
+		return "", "", err
+	} else if origin != url {
+		return fail("origin is %q, want %q", maskURLs(origin), maskURLs(url))
+	}
+	head, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		return fail("HEAD is not a commit")
+	}
+	branch, _, err = gitQuery(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return "", "", err
+	}
+	if branch != taskBranch {
+		return fail("checked out %q, want task branch %q", branch, taskBranch)
+	}
+	return head, branch, nil
+}
+
+// addExcludes appends the missing patterns to .git/info/exclude, so our
+// metadata and child checkouts never make the tree look dirty.
+func addExcludes(dir string, patterns []string) error {
+	info := filepath.Join(dir, ".git", "info")
+	if _, err := ensureDir(info); err != nil {
+		return err
+	}
+	path := filepath.Join(info, "exclude")
+	var b []byte
+	if exists, err := regularFile(path); err != nil {
+		return err
+	} else if exists {
+		if b, err = os.ReadFile(path); err != nil {
+			return errorf(CodeIO, "read %s: %v", path, err)
+		}
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	var add []string
+	for _, p := range patterns {
+		if !have[p] {
+			add = append(add, p)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	b = append(b, strings.Join(add, "\n")+"\n"...)
+	return writeFileAtomic(path, b)
+}

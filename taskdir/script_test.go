@@ -1,0 +1,111 @@
+package taskdir
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRunScriptExitCodeAndRedactedTail(t *testing.T) {
+	dir := t.TempDir()
+	res, err := RunScript(context.Background(), RunScriptRequest{
+		Dir:    dir,
+		Shell:  "/bin/sh",
+		Script: `head -c 6000 /dev/zero | tr '\0' x; echo; echo "token=$API_TOKEN pwd=$(pwd)"; echo "half $API_TOKEN" >&2; exit 3`,
+		Env:    map[string]string{"API_TOKEN": "s3cr3t-value"},
+		Redact: []string{"s3cr3t-value", ""},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || res.TimedOut {
+		t.Fatalf("result = %+v", res)
+	}
+	if len(res.OutputTail) != outputTail {
+		t.Fatalf("tail is %d bytes, want %d", len(res.OutputTail), outputTail)
+	}
+	if strings.Contains(res.OutputTail, "s3cr3t") || !strings.Contains(res.OutputTail, "token=*** pwd="+dir+"\nhalf ***\n") {
+		t.Fatalf("tail = %q", res.OutputTail[len(res.OutputTail)-100:])
+	}
+}
+
+// A timeout kills the script's whole process group, background children
+// included.
+func TestRunScriptTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	start := time.Now()
+	res, err := RunScript(context.Background(), RunScriptRequest{
+		Dir: dir, Shell: "/bin/sh", TimeoutSeconds: 1,
+		Script: `sleep 300 & echo $! > child.pid; echo started; wait`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.ExitCode != 128+int(syscall.SIGKILL) || !strings.Contains(res.OutputTail, "started") {
+		t.Fatalf("result = %+v", res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("background child %d survived the timeout", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive treats a zombie as dead: a container's pid 1 may never reap it.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	_, after, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(after, "Z")
+}
+
+func TestRunScriptRefusesBadRequests(t *testing.T) {
+	for _, req := range []RunScriptRequest{
+		{Dir: "/", Script: "true"},
+		{Dir: "/", Shell: "/bin/sh"},
+		{Dir: "relative", Shell: "/bin/sh", Script: "true"},
+	} {
+		_, err := RunScript(context.Background(), req)
+		wantCode(t, err, CodeBadRequest)
+	}
+}
+
+// The stream is masked before the tail is cut, whatever the write
+// boundaries, so no part of a secret survives.
+func TestRedactorAcrossWrites(t *testing.T) {
+	secret := "abcdefgh"
+	stream := "xx" + secret + "yy" + secret[:5] + "zz" + secret + secret
+	for limit := 1; limit <= len(stream); limit++ {
+		for step := 1; step <= len(stream); step++ {
+			r := newRedactor([]string{"abc", secret}, limit)
+			for i := 0; i < len(stream); i += step {
+				r.Write([]byte(stream[min(i, len(stream)):min(i+step, len(stream))]))
+			}
+			full := "xx***yy***dezz******"
+			if want := full[max(0, len(full)-limit):]; r.tail() != want {
+				t.Fatalf("limit %d step %d: tail = %q, want %q", limit, step, r.tail(), want)
+			}
+		}
+	}
+}
