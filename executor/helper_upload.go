@@ -1,0 +1,340 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// helperName is the helper's file name inside <root>/bin/<sha256>/.
+const helperName = "kandev-exec"
+
+// localExecutable finds the CLI's own binary; tests point it at a real
+// build, since a test binary is not the CLI.
+var localExecutable = os.Executable
+
+// UnsupportedPlatformError is a host whose os/arch has no helper build.
+type UnsupportedPlatformError struct{ Platform string }
+
+func (e *UnsupportedPlatformError) Error() string {
+	return fmt.Sprintf("unsupported remote platform %q — kandev-exec supports linux/{amd64,arm64} and darwin/{amd64,arm64}", e.Platform)
+}
+
+// EnsureHelper makes <root>/bin/<sha256>/kandev-exec exist and verified on
+// the host; uploaded reports whether it had to upload. platform is the
+// probe's normalised "os/arch". The returned path is absolute and
+// unquoted.
+//
+// The fast path is one round trip. Otherwise a local lock per host and
+// binary serialises concurrent launches, and the check is repeated under
+// it, so a host gets at most one upload from this machine.
+func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platform string) (remotePath string, uploaded bool, err error) {
+	if !supportedPlatforms[platform] {
+		return "", false, &UnsupportedPlatformError{Platform: platform}
+	}
+	local, err := localHelper(platform)
+	if err != nil {
+		return "", false, err
+	}
+	sha, err := fileSHA256(local)
+	if err != nil {
+		return "", false, fmt.Errorf("hash helper %s: %w", local, err)
+	}
+	st, err := checkHelper(ctx, c, root, sha)
+	if err != nil || st.cached {
+		return st.path(), false, err
+	}
+	unlock, err := e.lockHelper(ctx, c.Target.Addr(), sha)
+	if err != nil {
+		return "", false, err
+	}
+	defer unlock()
+	// Another launch may have uploaded it while this one waited.
+	if st, err = checkHelper(ctx, c, root, sha); err != nil || st.cached {
+		return st.path(), false, err
+	}
+	if err := uploadHelper(ctx, c, local, st.dir, sha); err != nil {
+		return "", false, fmt.Errorf("upload helper to %s: %w", c.Target.Label(), err)
+	}
+	return st.path(), true, nil
+}
+
+// localHelper is the binary to run on a host of platform: this one when
+// the platforms match, else a cross-built one (`make helpers`) beside it
+// or in the user cache dir.
+func localHelper(platform string) (string, error) {
+	exe, err := localExecutable()
+	if err != nil {
+		return "", fmt.Errorf("locate own binary: %w", err)
+	}
+	if platform == runtime.GOOS+"/"+runtime.GOARCH {
+		return exe, nil
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	name := helperName + "-" + strings.ReplaceAll(platform, "/", "-")
+	candidates := []string{filepath.Join(filepath.Dir(exe), name)}
+	if cache, err := os.UserCacheDir(); err == nil {
+		candidates = append(candidates, filepath.Join(cache, "kandev-exec", name))
+	}
+	for _, p := range candidates {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no kandev-exec helper for %s: looked for %s; run `make helpers` to cross-build it",
+		platform, strings.Join(candidates, " and "))
+}
+
+// shaCache remembers each helper file's hash while its size and mtime
+// stay the same: a launch should not re-read a 20 MB binary.
+var shaCache = struct {
+	sync.Mutex
+	m map[string]shaEntry
+}{m: map[string]shaEntry{}}
+
+type shaEntry struct {
+	size int64
+	mod  time.Time
+	sum  string
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	shaCache.Lock()
+	defer shaCache.Unlock()
+	if e, ok := shaCache.m[p]; ok && e.size == fi.Size() && e.mod.Equal(fi.ModTime()) {
+		return e.sum, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	shaCache.m[p] = shaEntry{size: fi.Size(), mod: fi.ModTime(), sum: sum}
+	return sum, nil
+}
+
+// sum256 prints a file's sha256 with whichever tool the host has.
+const sum256 = `sum256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum <"$1"; ` +
+	`elif command -v shasum >/dev/null 2>&1; then shasum -a 256 <"$1"; ` +
+	`else echo "neither sha256sum nor shasum is installed" >&2; return 127; fi; }
+`
+
+type helperState struct {
+	dir    string // absolute <root>/bin/<sha>
+	cached bool
+}
+
+func (s helperState) path() string {
+	if s.dir == "" {
+		return ""
+	}
+	return path.Join(s.dir, helperName)
+}
+
+// checkHelper asks the host, in one round trip, whether a verified copy
+// is in place. Only the marker line counts: anything else (a transport
+// error, a script that died) is an error, never "needs upload".
+func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperState, error) {
+	script := sum256 + `d=` + RemotePath(root, "bin/"+sha) + `
+case $d in /*) ;; *) d=$PWD/$d ;; esac
+f=$d/` + helperName + `
+printf 'dir=%s\n' "$d"
+if [ ! -e "$f" ]; then echo state=missing; exit 0; fi
+if [ ! -f "$f" ] || [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
+s=$(sum256 "$f") || exit 1
+case $s in ` + sha + `*) echo state=cached ;; *) echo state=corrupt ;; esac
+`
+	kv, err := runMarked(ctx, c, script)
+	if err != nil {
+		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
+	}
+	st := helperState{dir: kv["dir"], cached: kv["state"] == "cached"}
+	switch {
+	case !path.IsAbs(st.dir):
+		return helperState{}, fmt.Errorf("check helper on %s: no absolute directory in the reply", c.Target.Label())
+	case kv["state"] != "cached" && kv["state"] != "missing" && kv["state"] != "corrupt":
+		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", c.Target.Label(), kv["state"])
+	}
+	return st, nil
+}
+
+// runMarked runs a bootstrap script and reads its key=value lines.
+func runMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
+	ctx, cancel := withTimeout(ctx, probeTimeout)
+	defer cancel()
+	out, stderr, err := c.Run(ctx, script, nil)
+	if err != nil {
+		if msg := strings.TrimSpace(string(stderr)); msg != "" {
+			return nil, fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			kv[k] = v
+		}
+	}
+	return kv, nil
+}
+
+// uploadHelper puts local into dir under a unique temp name, makes it
+// 0755 whatever the remote umask, verifies its hash on the host, and
+// renames it into place atomically; the temp file goes on any failure.
+func uploadHelper(ctx context.Context, c *ssh.Client, local, dir, sha string) (err error) {
+	sc, err := sftp.NewClient(c.Client, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		return fmt.Errorf("start sftp: %w", err)
+	}
+	defer sc.Close()
+	// SFTP calls take no context: closing the client is what ends them.
+	stop := context.AfterFunc(ctx, func() { sc.Close() })
+	defer stop()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+	}()
+	if err := sc.MkdirAll(dir); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp := path.Join(dir, "."+helperName+".tmp."+rand.Text())
+	defer func() {
+		if err != nil {
+			sc.Remove(tmp)
+		}
+	}()
+	if err := writeRemote(sc, local, tmp); err != nil {
+		return err
+	}
+	if err := sc.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	kv, err := runMarked(ctx, c, sum256+`s=$(sum256 `+ssh.ShellQuote(tmp)+`) || exit 1
+printf 'sha=%s\n' "${s%% *}"
+`)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", tmp, err)
+	}
+	if kv["sha"] != sha {
+		return fmt.Errorf("verify %s: sha256 on the host is %q, want %s", tmp, kv["sha"], sha)
+	}
+	final := path.Join(dir, helperName)
+	if _, ok := sc.HasExtension("posix-rename@openssh.com"); ok {
+		err = sc.PosixRename(tmp, final)
+	} else {
+		err = replaceRename(sc, tmp, final)
+	}
+	if err != nil {
+		return fmt.Errorf("rename into %s: %w", final, err)
+	}
+	return nil
+}
+
+func writeRemote(sc *sftp.Client, local, remote string) error {
+	src, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := sc.OpenFile(remote, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", remote, err)
+	}
+	// ReadFrom sees src's size through Stat and writes concurrently.
+	_, err = dst.ReadFrom(src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", remote, err)
+	}
+	return nil
+}
+
+// replaceRename is for servers without posix-rename, whose plain rename
+// refuses an existing target: whatever is there failed verification (or
+// is an identical copy from another machine), so it may go.
+func replaceRename(sc *sftp.Client, tmp, final string) error {
+	if err := sc.Rename(tmp, final); err == nil {
+		return nil
+	}
+	if err := sc.Remove(final); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return sc.Rename(tmp, final)
+}
+
+// lockHelper takes <store>/locks/helper-<addr>-<sha>.lock. flock dies with
+// its holder, so a crashed launch never leaves a host locked; waiting
+// polls so ctx can end it.
+func (e *Executor) lockHelper(ctx context.Context, addr, sha string) (unlock func(), err error) {
+	dir := filepath.Join(e.cfg.Store.Dir(), "locks")
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	if fi, err := os.Lstat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	name := "helper-" + sanitizeName(addr) + "-" + sha + ".lock"
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another upload of the helper to %s: %w", addr, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sanitizeName keeps a host address usable as part of a file name.
+func sanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
