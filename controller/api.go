@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Health is the controller's proof of identity for a nonce.
+type Health struct {
+	SessionID string `json:"session_id"`
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+	Proof     string `json:"proof"` // hex HMAC-SHA256(token, "health:"+nonce+":"+session_id)
+}
+
+// Receipt proves that the controller was sealed and its agent stopped for a
+// claim. It is stored in receipts/<claim_id>.json.
+type Receipt struct {
+	ClaimID   string    `json:"claim_id"`
+	SessionID string    `json:"session_id"`
+	State     string    `json:"state"`
+	ExitCode  *int      `json:"exit_code"`
+	DrainedAt time.Time `json:"drained_at"`
+	Proof     string    `json:"proof"` // hex HMAC-SHA256(token, "receipt:"+claim_id+":"+session_id+":"+state)
+}
+
+// VerifyReceipt reports whether r was issued by a controller holding token.
+func VerifyReceipt(token string, r Receipt) bool {
+	return hmac.Equal([]byte(receiptProof(token, r.ClaimID, r.SessionID, r.State)), []byte(r.Proof))
+}
+
+func healthProof(token, nonce, sessionID string) string {
+	return mac(token, "health:"+nonce+":"+sessionID)
+}
+
+func receiptProof(token, claimID, sessionID, state string) string {
+	return mac(token, "receipt:"+claimID+":"+sessionID+":"+state)
+}
+
+func mac(key, msg string) string {
+	h := hmac.New(sha256.New, []byte(key))
+	h.Write([]byte(msg))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// claimIDPattern keeps a claim id a safe file name.
+var claimIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+const (
+	logPoll  = 200 * time.Millisecond // how often a follower looks for new log bytes
+	maxNonce = 256
+)
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.status()) })
+	mux.HandleFunc("GET /v1/logs", s.handleLogs)
+	mux.HandleFunc("POST /v1/stop", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.stop()) })
+	mux.HandleFunc("POST /v1/drain", s.handleDrain)
+	want := []byte("Bearer " + s.req.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	nonce := r.URL.Query().Get("nonce")
+	if nonce == "" || len(nonce) > maxNonce {
+		writeError(w, http.StatusBadRequest, "nonce is required (at most 256 bytes)")
+		return
+	}
+	writeJSON(w, http.StatusOK, Health{SessionID: s.req.SessionID, PID: s.pid, StartTime: s.startTime,
+		Proof: healthProof(s.req.Token, nonce, s.req.SessionID)})
+}
+
+// handleLogs sends the log from offset; with follow=1 it keeps sending until
+// the agent has exited and everything written up to then is sent.
+func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
+	if q.Get("offset") == "" {
+		offset, err = 0, nil
+	}
+	if err != nil || offset < 0 {
+		writeError(w, http.StatusBadRequest, "offset must be a non-negative integer")
+		return
+	}
+	f, err := os.Open(filepath.Join(s.dir, logFile))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || offset > fi.Size() {
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, "offset is beyond the end of the log")
+		return
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	buf := make([]byte, 32<<10)
+	follow, finished := q.Get("follow") == "1", false
+	for {
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return
+				}
+				if rc.Flush() != nil {
+					return
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		if !follow || finished {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.exited:
+			finished = true // one more pass picks up the final lines
+		case <-time.After(logPoll):
+		}
+	}
+}
+
+// handleDrain seals the controller, stops the agent and issues a receipt
+// for the claim. The same claim id gets the same receipt back. The work
+// completes even if the caller goes away, so a retry finds the receipt.
+func (s *server) handleDrain(w http.ResponseWriter, r *http.Request) {
+	claim := r.URL.Query().Get("claim_id")
+	if !claimIDPattern.MatchString(claim) {
+		writeError(w, http.StatusBadRequest, "claim_id must match "+claimIDPattern.String())
+		return
+	}
+	rec, err := s.drain(claim)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func (s *server) drain(claim string) (Receipt, error) {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	dir := filepath.Join(s.dir, receiptsDir)
+	var rec Receipt
+	if b, err := os.ReadFile(filepath.Join(dir, claim+".json")); err == nil {
+		return rec, json.Unmarshal(b, &rec)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return rec, err
+	}
+	s.mu.Lock()
+	sealed := s.st.Sealed
+	s.st.Sealed = true
+	err := s.writeStatusLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return rec, err
+	}
+	if !sealed {
+		s.event("sealed for claim %s", claim)
+	}
+	st := s.stop()
+	if st.State != StateStopped && st.State != StateExited {
+		return rec, errors.New("agent still running after stop: no receipt")
+	}
+	rec = Receipt{ClaimID: claim, SessionID: s.req.SessionID, State: st.State, ExitCode: st.ExitCode,
+		DrainedAt: time.Now().UTC(), Proof: receiptProof(s.req.Token, claim, s.req.SessionID, st.State)}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return rec, err
+	}
+	if err := writeJSONAtomic(dir, claim+".json", rec); err != nil {
+		return rec, err
+	}
+	s.event("drained for claim %s: agent %s", claim, st.State)
+	return rec, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

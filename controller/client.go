@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+var (
+	// ErrUnauthorized: the controller refused our token.
+	ErrUnauthorized = errors.New("controller refused the token")
+	// ErrNotOurs: something answered on the port but did not prove it is
+	// our controller. It must not be signalled or adopted.
+	ErrNotOurs = errors.New("not our controller")
+)
+
+// Client talks to one controller's API.
+type Client struct {
+	hc    *http.Client
+	base  string
+	token string
+}
+
+// NewClient returns a client for the controller on 127.0.0.1:port of the
+// host that dial reaches (a direct-tcpip dialer over SSH; nil dials locally).
+func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, error), port int, token string) *Client {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr := &http.Transport{DialContext: dial, DisableCompression: true, MaxIdleConnsPerHost: 2}
+	return &Client{hc: &http.Client{Transport: tr}, base: "http://127.0.0.1:" + strconv.Itoa(port), token: token}
+}
+
+// statusError is a non-200 answer.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("controller: %s (HTTP %d)", e.msg, e.code)
+}
+
+// Health sends a fresh nonce and verifies the proof. Anything that answers
+// without a valid proof yields an error wrapping ErrNotOurs; a transport
+// failure is returned as is (unreachable is not "not ours").
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	nonce := hex.EncodeToString(b)
+	var h Health
+	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+nonce)
+	var se *statusError
+	if errors.As(err, &se) {
+		return h, fmt.Errorf("%w: %v", ErrNotOurs, err)
+	}
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return h, fmt.Errorf("%w: bad health answer: %v", ErrNotOurs, err)
+	}
+	if !hmac.Equal([]byte(healthProof(c.token, nonce, h.SessionID)), []byte(h.Proof)) {
+		return h, fmt.Errorf("%w: health proof does not verify", ErrNotOurs)
+	}
+	return h, nil
+}
+
+// Status returns the controller's current status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	return st, c.call(ctx, http.MethodGet, "/v1/status", &st)
+}
+
+// Logs copies the log from offset to w and returns the offset after the
+// last byte written. With follow it streams until the agent has exited and
+// everything is sent, or ctx ends (then ctx's error comes back with the
+// offset reached, so the caller can resume from it).
+func (c *Client) Logs(ctx context.Context, offset int64, follow bool, w io.Writer) (int64, error) {
+	path := "/v1/logs?offset=" + strconv.FormatInt(offset, 10)
+	if follow {
+		path += "&follow=1"
+	}
+	resp, err := c.send(ctx, http.MethodGet, path)
+	if err != nil {
+		return offset, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	offset += n
+	if err != nil && ctx.Err() != nil {
+		return offset, ctx.Err()
+	}
+	return offset, err
+}
+
+// Stop stops the agent gracefully (SIGTERM to its process group, SIGKILL
+// after the stop grace) and returns the resulting status. Idempotent.
+func (c *Client) Stop(ctx context.Context) (Status, error) {
+	var st Status
+	return st, c.call(ctx, http.MethodPost, "/v1/stop", &st)
+}
+
+// Drain seals the controller, stops the agent and returns the receipt for
+// claimID; the same claim id always gets the same receipt.
+func (c *Client) Drain(ctx context.Context, claimID string) (Receipt, error) {
+	var r Receipt
+	return r, c.call(ctx, http.MethodPost, "/v1/drain?claim_id="+url.QueryEscape(claimID), &r)
+}
+
+func (c *Client) call(ctx context.Context, method, path string, out any) error {
+	resp, err := c.send(ctx, method, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// send performs a request and turns a non-200 answer into an error.
+func (c *Client) send(ctx context.Context, method, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+	if e.Error == "" {
+		e.Error = http.StatusText(resp.StatusCode)
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, &statusError{resp.StatusCode, e.Error})
+	}
+	return nil, &statusError{resp.StatusCode, e.Error}
+}

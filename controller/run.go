@@ -1,0 +1,377 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	maxRequest = 1 << 20
+	dirPoll    = 500 * time.Millisecond // how often the session dir is checked
+	killWait   = 5 * time.Second        // how long a SIGKILLed agent gets to be reaped
+)
+
+// server is one running controller.
+type server struct {
+	req         StartRequest
+	dir         string
+	grace       time.Duration
+	linger      time.Duration
+	pid         int
+	startTime   uint64
+	ln          net.Listener
+	log         *os.File
+	logMu       sync.Mutex
+	agentPGID   int
+	groupGone   atomic.Bool   // kill(-pgid) said ESRCH: never signal that id again
+	exited      chan struct{} // closed once the agent's end is recorded
+	stopOnce    sync.Once
+	stopDone    chan struct{}
+	drainMu     sync.Mutex
+	mu          sync.Mutex // guards st, stopping and the status file
+	st          Status
+	stopping    bool
+	dirIdentity os.FileInfo
+}
+
+// Run is the long-lived controller: it reads its request from in, writes
+// controller.pid, binds 127.0.0.1:0, writes controller.port, starts the
+// agent, reports ready (when started by Start) and serves until the agent
+// has exited and the linger has passed, it is signalled, or its session dir
+// disappears.
+func Run(sessionDir string, in io.Reader) error {
+	// Handle SIGTERM from the first moment, so it always means a graceful stop.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigc)
+
+	var p runPayload
+	if err := json.NewDecoder(io.LimitReader(in, maxRequest)).Decode(&p); err != nil {
+		return fmt.Errorf("read start request: %w", err)
+	}
+	var ready *os.File
+	if p.ReadyFD > 0 {
+		syscall.CloseOnExec(p.ReadyFD) // the agent must not inherit it
+		ready = os.NewFile(uintptr(p.ReadyFD), "ready")
+	}
+	s, err := newServer(sessionDir, p.StartRequest)
+	if err == nil {
+		err = s.start()
+	}
+	if ready != nil {
+		m := readyMsg{}
+		if err != nil {
+			m.Error = err.Error()
+		} else {
+			m.StartResponse = StartResponse{PID: s.pid, Port: s.st.Port, StartTime: s.startTime, SessionDir: s.dir}
+		}
+		_ = json.NewEncoder(ready).Encode(m)
+		ready.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return s.serve(sigc)
+}
+
+func newServer(sessionDir string, req StartRequest) (*server, error) {
+	dir := filepath.Clean(sessionDir)
+	if req.SessionDir == "" {
+		req.SessionDir = dir
+	}
+	grace, linger, err := req.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if req.SessionDir != dir {
+		return nil, errors.New("start request: session_dir does not match --session-dir")
+	}
+	return &server{req: req, dir: dir, grace: grace, linger: linger, pid: os.Getpid(),
+		exited: make(chan struct{}), stopDone: make(chan struct{})}, nil
+}
+
+// start prepares the session dir and starts the agent. The pid file comes
+// first, so a controller that dies while binding can still be identified.
+func (s *server) start() error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(s.dir, 0o700); err != nil {
+		return err
+	}
+	if err := s.refuseSecondController(); err != nil {
+		return err
+	}
+	var err error
+	if s.dirIdentity, err = os.Stat(s.dir); err != nil {
+		return err
+	}
+	if s.startTime, _, err = procStat(s.pid); err != nil {
+		return fmt.Errorf("read own start time: %w", err)
+	}
+	if err := writeFileAtomic(s.dir, pidFile, []byte(strconv.Itoa(s.pid)+"\n")); err != nil {
+		return err
+	}
+	if s.log, err = os.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+		return err
+	}
+	if s.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return err
+	}
+	port := s.ln.Addr().(*net.TCPAddr).Port
+	if err := writeFileAtomic(s.dir, portFile, []byte(strconv.Itoa(port)+"\n")); err != nil {
+		return err
+	}
+	s.st = Status{SessionID: s.req.SessionID, State: StateStarting, ControllerPID: s.pid, Port: port,
+		StopGrace: s.grace.String(), StartedAt: time.Now().UTC()}
+	if err := s.writeStatusLocked(); err != nil {
+		return err
+	}
+	s.event("controller %d listening on 127.0.0.1:%d", s.pid, port)
+	return s.startAgent()
+}
+
+// refuseSecondController keeps two controllers from sharing a session dir.
+func (s *server) refuseSecondController() error {
+	pid, err := readPID(s.dir)
+	if err != nil || pid == s.pid {
+		return nil
+	}
+	if _, alive, _ := procStat(pid); !alive {
+		return nil
+	}
+	if args, err := procArgs(pid); err == nil && isControllerArgs(args, s.dir) {
+		return fmt.Errorf("a controller (pid %d) is already running for this session", pid)
+	}
+	return nil
+}
+
+func (s *server) startAgent() error {
+	cmd := exec.Command(s.req.Shell, "-l", "-c", s.req.Command)
+	cmd.Dir = s.req.TaskDir
+	cmd.Env = agentEnv(s.req.Env)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	// Its own group, so stop reaches everything it spawned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		err = fmt.Errorf("start agent: %w", err)
+		s.event("%v", err)
+		s.mu.Lock()
+		now := time.Now().UTC()
+		s.st.State, s.st.Error, s.st.EndedAt = StateExited, err.Error(), &now
+		_ = s.writeStatusLocked()
+		s.mu.Unlock()
+		return err
+	}
+	s.agentPGID = cmd.Process.Pid
+	s.mu.Lock()
+	s.st.State, s.st.AgentPID = StateRunning, cmd.Process.Pid
+	err := s.writeStatusLocked()
+	s.mu.Unlock()
+	s.event("agent started, pid %d", cmd.Process.Pid)
+	go s.waitAgent(cmd)
+	return err
+}
+
+// agentEnv is the controller's environment plus the request's, which wins
+// (exec dedups keeping the last value). Keys are sorted for determinism.
+func agentEnv(extra map[string]string) []string {
+	env := os.Environ()
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+func (s *server) waitAgent(cmd *exec.Cmd) {
+	_ = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now().UTC()
+	s.st.EndedAt = &now
+	s.st.State = StateExited
+	if s.stopping {
+		s.st.State = StateStopped
+	}
+	if ws.Signaled() {
+		s.st.Signal = unix.SignalName(ws.Signal())
+		s.event("agent ended by %s", s.st.Signal)
+	} else {
+		code := ws.ExitStatus()
+		s.st.ExitCode = &code
+		s.event("agent exited with code %d", code)
+	}
+	_ = s.writeStatusLocked()
+	// Closed after the event line, so a log follower gets it.
+	close(s.exited)
+}
+
+// stop ends the agent's process group: SIGTERM, then SIGKILL once the grace
+// has passed. Concurrent and repeated calls share one stop. It also clears
+// processes the agent left behind after exiting on its own.
+func (s *server) stop() Status {
+	s.stopOnce.Do(func() { go s.runStop() })
+	<-s.stopDone
+	return s.status()
+}
+
+func (s *server) runStop() {
+	defer close(s.stopDone)
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	if s.settled() {
+		return
+	}
+	s.event("stopping: SIGTERM to agent process group %d", s.agentPGID)
+	s.signalGroup(syscall.SIGTERM)
+	deadline := time.Now().Add(s.grace)
+	for !s.settled() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !s.settled() {
+		s.event("stop grace %s passed: SIGKILL to agent process group %d", s.grace, s.agentPGID)
+		s.signalGroup(syscall.SIGKILL)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(killWait):
+		s.event("agent not reaped %s after SIGKILL", killWait)
+	}
+}
+
+// settled: the agent has exited and nothing live is left in its group.
+func (s *server) settled() bool {
+	select {
+	case <-s.exited:
+	default:
+		return false
+	}
+	return s.groupGone.Load() || !groupAlive(s.agentPGID)
+}
+
+func (s *server) signalGroup(sig syscall.Signal) {
+	if s.groupGone.Load() {
+		return
+	}
+	if err := syscall.Kill(-s.agentPGID, sig); errors.Is(err, syscall.ESRCH) {
+		s.groupGone.Store(true)
+	}
+}
+
+// serve answers the API until it is time to exit, then stops what is left
+// of the agent's group and shuts down.
+func (s *server) serve(sigc <-chan os.Signal) error {
+	defer s.log.Close()
+	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(s.ln) }()
+	quit := make(chan struct{})
+	defer close(quit)
+	gone := s.watchDir(quit)
+
+	exited := s.exited
+	var linger <-chan time.Time
+	var err error
+loop:
+	for {
+		select {
+		case <-exited:
+			exited, linger = nil, time.After(s.linger)
+		case <-linger:
+			s.event("linger %s passed: exiting", s.linger)
+			break loop
+		case sig := <-sigc:
+			s.event("received %s: stopping", unix.SignalName(sig.(syscall.Signal)))
+			break loop
+		case <-gone:
+			s.event("session dir removed: stopping")
+			break loop
+		case err = <-served:
+			s.event("serving failed: %v", err)
+			break loop
+		}
+	}
+	s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if srv.Shutdown(ctx) != nil {
+		srv.Close()
+	}
+	return err
+}
+
+// watchDir closes the returned channel when the session dir is removed or
+// replaced.
+func (s *server) watchDir(quit <-chan struct{}) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(dirPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if fi, err := os.Stat(s.dir); err != nil || !os.SameFile(fi, s.dirIdentity) {
+					close(gone)
+					return
+				}
+			}
+		}
+	}()
+	return gone
+}
+
+// event appends a controller line to the log. Callers never pass the token,
+// env values or the command.
+func (s *server) event(format string, a ...any) {
+	line := fmt.Sprintf("[controller] %s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf(format, a...))
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = s.log.WriteString(line)
+}
+
+// status is the current status with the log size as of now.
+func (s *server) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	st.LogBytes = s.logBytes()
+	return st
+}
+
+func (s *server) writeStatusLocked() error {
+	s.st.LogBytes = s.logBytes()
+	return writeJSONAtomic(s.dir, statusFile, s.st)
+}
+
+func (s *server) logBytes() int64 {
+	if fi, err := s.log.Stat(); err == nil {
+		return fi.Size()
+	}
+	return 0
+}

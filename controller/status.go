@@ -1,0 +1,94 @@
+// Package controller is the session controller that runs on the remote host:
+// one detached process per session that supervises the agent, records its
+// status in the session dir and serves a token-guarded loopback API. It
+// depends on nothing of the local side.
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Session states, as recorded in status.json.
+const (
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateExited   = "exited"  // the agent ended on its own
+	StateStopped  = "stopped" // the agent ended because it was asked to
+)
+
+// Files in the session dir.
+const (
+	pidFile     = "controller.pid"
+	portFile    = "controller.port"
+	logFile     = "controller.log"
+	statusFile  = "status.json"
+	receiptsDir = "receipts"
+)
+
+// Status is the session's state, served by /v1/status and kept in status.json.
+type Status struct {
+	SessionID     string     `json:"session_id"`
+	State         string     `json:"state"`
+	ExitCode      *int       `json:"exit_code"`        // set when the agent exited normally
+	Signal        string     `json:"signal,omitempty"` // e.g. "SIGTERM" when a signal ended the agent
+	Error         string     `json:"error,omitempty"`  // why the agent could not be started
+	AgentPID      int        `json:"agent_pid"`
+	ControllerPID int        `json:"controller_pid"`
+	Port          int        `json:"port"`
+	StopGrace     string     `json:"stop_grace"`
+	StartedAt     time.Time  `json:"started_at"`
+	EndedAt       *time.Time `json:"ended_at"`
+	Sealed        bool       `json:"sealed"`
+	LogBytes      int64      `json:"log_bytes"`
+}
+
+// ReadStatusFile reads status.json, for when the controller is gone. It is
+// the last state the controller recorded; a controller killed behind its back
+// leaves "running" here, so check Probe before trusting a live state.
+func ReadStatusFile(sessionDir string) (Status, error) {
+	var st Status
+	b, err := os.ReadFile(filepath.Join(sessionDir, statusFile))
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("decode %s: %w", statusFile, err)
+	}
+	return st, nil
+}
+
+// writeFileAtomic replaces dir/name with data (mode 0600) so that a reader
+// never sees a partial file.
+func writeFileAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func writeJSONAtomic(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, name, append(b, '\n'))
+}
