@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -301,11 +302,25 @@ func TestPrepareExtraRepository(t *testing.T) {
 	mustPrepare(t, req) // and again, idempotently
 }
 
-func TestPrepareTimeout(t *testing.T) {
+// A fetch that hangs ends at the request's timeout, and the process
+// group dies with it.
+func TestPrepareTimeoutKillsGit(t *testing.T) {
 	bare, _ := bareRepo(t, "README")
 	req := prepareReq(t.TempDir(), bare)
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel()
-	_, err := Prepare(ctx, req)
+	res := mustPrepare(t, req)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	gitT(t, res.TaskDirAbs, "config", "remote.origin.uploadpack", "echo $$ >"+pidFile+"; exec sleep 300 #")
+	req.TimeoutSeconds = 1
+	start := time.Now()
+	_, err := Prepare(context.Background(), req)
 	wantCode(t, err, CodeTimeout)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	waitDead(t, pid)
 }

@@ -58,10 +58,15 @@ func TestRunScriptTimeoutKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	waitDead(t, pid)
+}
+
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("background child %d survived the timeout", pid)
+			t.Fatalf("process %d survived the timeout", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
