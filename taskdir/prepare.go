@@ -85,7 +85,15 @@ func prepareRepos(ctx context.Context, dir string, req PrepareRequest) error {
 	if err := checkout(ctx, dir, primary.URL, req.TaskBranch, firstOf(primary.Branch, req.BaseBranch)); err != nil {
 		return err
 	}
+	// Excluded up front, so a child that fails halfway still leaves the
+	// primary looking clean.
 	excludes := []string{metaDir + "/"}
+	for _, r := range req.Repositories[1:] {
+		excludes = append(excludes, "/"+r.Name+"/")
+	}
+	if err := addExcludes(dir, excludes); err != nil {
+		return err
+	}
 	for _, r := range req.Repositories[1:] {
 		// A child checkout where the primary tracks a path would mix two
 		// repositories' files.
@@ -104,9 +112,8 @@ func prepareRepos(ctx context.Context, dir string, req PrepareRequest) error {
 		if _, _, err := verify(ctx, child, r.URL, req.TaskBranch); err != nil {
 			return err
 		}
-		excludes = append(excludes, "/"+r.Name+"/")
 	}
-	return addExcludes(dir, excludes)
+	return nil
 }
 
 func (req PrepareRequest) validate(ctx context.Context) error {
