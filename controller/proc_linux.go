@@ -14,8 +14,8 @@ import (
 // ticks since boot) and whether it is alive; a zombie is not.
 func procStat(pid int) (start uint64, alive bool, err error) {
 	f, err := readStat(pid)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, false, nil
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return 0, false, nil // ESRCH: it went away while being read
 	}
 	if err != nil {
 		return 0, false, err

@@ -121,22 +121,27 @@ func handshake(reqW, readyR *os.File, p runPayload) (StartResponse, error) {
 	_ = reqW.SetWriteDeadline(deadline)
 	_ = readyR.SetReadDeadline(deadline)
 	if err := json.NewEncoder(reqW).Encode(p); err != nil {
-		return StartResponse{}, fmt.Errorf("send request: %w", err)
+		return StartResponse{}, handshakeError("send request", err)
 	}
 	reqW.Close()
 	var m readyMsg
-	err := json.NewDecoder(readyR).Decode(&m)
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return StartResponse{}, fmt.Errorf("controller not ready after %s", readyTimeout)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return StartResponse{}, errors.New("controller exited before reporting ready")
-	case err != nil:
-		return StartResponse{}, fmt.Errorf("read ready message: %w", err)
-	case m.Error != "":
+	if err := json.NewDecoder(readyR).Decode(&m); err != nil {
+		return StartResponse{}, handshakeError("read ready message", err)
+	}
+	if m.Error != "" {
 		return StartResponse{}, errors.New(m.Error)
 	}
 	return m.StartResponse, nil
+}
+
+func handshakeError(step string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("controller not ready after %s", readyTimeout)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE):
+		return errors.New("controller exited before reporting ready")
+	}
+	return fmt.Errorf("%s: %w", step, err)
 }
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
