@@ -15,6 +15,8 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/cmd/secret"
+	"github.com/kdlbs/kandev-exec/cmd/session"
+	"github.com/kdlbs/kandev-exec/cmd/task"
 )
 
 // version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
@@ -36,6 +38,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(profile.NewCmdProfile(f))
 	root.AddCommand(agent.NewCmdAgent(f))
 	root.AddCommand(secret.NewCmdSecret(f))
+	root.AddCommand(task.NewCmdTask(f))
+	root.AddCommand(session.NewCmdSession(f))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

@@ -118,6 +118,8 @@ func (fx *fixture) writeConfig(path string) error {
 	return os.WriteFile(path, []byte(s.String()), 0o600)
 }
 
+var braced = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
 // negotiated is the fingerprint an unpinned x/crypto client ends up with:
 // it prefers ECDSA over Ed25519 when the server has both.
 func negotiated(s *sshtest.Server) string {
@@ -162,12 +164,14 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Fatalf("unknown sshd verb %q", args[0])
 			}
 		},
-		// expandenv FILE...: replace ${VAR} in files with the script's env.
+		// expandenv FILE...: replace ${VAR} (braces only, so shell code in
+		// the file keeps its $VAR) with the script's env.
 		"expandenv": func(ts *testscript.TestScript, neg bool, args []string) {
 			for _, f := range args {
 				b, err := os.ReadFile(ts.MkAbs(f))
 				ts.Check(err)
-				ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(string(b), ts.Getenv)), 0o600))
+				out := braced.ReplaceAllStringFunc(string(b), func(m string) string { return ts.Getenv(m[2 : len(m)-1]) })
+				ts.Check(os.WriteFile(ts.MkAbs(f), []byte(out), 0o600))
 			}
 		},
 		// relay pass|blackhole|refuse|reset

@@ -316,8 +316,8 @@ func gitRepo(t *testing.T) (bare, head string) {
 	return bare, run("-C", "work", "rev-parse", "HEAD")
 }
 
-// callHelper runs one helper request on the host, the way launches do.
-func callHelper(t *testing.T, c *ssh.Client, helper, op string, req, res any) error {
+// runHelperOp runs one helper request on the host, the way launches do.
+func runHelperOp(t *testing.T, c *ssh.Client, helper, op string, req, res any) error {
 	t.Helper()
 	in, err := taskdir.EncodeRequest(op, req)
 	if err != nil {
@@ -350,7 +350,7 @@ func TestHelperEndToEnd(t *testing.T) {
 		BaseBranch:   "main",
 	}
 	var res taskdir.PrepareResult
-	if err := callHelper(t, c, helper, taskdir.OpPrepare, req, &res); err != nil {
+	if err := runHelperOp(t, c, helper, taskdir.OpPrepare, req, &res); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(f.root, "tasks", "fix-flaky-test")
@@ -359,7 +359,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	}
 
 	req.Owner.TaskID = "task-2"
-	err = callHelper(t, c, helper, taskdir.OpPrepare, req, &res)
+	err = runHelperOp(t, c, helper, taskdir.OpPrepare, req, &res)
 	var he *taskdir.Error
 	if !errors.As(err, &he) || he.Code != taskdir.CodeOwnerMismatch {
 		t.Fatalf("other task's prepare: %v", err)
@@ -368,7 +368,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	var run taskdir.RunScriptResult
 	script := taskdir.RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: `echo "using $TOKEN in $(pwd)"; exit 3`,
 		Env: map[string]string{"TOKEN": "hunter2"}, Redact: []string{"hunter2"}}
-	if err := callHelper(t, c, helper, taskdir.OpRunScript, script, &run); err != nil {
+	if err := runHelperOp(t, c, helper, taskdir.OpRunScript, script, &run); err != nil {
 		t.Fatal(err)
 	}
 	if run.ExitCode != 3 || run.OutputTail != "using *** in "+dir+"\n" {

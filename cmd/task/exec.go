@@ -1,0 +1,60 @@
+package task
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// ExecOptions are `task exec`'s inputs.
+type ExecOptions struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	ID       string
+	Command  []string
+}
+
+// NewCmdExec is `task exec ID -- CMD...`.
+func NewCmdExec(f *cmdutil.Factory, runF func(context.Context, *ExecOptions) error) *cobra.Command {
+	opts := &ExecOptions{IO: f.IO, Executor: f.Executor}
+	return &cobra.Command{
+		Use:   "exec ID -- CMD...",
+		Short: "Run a command in the task directory; its exit status is passed through",
+		Long: `Run a command in the task directory through the profile's login shell.
+stdout and stderr stay separate and the exit status is passed through;
+255 means the transport failed, as with ssh(1).`,
+		Args:              cobra.MinimumNArgs(2),
+		ValidArgsFunction: completeTasks(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			if c.ArgsLenAtDash() != 1 {
+				return cmdutil.FlagErrorf("usage: kandev-exec task exec ID -- CMD...")
+			}
+			opts.ID, opts.Command = args[0], args[1:]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return execRun(c.Context(), opts)
+		},
+	}
+}
+
+func execRun(ctx context.Context, o *ExecOptions) error {
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	code, err := ex.Exec(ctx, o.ID, o.Command, o.IO.In, o.IO.Out, o.IO.ErrOut)
+	if err != nil && code < 0 {
+		return err
+	}
+	if err != nil {
+		return &cmdutil.ExitCodeError{Code: code, JSON: cmdutil.Classify(err).Code, Msg: err.Error()}
+	}
+	if code != 0 {
+		return &cmdutil.ExitCodeError{Code: code, JSON: "error"}
+	}
+	return nil
+}

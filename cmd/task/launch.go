@@ -1,0 +1,124 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// LaunchOptions are `task launch`'s inputs.
+type LaunchOptions struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	JSON     bool
+	Follow   bool
+	Launch   executor.LaunchOptions
+}
+
+// NewCmdLaunch is `task launch --profile P [...] [-- CMD [ARG...]]`.
+func NewCmdLaunch(f *cmdutil.Factory, runF func(context.Context, *LaunchOptions) error) *cobra.Command {
+	opts := &LaunchOptions{IO: f.IO, Executor: f.Executor}
+	c := &cobra.Command{
+		Use:   "launch --profile P [flags] [-- CMD [ARG...]]",
+		Short: "Launch a task: its own checkout on the host and an agent session in it",
+		Long: `Launch a task on the profile's host: upload the helper if needed, prepare
+<root>/tasks/<task>/ (clone or fetch, task branch, prepare script), and start
+a session controller that runs the command and outlives this connection.
+The command is the --agent preset's command plus ARGs, or CMD without --agent.`,
+		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
+  kandev-exec task launch --profile prod --agent claude --follow -- -p "fix it"`,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.JSON, opts.Launch.Command = f.JSON(), args
+			if opts.Launch.Profile == "" {
+				return cmdutil.FlagErrorf("--profile is required")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return launchRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Launch.Profile, "profile", "", "executor profile (required)")
+	fl.StringVar(&opts.Launch.Agent, "agent", "", "agent preset: its command and env")
+	fl.StringVar(&opts.Launch.Repo, "repo", "", "primary repository URL (overrides the profile's)")
+	fl.StringVar(&opts.Launch.Branch, "branch", "", "base branch for the task branch (default: the profile's)")
+	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task")
+	fl.StringArrayVar(&opts.Launch.Env, "env", nil, "KEY=VALUE for the agent (repeatable; literals only)")
+	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
+	_ = c.RegisterFlagCompletionFunc("profile", completeNames(f, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.ProfileNames(ctx) }))
+	_ = c.RegisterFlagCompletionFunc("agent", completeNames(f, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.AgentNames(ctx) }))
+	return c
+}
+
+func completeNames(f *cmdutil.Factory, list func(*executor.Executor, context.Context) ([]string, error)) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		ex, err := f.Executor()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names, err := list(ex, context.Background())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func launchRun(ctx context.Context, o *LaunchOptions) error {
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	o.Launch.Progress = progress(o.IO.ErrOut)
+	t, s, err := ex.Launch(ctx, o.Launch)
+	if err != nil {
+		return launchFailed(err, t)
+	}
+	return afterStart(ctx, o.IO, ex, t, s, o.Follow, o.JSON)
+}
+
+// afterStart reports a started session, and follows it when asked.
+func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *executor.Task, s *executor.Session, follow, asJSON bool) error {
+	if !follow {
+		if asJSON {
+			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t), "session": s})
+		}
+		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, t.TaskDir)
+		fmt.Fprintf(ios.ErrOut, "Follow it: kandev-exec session logs -f %s\n", s.ID)
+		return nil
+	}
+	var logs io.Writer = ios.Out
+	if asJSON {
+		logs = ios.ErrOut // stdout carries the final JSON only
+	}
+	final, err := ex.StreamLogs(ctx, s.ID, true, logs)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			fmt.Fprintf(ios.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", s.ID)
+		}
+		return err
+	}
+	if asJSON {
+		if err := cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t), "session": final}); err != nil {
+			return err
+		}
+	}
+	if final.ExitCode != nil && *final.ExitCode != 0 {
+		return &cmdutil.ExitCodeError{Code: *final.ExitCode, JSON: "error"}
+	}
+	return nil
+}
+
+func launchFailed(err error, t *executor.Task) error {
+	if t == nil {
+		return err
+	}
+	return cmdutil.WithHint(err, fmt.Sprintf("the task record stays for inspection: `kandev-exec task show %s`; after fixing the cause, `kandev-exec task resume %s`", t.ID, t.ID))
+}

@@ -1,0 +1,52 @@
+package task
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// ResumeOptions are `task resume`'s inputs.
+type ResumeOptions struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	JSON     bool
+	Follow   bool
+	ID       string
+	Command  []string
+}
+
+// NewCmdResume is `task resume ID [-- CMD...]`.
+func NewCmdResume(f *cmdutil.Factory, runF func(context.Context, *ResumeOptions) error) *cobra.Command {
+	opts := &ResumeOptions{IO: f.IO, Executor: f.Executor}
+	c := &cobra.Command{
+		Use:               "resume ID [-- CMD...]",
+		Short:             "Start a new session in the task's preserved directory",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeTasks(f),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID, opts.Command, opts.JSON = args[0], args[1:], f.JSON()
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return resumeRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
+	return c
+}
+
+func resumeRun(ctx context.Context, o *ResumeOptions) error {
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	t, s, err := ex.Resume(ctx, o.ID, o.Command, progress(o.IO.ErrOut))
+	if err != nil {
+		return err
+	}
+	return afterStart(ctx, o.IO, ex, t, s, o.Follow, o.JSON)
+}

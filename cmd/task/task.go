@@ -1,0 +1,67 @@
+// Package task holds the `task` verbs: launch, ls, show, resume, exec.
+package task
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// NewCmdTask is the `task` noun.
+func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
+	c := &cobra.Command{Use: "task", Short: "Launch, inspect, resume and exec into tasks on SSH hosts"}
+	c.AddCommand(NewCmdLaunch(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdResume(f, nil), NewCmdExec(f, nil))
+	return c
+}
+
+// View is a task as --json prints it (CONTRACT.md's task fields first).
+type View struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Profile   string    `json:"profile"`
+	Agent     string    `json:"agent"`
+	Host      string    `json:"host"`
+	TaskDir   string    `json:"task_dir"`
+	Branch    string    `json:"branch"`
+	Phase     string    `json:"phase"`
+	CreatedAt time.Time `json:"created_at"`
+	Sessions  []string  `json:"sessions"`
+	Error     string    `json:"error"`
+}
+
+func viewOf(t *executor.Task) View {
+	v := View{ID: t.ID, Name: t.Name, Profile: t.Profile, Agent: t.Agent, Host: t.Host, TaskDir: t.TaskDir,
+		Branch: t.Branch, Phase: t.Phase, CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
+	if v.Sessions == nil {
+		v.Sessions = []string{}
+	}
+	return v
+}
+
+func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ex, err := f.Executor()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		ids, err := ex.TaskIDs(context.Background())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// progress prints launch steps on stderr.
+func progress(w io.Writer) func(string) {
+	return func(step string) { fmt.Fprintf(w, "• %s\n", step) }
+}

@@ -1,0 +1,171 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// Launch progress steps, in order (CONTRACT.md, DESIGN.md).
+const (
+	StepConnecting     = "Connecting"
+	StepDetecting      = "Detecting remote OS"
+	StepUploading      = "Uploading helper"
+	StepHelperCached   = "Helper cached"
+	StepPreparing      = "Preparing task directory"
+	StepPrepareScript  = "Running prepare script"
+	StepStarting       = "Starting controller"
+	StepConnectingCtrl = "Connecting to controller"
+)
+
+// LaunchOptions are `task launch`'s inputs.
+type LaunchOptions struct {
+	Profile  string
+	Agent    string
+	Repo     string // overrides the primary repository's URL
+	Branch   string // base branch for the task branch
+	Name     string
+	Env      []string // --env K=V
+	Command  []string // after --
+	Progress func(step string)
+}
+
+// RefusedError: the host takes no new launches (exit 9).
+type RefusedError struct{ Host, Status, Reason string }
+
+func (e *RefusedError) Error() string {
+	msg := fmt.Sprintf("host %s is %s: no new launches", e.Host, e.Status)
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	return msg
+}
+
+// ExitCode maps to CONTRACT.md's "refused".
+func (e *RefusedError) ExitCode() (int, string) { return 9, "refused" }
+
+// launchPlan is everything checked locally before any remote effect.
+type launchPlan struct {
+	profile *profiles.Profile
+	agent   *profiles.AgentPreset
+	launch  []profiles.EnvEntry
+	host    *Host
+	command string
+}
+
+// planLaunch reads and checks everything a launch needs, so that a bad
+// profile, an untrusted or refused host, or an environment conflict stops
+// the launch before anything happens on the host.
+func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedCommand string) (*launchPlan, error) {
+	lp := &launchPlan{}
+	var err error
+	if lp.launch, err = profiles.ParseLaunchEnv(o.Env); err != nil {
+		return nil, err
+	}
+	if lp.profile, _, err = getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, o.Profile); err != nil {
+		return nil, err
+	}
+	if o.Agent != "" {
+		if lp.agent, err = e.agentPreset(ctx, o.Agent); err != nil {
+			return nil, err
+		}
+	}
+	if lp.host, _, err = e.getHost(ctx, lp.profile.Host); err != nil {
+		return nil, err
+	}
+	if err := admitted(lp.host); err != nil {
+		return nil, err
+	}
+	argv := o.Command
+	if lp.agent != nil {
+		argv = append(append([]string{}, lp.agent.Command...), o.Command...)
+	}
+	switch {
+	case len(argv) > 0:
+		lp.command = shellJoin(argv)
+	case storedCommand != "":
+		lp.command = storedCommand
+	default:
+		return nil, &UsageError{Msg: "nothing to run: pass the command after --, or --agent NAME"}
+	}
+	if err := profiles.ValidateDefinitions(profiles.Assemble(profiles.RuntimePlaceholders(), lp.profile, lp.agent, lp.launch)); err != nil {
+		return nil, err
+	}
+	return lp, nil
+}
+
+// admitted refuses hosts that are cordoned, draining or quarantined, and
+// hosts with no pinned key.
+func admitted(h *Host) error {
+	if h.Status != StatusAdmitted {
+		return &RefusedError{Host: h.Name, Status: h.Status, Reason: h.StatusReason}
+	}
+	if len(h.Pins) == 0 {
+		return &ssh.Error{Host: h.Name, Hop: h.Alias, Class: ssh.ClassTrustRequired,
+			Err:  errors.New("host key not trusted yet"),
+			Hint: fmt.Sprintf("run `kandev-exec host test %s`, then `kandev-exec host trust %s`", h.Name, h.Name)}
+	}
+	return nil
+}
+
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = ssh.ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// Launch creates a task and its first session: intent recorded first,
+// then connect, helper, task directory, prepare script, controller.
+func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*Task, *Session, error) {
+	lp, err := e.planLaunch(ctx, o, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	t := &Task{ID: newID("t"), Name: o.Name, Profile: lp.profile.Name, Agent: o.Agent, Host: lp.host.Name,
+		Root: lp.profile.WorkdirRoot, Branch: o.Branch, Command: lp.command, Phase: PhaseAllocating,
+		OperationID: newID("op"), CreatedAt: now, Sessions: []string{}}
+	if t.Root == "" {
+		t.Root = lp.host.WorkdirRoot
+	}
+	t.DirName = t.ID
+	if t.Name == "" {
+		t.Name = t.ID
+	}
+	if len(lp.profile.Repositories) > 0 {
+		t.Repo, t.BaseBranch = lp.profile.Repositories[0].URL, lp.profile.Repositories[0].Branch
+	}
+	if o.Repo != "" {
+		t.Repo = o.Repo
+	}
+	if o.Branch != "" {
+		t.BaseBranch = o.Branch
+	}
+	t.Branch = "kandev/" + t.ID
+	t.LaunchEnv = o.Env
+	if err := e.createRecord(ctx, KindTask, t.ID, "task.allocating", t); err != nil {
+		return nil, nil, err
+	}
+	s, err := e.startSession(ctx, t, lp, o.Progress, true)
+	if t2, _, gerr := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); gerr == nil {
+		t = t2
+	}
+	return t, s, err
+}
+
+func (e *Executor) agentPreset(ctx context.Context, name string) (*profiles.AgentPreset, error) {
+	a, _, err := getRecord[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name)
+	return a, err
+}
+
+func (e *Executor) profileOf(ctx context.Context, t *Task) (*profiles.Profile, error) {
+	p, _, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, t.Profile)
+	return p, err
+}

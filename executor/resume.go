@@ -1,0 +1,125 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// ActiveSessionError: a session of the task still runs (exit 10).
+type ActiveSessionError struct{ TaskID, SessionID string }
+
+func (e *ActiveSessionError) Error() string {
+	return fmt.Sprintf("task %s: session %s is still running; stop it first (`kandev-exec session stop %s`) or follow it (`kandev-exec session logs -f %s`)",
+		e.TaskID, e.SessionID, e.SessionID, e.SessionID)
+}
+
+// ExitCode: a conflict with the running session.
+func (e *ActiveSessionError) ExitCode() (int, string) { return 10, "conflict" }
+
+// Resume starts a new session in the task's preserved directory, once
+// every earlier session is proven finished. If the host cannot tell (SSH
+// fails), nothing is started.
+func (e *Executor) Resume(ctx context.Context, prefix string, command []string, progress func(string)) (*Task, *Session, error) {
+	t, _, err := e.GetTask(ctx, prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch t.Phase {
+	case PhaseAllocating, PhasePreparing, PhaseReady:
+	default:
+		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
+	}
+	o := LaunchOptions{Profile: t.Profile, Agent: t.Agent, Env: t.LaunchEnv, Command: command}
+	if len(command) == 0 {
+		o.Agent = "" // the stored command already includes the preset's
+	}
+	lp, err := e.planLaunch(ctx, o, t.Command)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.Agent != "" && len(command) == 0 {
+		// Keep the preset's environment even when reusing its command.
+		if lp.agent, err = e.agentPreset(ctx, t.Agent); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, id := range t.Sessions {
+		if err := e.ensureFinished(ctx, t, id); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, err := e.startSession(ctx, t, lp, progress, false)
+	if t2, _, gerr := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); gerr == nil {
+		t = t2
+	}
+	return t, s, err
+}
+
+// ensureFinished proves an earlier session is no longer running.
+func (e *Executor) ensureFinished(ctx context.Context, t *Task, id string) error {
+	s, _, err := getRecord[Session](ctx, e.cfg.Store, KindSession, id)
+	if err != nil {
+		return err
+	}
+	if s.State != SessionRunning && s.State != SessionStarting {
+		return nil
+	}
+	a, err := e.attachSession(ctx, id)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether session %s still runs, so no new session was started: %w", id, err)
+	}
+	defer a.Close()
+	st, err := e.liveness(ctx, a)
+	switch {
+	case errors.Is(err, errControllerGone):
+		_, err = e.finalFromHost(ctx, a)
+		return err
+	case err != nil:
+		return fmt.Errorf("cannot tell whether session %s still runs, so no new session was started: %w", id, err)
+	case st.State == "running" || st.State == "starting":
+		return &ActiveSessionError{TaskID: t.ID, SessionID: id}
+	}
+	_, err = e.recordFinal(ctx, id, st, SessionLost)
+	return err
+}
+
+// Exec runs argv in the task directory through the profile's login shell,
+// with stdout and stderr kept apart. It returns the remote exit status;
+// 255 with an error means the transport failed, as with ssh(1); -1 with
+// an error means nothing was run (unknown task, no directory yet).
+func (e *Executor) Exec(ctx context.Context, prefix string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	t, _, err := e.GetTask(ctx, prefix)
+	if err != nil {
+		return -1, err
+	}
+	if t.TaskDir == "" {
+		return -1, &UsageError{Msg: fmt.Sprintf("task %s has no prepared directory yet (phase %s)", t.ID, t.Phase)}
+	}
+	shell := "sh"
+	if p, err := e.profileOf(ctx, t); err == nil {
+		shell = shellOf(p)
+	}
+	h, _, err := e.getHost(ctx, t.Host)
+	if err != nil {
+		return -1, err
+	}
+	c, err := e.dialHost(ctx, h)
+	if err != nil {
+		return 255, err
+	}
+	defer c.Close()
+	script := "cd -- " + ssh.ShellQuote(t.TaskDir) + " && exec " + ssh.ShellQuote(shell) + " -l -c " + ssh.ShellQuote(shellJoin(argv))
+	err = c.Stream(ctx, script, stdin, stdout, stderr)
+	var ee *ssh.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee) && ee.Signal == "":
+		return ee.Code, nil
+	}
+	return 255, err
+}

@@ -1,0 +1,245 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// PrepareTimeout bounds clone/fetch/checkout plus the prepare script.
+var PrepareTimeout = 10 * time.Minute
+
+// LaunchError is a launch that failed on the host after the intent was
+// recorded; the task and session records say how far it got.
+type LaunchError struct {
+	TaskID, SessionID, Step string
+	Err                     error
+}
+
+func (e *LaunchError) Error() string {
+	return fmt.Sprintf("task %s: %s: %v", e.TaskID, strings.ToLower(e.Step), e.Err)
+}
+
+func (e *LaunchError) Unwrap() error { return e.Err }
+
+// dialHost connects to a stored host, enforcing every pin.
+func (e *Executor) dialHost(ctx context.Context, h *Host) (*ssh.Client, error) {
+	t, err := e.resolveHost(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return ssh.Dial(ctx, t, ssh.DialOptions{Pins: h.pins(), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
+}
+
+// remoteInfo is what one round trip learns before anything is written.
+type remoteInfo struct {
+	Platform string
+	Home     string
+}
+
+func detect(ctx context.Context, c *ssh.Client) (remoteInfo, error) {
+	out, _, err := c.Run(ctx, `printf 'os=%s\narch=%s\nhome=%s\n' "$(uname -s)" "$(uname -m)" "$HOME"`, nil)
+	if err != nil {
+		return remoteInfo{}, err
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			kv[k] = v
+		}
+	}
+	if kv["home"] == "" {
+		return remoteInfo{}, errors.New("remote $HOME is empty")
+	}
+	return remoteInfo{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}, nil
+}
+
+// absRoot expands a workdir root against the remote home.
+func absRoot(root, home string) string {
+	switch {
+	case root == "~":
+		return home
+	case strings.HasPrefix(root, "~/"):
+		return path.Join(home, root[2:])
+	}
+	return root
+}
+
+// startSession runs one session of t: connect, helper, task directory,
+// prepare script, controller. Every step's outcome lands in the records.
+func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, progress func(string), _ bool) (*Session, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	s := &Session{ID: newID("s"), TaskID: t.ID, Host: t.Host, State: SessionStarting, Command: lp.command,
+		OperationID: t.OperationID, StartedAt: time.Now().UTC().Truncate(time.Second)}
+	if err := e.createRecord(ctx, KindSession, s.ID, "session.starting", s); err != nil {
+		return nil, err
+	}
+	if _, err := e.updateTask(ctx, t.ID, "task.session", func(x *Task) error {
+		x.Sessions = append(x.Sessions, s.ID)
+		return nil
+	}); err != nil {
+		return s, err
+	}
+	step := StepConnecting
+	fail := func(err error) (*Session, error) {
+		msg := err.Error()
+		e.updateSession(context.WithoutCancel(ctx), s.ID, "session.failed", func(x *Session) error {
+			x.State, x.Error = SessionFailed, msg
+			now := time.Now().UTC().Truncate(time.Second)
+			x.EndedAt = &now
+			return nil
+		})
+		e.updateTask(context.WithoutCancel(ctx), t.ID, "task.error", func(x *Task) error {
+			x.Error = msg
+			return nil
+		})
+		s.State, s.Error = SessionFailed, msg
+		var se *ssh.Error
+		if errors.As(err, &se) {
+			return s, err // keeps its class and hint
+		}
+		return s, &LaunchError{TaskID: t.ID, SessionID: s.ID, Step: step, Err: err}
+	}
+
+	progress(step)
+	c, err := e.dialHost(ctx, lp.host)
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+
+	step = StepDetecting
+	progress(step)
+	info, err := detect(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	helper, uploaded, err := e.EnsureHelper(ctx, c, t.Root, info.Platform)
+	if err != nil {
+		step = StepUploading
+		return fail(err)
+	}
+	if uploaded {
+		progress(StepUploading)
+	} else {
+		progress(StepHelperCached)
+	}
+
+	step = StepPreparing
+	progress(step)
+	taskDir, err := e.prepareTaskDir(ctx, c, t, lp, helper, info)
+	if err != nil {
+		return fail(err)
+	}
+	runtime := map[string]string{profiles.EnvTaskID: t.ID, profiles.EnvSessionID: s.ID, profiles.EnvTaskDir: taskDir}
+	defs := profiles.Assemble(runtime, lp.profile, lp.agent, lp.launch)
+	env, _, err := profiles.Resolve(defs, e.Reveal)
+	if err != nil {
+		return fail(err)
+	}
+	if lp.profile.PrepareScript != "" {
+		step = StepPrepareScript
+		progress(step)
+		if err := e.runPrepareScript(ctx, c, t, lp, helper, taskDir, env, redactions(defs, env)); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := e.updateTask(ctx, t.ID, "task.ready", func(x *Task) error {
+		x.Phase, x.TaskDir, x.Error = PhaseReady, taskDir, ""
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+
+	step = StepStarting
+	progress(step)
+	token := newToken()
+	if err := e.saveToken(s.ID, token); err != nil {
+		return fail(err)
+	}
+	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: path.Join(taskDir, ".kandev", "sessions", s.ID),
+		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token}
+	var started controller.StartResponse
+	if err := callHelper(ctx, c, t.Host, helper, []string{"controller", "start"}, req, &started); err != nil {
+		return fail(err)
+	}
+	s, err = e.updateSession(ctx, s.ID, "session.running", func(x *Session) error {
+		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+
+	step = StepConnectingCtrl
+	progress(step)
+	if _, err := e.controllerClient(c, s, token).Health(ctx); err != nil {
+		return fail(fmt.Errorf("controller on port %d: %w", s.RemotePort, err))
+	}
+	return s, nil
+}
+
+func shellOf(p *profiles.Profile) string {
+	if p.Shell == "" {
+		return profiles.DefaultShell
+	}
+	return p.Shell
+}
+
+// controllerClient reaches a session's controller through a direct-tcpip
+// channel on c: nothing listens beyond the host's loopback.
+func (e *Executor) controllerClient(c *ssh.Client, s *Session, token string) *controller.Client {
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return c.DialContext(ctx, "tcp", addr)
+	}
+	return controller.NewClient(dial, s.RemotePort, token)
+}
+
+// redactions are the revealed values of references: masked in any output
+// that comes back from the host.
+func redactions(defs []profiles.Definition, env map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if v, ok := env[d.Key]; ok && d.Ref.IsSet() && v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// installationID names this state directory on every host it touches
+// (the ownership marker), created once.
+func (e *Executor) installationID(ctx context.Context) (string, error) {
+	const kind, name = state.Kind("installation"), "id"
+	rec, err := e.cfg.Store.Get(ctx, kind, name)
+	if errors.Is(err, state.ErrNotFound) {
+		data, _ := json.Marshal(map[string]string{"id": newID("i")})
+		if rec, err = e.cfg.Store.Create(ctx, kind, name, data, state.Event{Type: "installation.created"}); err != nil {
+			// Another process may have created it first: read theirs.
+			if rec, err = e.cfg.Store.Get(ctx, kind, name); err != nil {
+				return "", err
+			}
+		}
+	} else if err != nil {
+		return "", err
+	}
+	var v struct{ ID string }
+	if err := json.Unmarshal(rec.Data, &v); err != nil || v.ID == "" {
+		return "", fmt.Errorf("installation id: corrupt record in the state store")
+	}
+	return v.ID, nil
+}
