@@ -77,7 +77,7 @@ func Run(sessionDir string, in io.Reader) error {
 		if err != nil {
 			m.Error = err.Error()
 		} else {
-			m.StartResponse = StartResponse{PID: s.pid, Port: s.st.Port, StartTime: s.startTime, SessionDir: s.dir}
+			m.StartResponse = StartResponse{PID: s.pid, Port: s.status().Port, StartTime: s.startTime, SessionDir: s.dir}
 		}
 		_ = json.NewEncoder(ready).Encode(m)
 		ready.Close()
