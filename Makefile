@@ -29,6 +29,8 @@ demo:
 
 bench: build
 	@scripts/bench.sh
+	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -run 'TestBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
+
 
 # Cross-built helpers for remote platforms other than this one.
 helpers:

@@ -1,0 +1,155 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+)
+
+const oneWay = 25 * time.Millisecond
+
+// env runs the real CLI binary against one state dir and ssh config.
+type env struct {
+	t      *testing.T
+	bin    string
+	work   string
+	sshCfg string
+}
+
+func (e *env) run(args ...string) string {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = append(os.Environ(), "KANDEV_EXEC_STATE_DIR="+filepath.Join(e.work, "state"),
+		"KANDEV_EXEC_SSH_CONFIG="+e.sshCfg, "SSH_AUTH_SOCK=", "NO_COLOR=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		e.t.Fatalf("kandev-exec %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func sh(t *testing.T, script string) string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func timeIt(n int, setup, f func()) time.Duration {
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		if setup != nil {
+			setup()
+		}
+		start := time.Now()
+		f()
+		ds = append(ds, time.Since(start))
+	}
+	return median(ds)
+}
+
+// TestBenchWarmLaunch: a warm launch (helper cached, repository already
+// cloned: `task resume`, a new session in the existing checkout) directly
+// and through the fault relay with 25 ms added each way, next to an
+// OpenSSH script doing the same steps with one ssh per step.
+func TestBenchWarmLaunch(t *testing.T) {
+	work := t.TempDir()
+	bin := filepath.Join(work, "kandev-exec")
+	sh(t, fmt.Sprintf("cd ../.. && CGO_ENABLED=0 go build -o %s .", bin))
+	srv := sshtest.NewServer(t)
+	relay := sshtest.NewRelay(t, srv.Addr())
+
+	sh(t, fmt.Sprintf(`set -e; git init -q --bare %[1]s/app.git; git init -q -b main %[1]s/seed
+git -C %[1]s/seed -c user.name=b -c user.email=b@x commit -q --allow-empty -m one
+git -C %[1]s/seed push -q %[1]s/app.git main`, work))
+	cfg := filepath.Join(work, "ssh_config")
+	var b strings.Builder
+	for alias, port := range map[string]int{"direct": srv.Port(), "delayed": relay.Port()} {
+		fmt.Fprintf(&b, "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
+			"  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n  BatchMode yes\n  LogLevel ERROR\n", alias, port, srv.User(), srv.UserKeyPath)
+	}
+	os.WriteFile(cfg, []byte(b.String()), 0o600)
+	e := &env{t: t, bin: bin, work: work, sshCfg: cfg}
+
+	task := map[string]string{}
+	for _, h := range []string{"direct", "delayed"} {
+		e.run("host", "add", h, "--alias", h)
+		e.run("host", "trust", h, "--yes")
+		prof := filepath.Join(work, h+".yaml")
+		os.WriteFile(prof, []byte(fmt.Sprintf("name: %s\nhost: %s\nworkdir_root: %s/remote-%s\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
+			h, h, work, h, work)), 0o600)
+		e.run("profile", "apply", "-f", prof)
+		var res struct {
+			Task    struct{ ID string } `json:"task"`
+			Session struct{ ID string } `json:"session"`
+		}
+		json.Unmarshal([]byte(e.run("task", "launch", "--profile", h, "--json", "--", "true")), &res)
+		task[h] = res.Task.ID
+		e.run("session", "stop", res.Session.ID)
+	}
+	lastSession := func(h string) string {
+		var ss []struct{ ID string }
+		json.Unmarshal([]byte(e.run("session", "ls", "--task", task[h], "--json")), &ss)
+		return ss[0].ID
+	}
+	stopLast := func(h string) func() { return func() { e.run("session", "stop", lastSession(h)) } }
+	resume := func(h string) func() { return func() { e.run("task", "resume", task[h], "--", "true") } }
+
+	// The OpenSSH baseline: one ssh per step, in the same kind of checkout.
+	dir := filepath.Join(work, "plain")
+	sh(t, fmt.Sprintf("git clone -q -b main %s/app.git %s && git -C %s checkout -q -b task", work, dir, dir))
+	plain := func(alias string) func() {
+		steps := []string{
+			"mkdir -p " + dir,
+			"git -C " + dir + " fetch -q origin",
+			"git -C " + dir + " checkout -q task",
+			"cd " + dir + " && nohup sh -c true >agent.log 2>&1 </dev/null & echo $! > " + dir + "/agent.pid",
+			"cat " + dir + "/agent.pid",
+		}
+		return func() {
+			for _, s := range steps {
+				sh(t, fmt.Sprintf("ssh -F %s %s '%s'", cfg, alias, s))
+			}
+		}
+	}
+
+	const n = 7
+	relay.Pass()
+	kd := timeIt(n, stopLast("direct"), resume("direct"))
+	pd := timeIt(n, nil, plain("direct"))
+	relay.Delay(oneWay)
+	kl := timeIt(n, stopLast("delayed"), resume("delayed"))
+	pl := timeIt(n, nil, plain("delayed"))
+	rtt := 2 * oneWay
+
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	rt := func(delayed, direct time.Duration) string {
+		return fmt.Sprintf("%.1f", float64(delayed-direct)/float64(rtt))
+	}
+	fmt.Printf("\nwarm launch (task resume: helper cached, checkout present), medians of %d, RTT %s added by the relay\n", n, rtt)
+	fmt.Printf("%-34s %12s %12s %14s\n", "", "direct", "+25ms/way", "round trips")
+	fmt.Printf("%-34s %12s %12s %14s\n", "kandev-exec task resume", ms(kd), ms(kl), rt(kl, kd))
+	fmt.Printf("%-34s %12s %12s %14s\n", "OpenSSH script (5 ssh, 1 per step)", ms(pd), ms(pl), rt(pl, pd))
+	fmt.Printf("%-34s %12.2fx %11.2fx\n", "ratio kandev-exec / OpenSSH", float64(kd)/float64(pd), float64(kl)/float64(pl))
+	fmt.Printf("targets (not asserted): at most half the script's time, at most 16 round trips\n")
+}
