@@ -23,7 +23,7 @@ Host demo
 CFG
 export KANDEV_EXEC_STATE_DIR="$work/state" KANDEV_EXEC_SSH_CONFIG="$work/ssh_config"
 
-run() { echo; echo "\$ kandev-exec $*"; "$KE" "$@"; }
+run() { echo; printf '$ kandev-exec'; printf ' %q' "$@"; echo; "$KE" "$@"; }
 
 echo "==> a throwaway sshd listens on 127.0.0.1:$port (alias 'demo' in $work/ssh_config)"
 run host add demo --alias demo
@@ -34,6 +34,45 @@ echo; echo "(out of band, ssh-keygen -lf on the server says: $fp)"
 run host trust demo --fingerprint "$fp"
 run host show demo
 run host ls
-run host test demo --json
+
+echo; echo "==> a repository to work on, an executor profile and a secret"
+git init -q --bare "$work/app.git"
+git init -q -b main "$work/seed"
+git -C "$work/seed" -c user.name=demo -c user.email=demo@example.com commit -q --allow-empty -m "initial commit"
+git -C "$work/seed" push -q "$work/app.git" main
+cat >"$work/demo.yaml" <<YAML
+name: demo
+host: demo
+workdir_root: $work/remote
+shell: sh
+env:
+  GREETING: hello
+  API_TOKEN: {secret: demo-token}
+repositories:
+  - name: app
+    url: $work/app.git
+    branch: main
+YAML
+run profile apply -f "$work/demo.yaml"
+echo "(the secret comes from stdin, never from argv)"
+echo "not-a-real-token" | "$KE" secret set demo-token
+run profile env demo --explain
+
+echo; echo "==> launch an agent and follow it to its exit code"
+run task launch --profile demo --name quick --follow -- sh -c 'echo "$GREETING from $KANDEV_TASK_ID on branch $(git rev-parse --abbrev-ref HEAD)"; exit 3' || echo "(exit code $? passed through)"
+
+echo; echo "==> a long-running agent: follow its log, stop it, resume it, exec into its directory"
+out=$("$KE" task launch --profile demo --name long --json -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 1; done; echo "work" > notes.txt; sleep 300')
+task=$(printf '%s' "$out" | sed -n 's/.*"id": "\(t[a-z2-7]*\)".*/\1/p' | head -1)
+session=$(printf '%s' "$out" | sed -n 's/.*"id": "\(s[a-z2-7]*\)".*/\1/p' | head -1)
+echo "task $task, session $session"
+sleep 4
+run session logs "$session"
+run session stop "$session"
+run task resume "$task" -- sh -c 'echo "resumed; notes from the first session: $(cat notes.txt)"'
+sleep 1
+run task exec "$task" -- sh -c 'ls; git status --short'
+run task ls
+run session ls
 echo
-echo "==> demo done: the host is added, tested and pinned."
+echo "==> demo done: host pinned, tasks launched, followed, stopped, resumed and exec'd."
