@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -30,6 +31,7 @@ type fixture struct {
 	t       *testing.T
 	servers map[string]*sshtest.Server
 	relay   *sshtest.Relay
+	held    *os.File // the store lock taken by holdlock
 }
 
 // TestScripts runs every transcript in testdata/script against its own
@@ -174,10 +176,28 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Check(os.WriteFile(ts.MkAbs(f), []byte(out), 0o600))
 			}
 		},
-		// relay pass|blackhole|refuse|reset
+		// holdlock DIR / releaselock: take the state store's lock the way
+		// another kandev-exec would, naming this process as the holder.
+		"holdlock": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 1 {
+				ts.Fatalf("usage: holdlock STATEDIR")
+			}
+			f, err := os.OpenFile(filepath.Join(ts.MkAbs(args[0]), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+			ts.Check(err)
+			ts.Check(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+			holder := fmt.Sprintf(`{"pid":%d,"command":"holdlock (a test)","host":"here","since":"2026-01-02T03:04:05Z"}`, os.Getpid())
+			ts.Check(os.WriteFile(filepath.Join(ts.MkAbs(args[0]), "lock.holder"), []byte(holder), 0o600))
+			fx.held = f
+			ts.Defer(func() { f.Close() })
+		},
+		"releaselock": func(ts *testscript.TestScript, neg bool, args []string) {
+			os.Remove(filepath.Join(ts.Getenv("KANDEV_EXEC_STATE_DIR"), "lock.holder"))
+			fx.held.Close()
+		},
+		// relay pass|blackhole|refuse|reset|freeze|thaw
 		"relay": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 1 {
-				ts.Fatalf("usage: relay pass|blackhole|refuse|reset")
+				ts.Fatalf("usage: relay pass|blackhole|refuse|reset|freeze|thaw")
 			}
 			switch args[0] {
 			case "pass":
@@ -188,10 +208,17 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				fx.relay.Refuse()
 			case "reset":
 				fx.relay.Reset()
+			case "freeze":
+				fx.relay.Freeze()
+			case "thaw":
+				fx.relay.Thaw()
 			default:
 				ts.Fatalf("unknown relay mode %q", args[0])
 			}
 		},
+		"capture":  cmdCapture,
+		"freeport": cmdFreePort,
+		"httpget":  cmdHTTPGet,
 		// genkey NAME [passphrase]: a new key authorized on target.
 		"genkey": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) < 1 || len(args) > 2 {
