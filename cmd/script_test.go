@@ -3,9 +3,11 @@ package cmd
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -174,6 +176,26 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Check(err)
 				out := braced.ReplaceAllStringFunc(string(b), func(m string) string { return ts.Getenv(m[2 : len(m)-1]) })
 				ts.Check(os.WriteFile(ts.MkAbs(f), []byte(out), 0o600))
+			}
+		},
+		// exits N CMD [ARG...]: run CMD and require exit status N, so
+		// transcripts pin the documented exit codes, not just "failed".
+		"exits": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) < 2 {
+				ts.Fatalf("usage: exits N CMD [ARG...]")
+			}
+			want, err := strconv.Atoi(args[0])
+			ts.Check(err)
+			got := 0
+			if err := ts.Exec(args[1], args[2:]...); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					ts.Fatalf("%s: %v", args[1], err)
+				}
+				got = ee.ExitCode()
+			}
+			if got != want {
+				ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 			}
 		},
 		// holdlock DIR / releaselock: take the state store's lock the way
