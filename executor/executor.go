@@ -5,11 +5,7 @@ package executor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -32,10 +28,6 @@ type Config struct {
 // Executor runs host, profile and task operations.
 type Executor struct {
 	cfg Config
-
-	shaOnce sync.Once
-	sha     string
-	shaErr  error
 }
 
 // New returns an Executor over cfg.
@@ -46,31 +38,6 @@ func (e *Executor) Store() state.Store { return e.cfg.Store }
 
 func (e *Executor) resolveOptions() ssh.ResolveOptions {
 	return ssh.ResolveOptions{ConfigFile: e.cfg.SSHConfig, SSHBinary: e.cfg.SSHBinary}
-}
-
-// helperSHA is the sha256 of the running binary: the helper's content
-// address on every host.
-func (e *Executor) helperSHA() (string, error) {
-	e.shaOnce.Do(func() {
-		path, err := os.Executable()
-		if err != nil {
-			e.shaErr = err
-			return
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			e.shaErr = err
-			return
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			e.shaErr = err
-			return
-		}
-		e.sha = hex.EncodeToString(h.Sum(nil))
-	})
-	return e.sha, e.shaErr
 }
 
 const probeTimeout = 30 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -88,12 +89,7 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 	}
 	defer c.Close()
 	r.fillKeys(c.Observed, t, pin)
-	sha, err := e.helperSHA()
-	if err != nil {
-		r.Err = fmt.Errorf("hash own binary: %w", err)
-		return r
-	}
-	if err := r.probe(ctx, c, h.WorkdirRoot, sha); err != nil {
+	if err := r.probe(ctx, c, h.WorkdirRoot); err != nil {
 		r.Err = err
 	}
 	return r
@@ -109,11 +105,13 @@ func (r *TestResult) fillKeys(obs []ssh.Observed, t *ssh.Target, pin ssh.Pin) {
 	}
 }
 
-// probe asks the host everything in one round trip, under /bin/sh.
-func (r *TestResult) probe(ctx context.Context, c *ssh.Client, root, sha string) error {
+// probe asks the host everything in one round trip, under /bin/sh. The
+// helpers present are listed by content address; which one this host
+// needs depends on its platform, known only from the same answer.
+func (r *TestResult) probe(ctx context.Context, c *ssh.Client, root string) error {
 	script := `printf 'os=%s\n' "$(uname -s)"; printf 'arch=%s\n' "$(uname -m)"; printf 'uname=%s\n' "$(uname -a)"
 printf 'git=%s\n' "$(git --version 2>/dev/null)"
-if [ -x ` + RemotePath(root, "bin/"+sha+"/kandev-exec") + ` ]; then echo helper=cached; else echo helper=needs_upload; fi`
+printf 'helpers='; for f in ` + RemotePath(root, "bin") + `/*/kandev-exec; do [ -x "$f" ] && printf '%s ' "$(basename "$(dirname "$f")")"; done; echo`
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
 	out, _, err := c.Run(ctx, script, nil)
@@ -128,7 +126,12 @@ if [ -x ` + RemotePath(root, "bin/"+sha+"/kandev-exec") + ` ]; then echo helper=
 	}
 	r.Platform = NormalizePlatform(kv["os"], kv["arch"])
 	r.Supported = supportedPlatforms[r.Platform]
-	r.Uname, r.GitVersion, r.Helper = kv["uname"], kv["git"], kv["helper"]
+	r.Uname, r.GitVersion, r.Helper = kv["uname"], kv["git"], "needs_upload"
+	if local, err := localHelper(r.Platform); err == nil {
+		if sha, err := fileSHA256(local); err == nil && slices.Contains(strings.Fields(kv["helpers"]), sha) {
+			r.Helper = "cached"
+		}
+	}
 	return nil
 }
 
