@@ -48,8 +48,10 @@ func doctorRun(c *cobra.Command, o *doctorOptions) error {
 			return err
 		}
 	} else {
+		cs := o.IO.ColorScheme(o.IO.Out)
 		for _, ch := range checks {
-			fmt.Fprintf(o.IO.Out, "%-4s  %-15s %s\n", ch.Status, ch.Name, ch.Detail)
+			// Pad before colouring: escape codes would skew the width.
+			fmt.Fprintf(o.IO.Out, "%s  %-15s %s\n", cs.Status(fmt.Sprintf("%-4s", ch.Status)), ch.Name, ch.Detail)
 		}
 	}
 	if failed > 0 {

@@ -67,6 +67,6 @@ func Execute() int {
 	if err == nil {
 		return 0
 	}
-	cmdutil.PrintError(io.ErrOut, err, f.JSON())
+	cmdutil.PrintError(io, err, f.JSON())
 	return cmdutil.Classify(err).Exit
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -155,8 +154,10 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// PrintError reports err on w, as the JSON envelope when asJSON.
-func PrintError(w io.Writer, err error, asJSON bool) {
+// PrintError reports err on the error stream, as the JSON envelope when
+// asJSON.
+func PrintError(ios *IOStreams, err error, asJSON bool) {
+	w := ios.ErrOut
 	info := Classify(err)
 	var code *ExitCodeError
 	if errors.As(err, &code) && code.Msg == "" {
@@ -172,7 +173,7 @@ func PrintError(w io.Writer, err error, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	fmt.Fprintf(w, "error: %v\n", err)
+	fmt.Fprintf(w, "%s %v\n", ios.ColorScheme(w).Red("error:"), err)
 	if info.Hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", info.Hint)
 	}
