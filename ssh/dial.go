@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,7 +113,7 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptio
 		return nil, err
 	}
 	defer auth.closer()
-	debugf(opts.Debug, "  offering %d key(s), identities_only=%v", len(auth.signers), hop.IdentitiesOnly)
+	debugf(opts.Debug, "  offering %d key(s) (%s), identities_only=%v", len(auth.signers), keyTypes(auth.signers), hop.IdentitiesOnly)
 
 	var conn net.Conn
 	if prev == nil {
@@ -141,7 +142,11 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptio
 		}
 		return nil, err
 	}
-	debugf(opts.Debug, "  connected to %s (server %s)", hop.Label(), c.ServerVersion())
+	if obs := rec.all(); len(obs) > 0 {
+		last := obs[len(obs)-1]
+		debugf(opts.Debug, "  host key %s (pinned: %v, allowed algorithms %v)", last.Pin, !pin.IsZero(), cfg.HostKeyAlgorithms)
+	}
+	debugf(opts.Debug, "  connected to %s as %s (server %s)", hop.Label(), hop.User, c.ServerVersion())
 	return c, nil
 }
 
@@ -189,4 +194,14 @@ func debugf(w io.Writer, format string, a ...any) {
 	if w != nil {
 		fmt.Fprintf(w, "debug: "+format+"\n", a...)
 	}
+}
+
+// keyTypes names the offered keys by type and fingerprint (public
+// material only) for --debug.
+func keyTypes(signers []xssh.Signer) string {
+	parts := make([]string, len(signers))
+	for i, sg := range signers {
+		parts[i] = PinOf(sg.PublicKey()).String()
+	}
+	return strings.Join(parts, ", ")
 }
