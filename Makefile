@@ -28,6 +28,8 @@ demo:
 	@scripts/demo.sh
 
 bench: build
+	@echo "== env resolver (ns/op and allocs at 10, 1,000 and 100,000 definitions)"
+	@$(GO) test -run '^$$' -bench 'BenchmarkResolve' -benchmem ./profiles/ | grep '^Benchmark'
 	@scripts/bench.sh
 	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -run 'TestBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
 
