@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// capture VAR REGEX: set VAR to REGEX's first group in the last command's
+// stdout, so later lines can name the IDs a command printed.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture VAR REGEX")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture %s: no match for %q in stdout", args[0], args[1])
+	}
+	ts.Setenv(args[0], m[1])
+}
+
+// freeport VAR: set VAR to a loopback port that was free a moment ago.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	p, err := closedPort()
+	ts.Check(err)
+	ts.Setenv(args[0], strconv.Itoa(p))
+}
+
+// httpget URL: GET it, retrying for up to 15 s while nothing answers (a
+// listener started in the background may not be up yet); the body goes to
+// stdout. With !, the fetch must fail (after one attempt).
+func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: httpget URL")
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := hc.Get(args[0])
+		if err == nil {
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ts.Check(rerr)
+			if neg {
+				ts.Fatalf("httpget %s: unexpected success (HTTP %d)", args[0], resp.StatusCode)
+			}
+			if resp.StatusCode != http.StatusOK {
+				ts.Fatalf("httpget %s: HTTP %d", args[0], resp.StatusCode)
+			}
+			_, _ = ts.Stdout().Write(body)
+			return
+		}
+		if neg {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("httpget %s: %v", args[0], err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
