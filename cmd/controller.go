@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -67,6 +69,11 @@ func newCmdControllerIdentity(f *cmdutil.Factory, use, short string, op func(str
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			id, err := op(dir, start)
+			if errors.Is(err, os.ErrNotExist) {
+				// No pid file: the session dir is gone, and a controller
+				// whose dir is gone stops itself. Nothing alive to prove.
+				id, err = controller.Identity{}, nil
+			}
 			if err != nil {
 				return err
 			}

@@ -18,7 +18,7 @@ func (c *Client) Forward(ctx context.Context, ln net.Listener, remoteAddr string
 	go func() {
 		select {
 		case <-ctx.Done():
-		case <-c.closed():
+		case <-c.Done():
 		}
 		ln.Close()
 	}()
@@ -30,7 +30,7 @@ func (c *Client) Forward(ctx context.Context, ln net.Listener, remoteAddr string
 				return ctx.Err()
 			}
 			select {
-			case <-c.closed():
+			case <-c.Done():
 				return errors.New("ssh connection closed")
 			default:
 			}
@@ -54,8 +54,8 @@ func (c *Client) Forward(ctx context.Context, ln net.Listener, remoteAddr string
 	}
 }
 
-// closed is signalled when the SSH connection ends.
-func (c *Client) closed() <-chan struct{} {
+// Done is closed when the SSH connection ends, for whatever reason.
+func (c *Client) Done() <-chan struct{} {
 	c.waitOnce.Do(func() {
 		c.waitCh = make(chan struct{})
 		go func() { c.Wait(); close(c.waitCh) }()

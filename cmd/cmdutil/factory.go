@@ -28,6 +28,10 @@ type Settings struct {
 	NoColor        bool
 	LockTimeout    time.Duration
 	ConnectTimeout time.Duration
+	// Keepalive on long-lived connections; hidden, for tests and odd
+	// links (zero takes the executor's defaults).
+	KeepaliveInterval time.Duration
+	KeepaliveDeadline time.Duration
 }
 
 // Factory hands commands their dependencies lazily, so that --help,
@@ -61,6 +65,8 @@ var globals = []struct{ key, env string }{
 	{"no-color", "NO_COLOR"},
 	{"lock-timeout", "KANDEV_EXEC_LOCK_TIMEOUT"},
 	{"connect-timeout", "KANDEV_EXEC_CONNECT_TIMEOUT"},
+	{"keepalive-interval", "KANDEV_EXEC_KEEPALIVE_INTERVAL"},
+	{"keepalive-deadline", "KANDEV_EXEC_KEEPALIVE_DEADLINE"},
 	{"json", ""},
 }
 
@@ -75,6 +81,10 @@ func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 	fs.Bool("no-color", false, "no ANSI colour")
 	fs.Duration("lock-timeout", 10*time.Second, "how long to wait for the state store lock")
 	fs.Duration("connect-timeout", 10*time.Second, "TCP connect plus SSH handshake bound, per hop")
+	fs.Duration("keepalive-interval", 0, "keepalive probe interval on long-lived connections (default 15s)")
+	fs.Duration("keepalive-deadline", 0, "silence after which a long-lived connection is declared lost (default 45s)")
+	_ = fs.MarkHidden("keepalive-interval")
+	_ = fs.MarkHidden("keepalive-deadline")
 	for _, g := range globals {
 		_ = f.v.BindPFlag(g.key, fs.Lookup(g.key))
 		if g.env != "" {
@@ -113,6 +123,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		NoColor:        f.v.GetBool("no-color") || noColorEnv,
 		LockTimeout:    f.v.GetDuration("lock-timeout"),
 		ConnectTimeout: f.v.GetDuration("connect-timeout"),
+
+		KeepaliveInterval: f.v.GetDuration("keepalive-interval"),
+		KeepaliveDeadline: f.v.GetDuration("keepalive-deadline"),
 	}
 	if s.StateDir == "" {
 		s.StateDir = filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "kandev-exec")
@@ -122,6 +135,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 	}
 	if s.ConnectTimeout <= 0 {
 		return nil, FlagErrorf("--connect-timeout must be positive, got %s", s.ConnectTimeout)
+	}
+	if s.KeepaliveInterval < 0 || s.KeepaliveDeadline < 0 {
+		return nil, FlagErrorf("--keepalive-interval and --keepalive-deadline must not be negative")
 	}
 	if s.NoColor {
 		f.IO.DisableColor()
@@ -170,7 +186,8 @@ func (f *Factory) Executor() (*executor.Executor, error) {
 	if s.Debug {
 		debug = f.IO.ErrOut
 	}
-	f.exec = executor.New(executor.Config{Store: st, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug})
+	f.exec = executor.New(executor.Config{Store: st, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug,
+		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline})
 	return f.exec, nil
 }
 

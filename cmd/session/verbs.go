@@ -72,12 +72,38 @@ func printSession(o *Options, s *executor.Session) error {
 	return nil
 }
 
+// outcome says in one line how a session stands, with the next command.
+func outcome(s *executor.Session) string {
+	switch s.State {
+	case executor.SessionExited:
+		if s.ExitCode == nil {
+			return fmt.Sprintf("Session %s ended by a signal", s.ID)
+		}
+		return fmt.Sprintf("Session %s exited with code %d", s.ID, *s.ExitCode)
+	case executor.SessionStopped:
+		return fmt.Sprintf("Session %s stopped; the task directory stays: kandev-exec task resume %s", s.ID, s.TaskID)
+	case executor.SessionLost, executor.SessionFailed:
+		return fmt.Sprintf("Session %s %s: %s; kandev-exec task resume %s starts a new one", s.ID, s.State, s.Error, s.TaskID)
+	}
+	return fmt.Sprintf("Session %s is %s: kandev-exec session logs -f %s", s.ID, s.State, s.ID)
+}
+
 // NewCmdLogs is `session logs ID [-f]`.
 func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	return newVerb(f, "logs ID", "Print a session's output; -f follows it until the agent exits", 1, runF, logsRun,
+	c := newVerb(f, "logs ID", "Print a session's output; -f follows it until the agent exits", 1, runF, logsRun,
 		func(c *cobra.Command, o *Options) {
 			c.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep streaming until the agent exits")
 		})
+	c.Long = `Print a session's output: the agent's stdout and stderr, and the controller's
+own [controller] lines. With -f, keep streaming until the agent exits; how it
+ended goes to stderr. With --json the output goes to stderr and stdout gets the
+session record.
+
+A keepalive watchdog guards the connection: a probe every 15s, and 45s without
+any reply ends the command with exit code 7 while the agent keeps running on
+the host. KANDEV_EXEC_KEEPALIVE_INTERVAL and KANDEV_EXEC_KEEPALIVE_DEADLINE (or
+--keepalive-interval and --keepalive-deadline) change these bounds.`
+	return c
 }
 
 func logsRun(ctx context.Context, o *Options) error {
@@ -85,8 +111,22 @@ func logsRun(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	_, err = ex.StreamLogs(ctx, o.ID, o.Follow, o.IO.Out)
-	return err
+	out := o.IO.Out
+	if o.JSON {
+		out = o.IO.ErrOut // stdout carries the record only
+	}
+	s, err := ex.StreamLogs(ctx, o.ID, o.Follow, out)
+	if err != nil {
+		if o.Follow && ctx.Err() != nil {
+			fmt.Fprintf(o.IO.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", o.ID)
+		}
+		return err
+	}
+	if o.JSON {
+		return cmdutil.WriteJSON(o.IO.Out, s)
+	}
+	fmt.Fprintln(o.IO.ErrOut, outcome(s))
+	return nil
 }
 
 // NewCmdStop is `session stop ID`: graceful, then the process group is
@@ -104,17 +144,26 @@ func stopRun(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, s)
+	if err := printSession(o, s); err != nil {
+		return err
 	}
-	fmt.Fprintf(o.IO.Out, "Session %s %s (exit %s)\n", s.ID, s.State, exitText(s.ExitCode))
-	fmt.Fprintf(o.IO.ErrOut, "The task directory stays: kandev-exec task resume %s\n", s.TaskID)
+	if !o.JSON {
+		fmt.Fprintln(o.IO.ErrOut, outcome(s))
+	}
 	return nil
 }
 
 // NewCmdForward is `session forward ID [LOCAL:]REMOTE`.
 func NewCmdForward(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	return newVerb(f, "forward ID [LOCAL:]REMOTE", "Forward a local 127.0.0.1 port to a port on the session's host, until Ctrl-C", 2, runF, forwardRun, nil)
+	c := newVerb(f, "forward ID [LOCAL:]REMOTE", "Forward a local 127.0.0.1 port to a port on the session's host, until Ctrl-C", 2, runF, forwardRun, nil)
+	c.Long = `Listen on 127.0.0.1:LOCAL (0 or omitted: any free port) and carry each
+connection to 127.0.0.1:REMOTE on the session's host over SSH, until Ctrl-C.
+The local address is printed on stdout once listening (with --json, as
+{"session_id", "local", "remote"}). A link silent past the keepalive deadline
+ends the forward with exit code 7.`
+	c.Example = `  kandev-exec session forward s3xk2 8080
+  kandev-exec session forward s3xk2 9000:8080`
+	return c
 }
 
 func forwardRun(ctx context.Context, o *Options) error {
@@ -126,9 +175,13 @@ func forwardRun(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	ready := func(addr string) {
-		fmt.Fprintln(o.IO.Out, addr)
-		fmt.Fprintf(o.IO.ErrOut, "Forwarding %s -> 127.0.0.1:%d on the host (Ctrl-C to stop)\n", addr, remote)
+	ready := func(sessionID, addr string) {
+		if o.JSON {
+			_ = cmdutil.WriteJSON(o.IO.Out, map[string]any{"session_id": sessionID, "local": addr, "remote": remote})
+		} else {
+			fmt.Fprintln(o.IO.Out, addr)
+		}
+		fmt.Fprintf(o.IO.ErrOut, "Forwarding %s -> 127.0.0.1:%d on the host of session %s (Ctrl-C to stop)\n", addr, remote, sessionID)
 	}
 	onErr := func(err error) { fmt.Fprintf(o.IO.ErrOut, "forward: %v\n", err) }
 	return ex.ForwardSession(ctx, o.ID, local, remote, ready, onErr)

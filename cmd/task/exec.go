@@ -51,7 +51,10 @@ func execRun(ctx context.Context, o *ExecOptions) error {
 		return err
 	}
 	if err != nil {
-		return &cmdutil.ExitCodeError{Code: code, JSON: cmdutil.Classify(err).Code, Msg: err.Error()}
+		// The remote status wins over the error's class (255 = transport,
+		// as with ssh(1)); the message and hint stay.
+		info := cmdutil.Classify(err)
+		return cmdutil.WithHint(&cmdutil.ExitCodeError{Code: code, JSON: info.Code, Msg: err.Error()}, info.Hint)
 	}
 	if code != 0 {
 		return &cmdutil.ExitCodeError{Code: code, JSON: "error"}
