@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
@@ -21,5 +20,5 @@ func NewCmdAgent(f *cmdutil.Factory) *cobra.Command {
 }
 
 func completeAgents(f *cmdutil.Factory, max int) cobra.CompletionFunc {
-	return profile.CompleteNames(f, max, (*executor.Executor).AgentNames)
+	return cmdutil.CompleteNames(f, max, (*executor.Executor).AgentNames)
 }

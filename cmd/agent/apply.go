@@ -29,7 +29,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
   #   command: [claude, --dangerously-skip-permissions]
   #   env: {ANTHROPIC_API_KEY: {secret: anthropic}}
   kandev-exec agent apply -f claude.yaml`,
-		Args: profile.ExactArgs(0, "agent apply takes the file with -f FILE"),
+		Args: cmdutil.ExactArgs(0, "agent apply takes the file with -f FILE"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {

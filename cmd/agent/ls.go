@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
@@ -28,7 +27,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List agent presets",
-		Args:    profile.ExactArgs(0, "agent ls takes no arguments"),
+		Args:    cmdutil.ExactArgs(0, "agent ls takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {

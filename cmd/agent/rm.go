@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
@@ -27,7 +26,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 		Use:               "rm NAME",
 		Aliases:           []string{"remove"},
 		Short:             "Forget an agent preset (refused while tasks use it, unless --force)",
-		Args:              profile.ExactArgs(1, "agent rm needs a NAME"),
+		Args:              cmdutil.ExactArgs(1, "agent rm needs a NAME"),
 		ValidArgsFunction: completeAgents(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := f.Settings()
@@ -46,7 +45,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 }
 
 func removeRun(ctx context.Context, o *RemoveOptions) error {
-	if err := profile.ConfirmRemove(o.IO, o.Yes, "agent", o.Name); err != nil {
+	if err := cmdutil.ConfirmRemove(o.IO, o.Yes, "agent", o.Name); err != nil {
 		return err
 	}
 	ex, err := o.Executor()

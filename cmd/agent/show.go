@@ -24,7 +24,7 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 	return &cobra.Command{
 		Use:               "show NAME",
 		Short:             "Show an agent preset as YAML that `agent apply -f` accepts",
-		Args:              profile.ExactArgs(1, "agent show needs a NAME"),
+		Args:              cmdutil.ExactArgs(1, "agent show needs a NAME"),
 		ValidArgsFunction: completeAgents(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name, opts.JSON = args[0], f.JSON()

@@ -26,7 +26,7 @@ func NewCmdAdd(f *cmdutil.Factory, runF func(context.Context, *AddOptions) error
 		Short: "Add a host (resolved through your ssh config; nothing is dialled)",
 		Example: `  kandev-exec host add prod --alias prod-box
   kandev-exec host add lab --hostname 10.0.0.5 --user dev --proxy-jump bastion`,
-		Args: exactArgs(1, "host add needs a NAME"),
+		Args: cmdutil.ExactArgs(1, "host add needs a NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Host.Name = args[0]
 			opts.JSON = f.JSON()

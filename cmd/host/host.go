@@ -2,9 +2,12 @@
 package host
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
 )
 
 // NewCmdHost is the `host` noun.
@@ -18,20 +21,7 @@ func NewCmdHost(f *cmdutil.Factory) *cobra.Command {
 	return c
 }
 
-// completeHosts completes host names from local state only: no dial.
-func completeHosts(f *cmdutil.Factory, max int) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if max > 0 && len(args) >= max {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ex, err := f.Executor()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		names, err := ex.HostNames(cmdContext())
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	}
+// hostNames serves completion from local state only: no dial.
+func hostNames(ex *executor.Executor, ctx context.Context) ([]string, error) {
+	return ex.HostNames(ctx)
 }

@@ -25,7 +25,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List hosts",
-		Args:    exactArgs(0, "host ls takes no arguments"),
+		Args:    cmdutil.ExactArgs(0, "host ls takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {

@@ -25,8 +25,8 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 		Use:               "rm NAME",
 		Aliases:           []string{"remove"},
 		Short:             "Forget a host and its pins (nothing on the host is touched)",
-		Args:              exactArgs(1, "host rm needs a NAME"),
-		ValidArgsFunction: completeHosts(f, 1),
+		Args:              cmdutil.ExactArgs(1, "host rm needs a NAME"),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := f.Settings()
 			if err != nil {

@@ -24,8 +24,8 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 	return &cobra.Command{
 		Use:               "show NAME",
 		Short:             "Show one host: how it is reached and what is pinned",
-		Args:              exactArgs(1, "host show needs a NAME"),
-		ValidArgsFunction: completeHosts(f, 1),
+		Args:              cmdutil.ExactArgs(1, "host show needs a NAME"),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name, opts.JSON = args[0], f.JSON()
 			if runF != nil {

@@ -31,7 +31,7 @@ func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) err
 fingerprint, platform, git version and whether the helper is cached.
 A host whose pinned key differs fails with exit code 5. With several hosts,
 exit code 3 means some failed and others did not.`,
-		ValidArgsFunction: completeHosts(f, 0),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 0, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Names, opts.JSON = args, f.JSON()
 			if opts.All == (len(args) > 0) {

@@ -29,8 +29,8 @@ func NewCmdTrust(f *cmdutil.Factory, runF func(context.Context, *TrustOptions) e
 every ProxyJump hop. Every later connection fails closed if a key differs.
 Without a terminal, --fingerprint (checked against what the host presents)
 or --yes is required. Replacing a pinned key needs --replace.`,
-		Args:              exactArgs(1, "host trust needs a NAME"),
-		ValidArgsFunction: completeHosts(f, 1),
+		Args:              cmdutil.ExactArgs(1, "host trust needs a NAME"),
+		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := f.Settings()
 			if err != nil {

@@ -25,7 +25,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 		Short: "Create or update a profile from a YAML file; prints what changed",
 		Example: `  kandev-exec profile apply -f prod.yaml
   kandev-exec profile show prod | kandev-exec profile apply -f -`,
-		Args: ExactArgs(0, "profile apply takes the file with -f FILE"),
+		Args: cmdutil.ExactArgs(0, "profile apply takes the file with -f FILE"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {

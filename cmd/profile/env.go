@@ -36,7 +36,7 @@ values appear as placeholders and every reference ({secret}, {from_env},
 exit code 10, naming the key and every origin, as the launch would.`,
 		Example: `  kandev-exec profile env prod --agent claude --explain
   kandev-exec profile env prod --env DEBUG=1 --json`,
-		Args:              ExactArgs(1, "profile env needs a profile NAME"),
+		Args:              cmdutil.ExactArgs(1, "profile env needs a profile NAME"),
 		ValidArgsFunction: completeProfiles(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Env.Profile, opts.JSON = args[0], f.JSON()
@@ -50,7 +50,7 @@ exit code 10, naming the key and every origin, as the launch would.`,
 	fl.StringVar(&opts.Env.Agent, "agent", "", "`NAME` of the agent preset whose env joins in (tier 2)")
 	fl.StringArrayVar(&opts.Env.Launch, "env", nil, "`KEY=VALUE` as task launch --env would pass it (repeatable)")
 	fl.BoolVar(&opts.Explain, "explain", false, "a table of each key's tier, origins and overridden origins")
-	_ = c.RegisterFlagCompletionFunc("agent", CompleteNames(f, 0, (*executor.Executor).AgentNames))
+	_ = c.RegisterFlagCompletionFunc("agent", cmdutil.CompleteNames(f, 0, (*executor.Executor).AgentNames))
 	return c
 }
 

@@ -22,5 +22,5 @@ func NewCmdProfile(f *cmdutil.Factory) *cobra.Command {
 }
 
 func completeProfiles(f *cmdutil.Factory, max int) cobra.CompletionFunc {
-	return CompleteNames(f, max, (*executor.Executor).ProfileNames)
+	return cmdutil.CompleteNames(f, max, (*executor.Executor).ProfileNames)
 }

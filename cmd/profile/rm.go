@@ -26,7 +26,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 		Use:               "rm NAME",
 		Aliases:           []string{"remove"},
 		Short:             "Forget a profile (refused while tasks use it, unless --force)",
-		Args:              ExactArgs(1, "profile rm needs a NAME"),
+		Args:              cmdutil.ExactArgs(1, "profile rm needs a NAME"),
 		ValidArgsFunction: completeProfiles(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := f.Settings()
@@ -45,7 +45,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 }
 
 func removeRun(ctx context.Context, o *RemoveOptions) error {
-	if err := ConfirmRemove(o.IO, o.Yes, "profile", o.Name); err != nil {
+	if err := cmdutil.ConfirmRemove(o.IO, o.Yes, "profile", o.Name); err != nil {
 		return err
 	}
 	ex, err := o.Executor()

@@ -24,7 +24,7 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 	return &cobra.Command{
 		Use:               "show NAME",
 		Short:             "Show a profile as YAML that `profile apply -f` accepts",
-		Args:              ExactArgs(1, "profile show needs a NAME"),
+		Args:              cmdutil.ExactArgs(1, "profile show needs a NAME"),
 		ValidArgsFunction: completeProfiles(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name, opts.JSON = args[0], f.JSON()

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
@@ -27,7 +26,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List secret names and when they were set",
-		Args:    profile.ExactArgs(0, "secret ls takes no arguments"),
+		Args:    cmdutil.ExactArgs(0, "secret ls takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
@@ -27,7 +26,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 		Use:               "rm NAME",
 		Aliases:           []string{"remove"},
 		Short:             "Delete a secret's value and its record",
-		Args:              profile.ExactArgs(1, "secret rm needs a NAME"),
+		Args:              cmdutil.ExactArgs(1, "secret rm needs a NAME"),
 		ValidArgsFunction: completeSecrets(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			s, err := f.Settings()
@@ -44,7 +43,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 }
 
 func removeRun(ctx context.Context, o *RemoveOptions) error {
-	if err := profile.ConfirmRemove(o.IO, o.Yes, "secret", o.Name); err != nil {
+	if err := cmdutil.ConfirmRemove(o.IO, o.Yes, "secret", o.Name); err != nil {
 		return err
 	}
 	ex, err := o.Executor()

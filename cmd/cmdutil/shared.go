@@ -1,6 +1,7 @@
-package profile
+package cmdutil
 
-// Helpers the agent and secret nouns share with this one.
+// Helpers every noun shares: argument checks, completion from local
+// state, and the confirmation before a removal.
 
 import (
 	"context"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
@@ -16,7 +16,7 @@ import (
 func ExactArgs(n int, msg string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) != n {
-			return cmdutil.FlagErrorf("%s (got %d arguments)", msg, len(args))
+			return FlagErrorf("%s (got %d arguments)", msg, len(args))
 		}
 		return nil
 	}
@@ -24,7 +24,7 @@ func ExactArgs(n int, msg string) cobra.PositionalArgs {
 
 // CompleteNames completes record names from local state only (no dial),
 // for the first max arguments (0 = a flag value).
-func CompleteNames(f *cmdutil.Factory, max int, names func(*executor.Executor, context.Context) ([]string, error)) cobra.CompletionFunc {
+func CompleteNames(f *Factory, max int, names func(*executor.Executor, context.Context) ([]string, error)) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if max > 0 && len(args) >= max {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -44,19 +44,19 @@ func CompleteNames(f *cmdutil.Factory, max int, names func(*executor.Executor, c
 
 // ConfirmRemove asks before a removal, or demands --yes without a
 // terminal so a script never hangs on a prompt.
-func ConfirmRemove(ios *cmdutil.IOStreams, yes bool, what, name string) error {
+func ConfirmRemove(ios *IOStreams, yes bool, what, name string) error {
 	if yes {
 		return nil
 	}
 	if !ios.CanPrompt() {
-		return cmdutil.FlagErrorf("--yes required to remove %s %s when not running interactively", what, name)
+		return FlagErrorf("--yes required to remove %s %s when not running interactively", what, name)
 	}
 	ok, err := ios.Confirm(fmt.Sprintf("Remove %s %s?", what, name))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return cmdutil.ErrInterrupted
+		return ErrInterrupted
 	}
 	return nil
 }
