@@ -19,6 +19,7 @@ import (
 type authPlan struct {
 	signers []xssh.Signer
 	locked  []string // passphrase-protected identity files no agent holds
+	none    *NoIdentitiesError
 	closer  func()
 }
 
@@ -36,30 +37,12 @@ func planAuth(t *Target) (*authPlan, error) {
 		byKey[string(s.PublicKey().Marshal())] = s
 	}
 	for _, path := range t.IdentityFiles {
-		pem, err := os.ReadFile(path)
-		if err != nil {
-			continue // OpenSSH also skips missing default identities
+		signer, locked := identitySigner(path, byKey)
+		if locked {
+			p.locked = append(p.locked, path)
 		}
-		signer, err := xssh.ParsePrivateKey(pem)
-		var missing *xssh.PassphraseMissingError
-		switch {
-		case err == nil:
-			if s, ok := byKey[string(signer.PublicKey().Marshal())]; ok {
-				signer = s
-			}
-		case errors.As(err, &missing):
-			pub := missing.PublicKey
-			if pub == nil {
-				pub = readPublicKey(path + ".pub")
-			}
-			s, ok := byKey[keyBytes(pub)]
-			if !ok {
-				p.locked = append(p.locked, path)
-				continue
-			}
-			signer = s
-		default:
-			return nil, &ConfigError{File: path, Msg: "cannot parse identity file: " + err.Error()}
+		if signer == nil {
+			continue
 		}
 		k := string(signer.PublicKey().Marshal())
 		if !used[k] {
@@ -75,15 +58,51 @@ func planAuth(t *Target) (*authPlan, error) {
 			}
 		}
 	}
-	if len(p.signers) == 0 {
-		p.closer()
-		if len(p.locked) > 0 {
-			return nil, &PassphraseKeyError{Path: p.locked[0]}
-		}
-		return nil, fmt.Errorf("no identities to offer %s: ssh-agent has no usable key and no IdentityFile is readable (tried %s)",
-			t.Label(), strings.Join(t.IdentityFiles, ", "))
+	if len(p.signers) == 0 && len(p.locked) == 0 {
+		p.none = &NoIdentitiesError{Tried: t.IdentityFiles}
 	}
 	return p, nil
+}
+
+// identitySigner turns one IdentityFile into a signer, preferring the
+// agent's copy of the key. Like OpenSSH it skips what it cannot use (a
+// missing file, a key type it does not handle) instead of failing the
+// dial; a .pub file names a key the agent holds. locked reports a
+// passphrase-protected key the agent does not hold.
+func identitySigner(path string, agentKeys map[string]xssh.Signer) (signer xssh.Signer, locked bool) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	if pub := parsePublicKey(pem); pub != nil {
+		return agentKeys[keyBytes(pub)], false
+	}
+	signer, err = xssh.ParsePrivateKey(pem)
+	var missing *xssh.PassphraseMissingError
+	switch {
+	case err == nil:
+		if s, ok := agentKeys[string(signer.PublicKey().Marshal())]; ok {
+			return s, false
+		}
+		return signer, false
+	case errors.As(err, &missing):
+		pub := missing.PublicKey
+		if pub == nil {
+			pub = readPublicKey(path + ".pub")
+		}
+		if s, ok := agentKeys[keyBytes(pub)]; ok {
+			return s, false
+		}
+		return nil, true
+	}
+	return nil, false
+}
+
+// NoIdentitiesError: nothing to offer the server (exit 6).
+type NoIdentitiesError struct{ Tried []string }
+
+func (e *NoIdentitiesError) Error() string {
+	return fmt.Sprintf("no identities to offer: ssh-agent holds no usable key and no IdentityFile is readable (tried %s)", strings.Join(e.Tried, ", "))
 }
 
 func keyBytes(k xssh.PublicKey) string {
@@ -98,6 +117,12 @@ func readPublicKey(path string) xssh.PublicKey {
 	if err != nil {
 		return nil
 	}
+	return parsePublicKey(b)
+}
+
+// parsePublicKey reads an authorized_keys-style public key, nil if b is
+// anything else.
+func parsePublicKey(b []byte) xssh.PublicKey {
 	k, _, _, _, err := xssh.ParseAuthorizedKey(bytes.TrimSpace(b))
 	if err != nil {
 		return nil

@@ -25,6 +25,9 @@ type DialOptions struct {
 	Debug   io.Writer     // dial chain diagnostics; nil = silent
 	// Host names what the user asked for, for errors (defaults to Target.Name).
 	Host string
+	// Algorithms restricts the host key algorithms of unpinned hops, by
+	// address (to reach a particular key of a server that has several).
+	Algorithms map[string][]string
 }
 
 // Client is an authenticated connection to a target through its hops.
@@ -112,6 +115,8 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptio
 	if err != nil {
 		return nil, err
 	}
+	// With nothing to offer, the dial still goes on: the host key is
+	// worth reporting, and the server gets to say no.
 	defer auth.closer()
 	debugf(opts.Debug, "  offering %d key(s) (%s), identities_only=%v", len(auth.signers), keyTypes(auth.signers), hop.IdentitiesOnly)
 
@@ -128,18 +133,28 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptio
 		return nil, err
 	}
 	pin := opts.Pins[hop.Addr()]
+	algos := hostKeyAlgorithms(pin)
+	if pin.IsZero() {
+		algos = opts.Algorithms[hop.Addr()]
+	}
 	cfg := &xssh.ClientConfig{
 		User:              hop.User,
 		Auth:              []xssh.AuthMethod{xssh.PublicKeys(auth.signers...)},
 		HostKeyCallback:   rec.callback(hop, pin, opts.Mode),
-		HostKeyAlgorithms: hostKeyAlgorithms(pin),
+		HostKeyAlgorithms: algos,
 		Timeout:           timeout,
 	}
 	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
-	if err != nil {
-		if len(auth.locked) > 0 && isAuthFailure(err) {
-			return nil, fmt.Errorf("%w (and %w)", err, &PassphraseKeyError{Path: auth.locked[0]})
-		}
+	switch {
+	case err == nil:
+	case !pin.IsZero() && strings.Contains(err.Error(), "no common algorithm for host key"):
+		// The pinned key's type is gone from the server: a changed key.
+		return nil, &HostKeyChangedError{Expected: pin}
+	case len(auth.locked) > 0 && isAuthFailure(err):
+		return nil, fmt.Errorf("%w (and %w)", err, &PassphraseKeyError{Path: auth.locked[0]})
+	case auth.none != nil && isAuthFailure(err):
+		return nil, auth.none
+	default:
 		return nil, err
 	}
 	if obs := rec.all(); len(obs) > 0 {

@@ -190,6 +190,7 @@ func TestShellQuote(t *testing.T) {
 		"it's":      `'it'"'"'s'`,
 		"$HOME;rm":  "'$HOME;rm'",
 		"/x/y-z.tx": "/x/y-z.tx",
+		`a\\b\`:     `'a'\\''\\'b'\\''`,
 	} {
 		if got := ShellQuote(in); got != want {
 			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)

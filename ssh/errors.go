@@ -92,6 +92,9 @@ type HostKeyChangedError struct {
 }
 
 func (e *HostKeyChangedError) Error() string {
+	if e.Got.IsZero() {
+		return fmt.Sprintf("host key changed: expected %s, but the host no longer offers a %s key", e.Expected, e.Expected.KeyType)
+	}
 	return fmt.Sprintf("host key changed: expected %s, got %s", e.Expected, e.Got)
 }
 
@@ -124,6 +127,7 @@ func classify(host string, hop *Target, err error) *Error {
 		tr   *TrustRequiredError
 		hk   *HostKeyChangedError
 		pp   *PassphraseKeyError
+		none *NoIdentitiesError
 		nerr interface{ Timeout() bool }
 		op   *net.OpError
 	)
@@ -138,7 +142,13 @@ func classify(host string, hop *Target, err error) *Error {
 		e.Hint = fmt.Sprintf("run `kandev-exec host test %s`, then `kandev-exec host trust %s`", host, host)
 	case errors.As(err, &hk):
 		e.Class, e.Err = ClassHostKey, hk
-		e.Hint = fmt.Sprintf("if the key rotated on purpose, verify it out of band, then `kandev-exec host trust %s --replace --fingerprint %s`", host, hk.Got.Fingerprint)
+		e.Hint = fmt.Sprintf("if the key rotated on purpose, verify it out of band, then `kandev-exec host trust %s --replace --fingerprint <new>`", host)
+		if !hk.Got.IsZero() {
+			e.Hint = fmt.Sprintf("if the key rotated on purpose, verify it out of band, then `kandev-exec host trust %s --replace --fingerprint %s`", host, hk.Got.Fingerprint)
+		}
+	case errors.As(err, &none):
+		e.Class, e.Err = ClassAuth, none
+		e.Hint = "load a key into ssh-agent (`ssh-add`), or name one with IdentityFile or `host add --identity-file`"
 	case errors.As(err, &pp):
 		e.Class = ClassAuth
 		e.Err = fmt.Errorf("%s: %w", strings.TrimPrefix(err.Error(), "ssh: handshake failed: "), pp)

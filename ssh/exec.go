@@ -13,14 +13,18 @@ import (
 	xssh "golang.org/x/crypto/ssh"
 )
 
-// ShellQuote quotes s for a POSIX shell (and for fish, tcsh and bash, which
-// all read single quotes the same way for this alphabet).
+// ShellQuote quotes s for a POSIX shell, and for fish and tcsh, which read
+// it the same way: fish gives \\ and \' a meaning inside single quotes,
+// so a backslash is written outside them, where every shell reads \\ as
+// one backslash.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+	return "'" + quoteReplacer.Replace(s) + "'"
 }
+
+var quoteReplacer = strings.NewReplacer("'", `'"'"'`, `\`, `'\\'`)
 
 // BootstrapCommand wraps a script so it runs under /bin/sh whatever the
 // user's login shell is (sshd hands the command to the login shell).

@@ -25,8 +25,8 @@ func PinOf(key xssh.PublicKey) Pin {
 
 // Observed is a host key a hop presented during a dial.
 type Observed struct {
-	Hop  string `json:"hop"`  // Target.Label()
-	Addr string `json:"addr"` // host:port dialled
+	Hop  string `json:"hop"`     // Target.Label()
+	Addr string `json:"address"` // host:port dialled
 	Pin
 }
 
@@ -43,6 +43,17 @@ const (
 
 // Pins maps a hop address (host:port) to its pinned key.
 type Pins map[string]Pin
+
+// KeyAlgorithmFamilies are the host key types a server may offer, each as
+// the algorithms that negotiate it; trust tries them one by one to reach
+// the key a user named by fingerprint.
+var KeyAlgorithmFamilies = [][]string{
+	{xssh.KeyAlgoED25519},
+	{xssh.KeyAlgoECDSA256},
+	{xssh.KeyAlgoECDSA384},
+	{xssh.KeyAlgoECDSA521},
+	{xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256, xssh.KeyAlgoRSA},
+}
 
 // hostKeyAlgorithms restricts negotiation to the pinned key's algorithms so
 // that a server with several host keys presents the pinned one.

@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -104,4 +105,35 @@ func (w *Watchdog) Err() error {
 func (w *Watchdog) Stop() {
 	w.once.Do(func() { close(w.stop) })
 	<-w.done
+}
+
+// ErrClosed is a connection that ended without the watchdog's verdict:
+// the peer or the network closed it.
+var ErrClosed = errors.New("the connection closed")
+
+// Check tells a failure of the link from a failure on it: it sends one
+// keepalive and returns nil once the link answers, or why the link is
+// gone (*LostError when silent past the deadline, else ErrClosed). It
+// does not wait longer than the watchdog's deadline.
+func (w *Watchdog) Check() error {
+	reply := make(chan error, 1)
+	go func() {
+		_, _, err := w.c.SendRequest("keepalive@openssh.com", true, nil)
+		reply <- err
+	}()
+	select {
+	case err := <-reply:
+		if err == nil {
+			return nil
+		}
+	case <-w.c.Done():
+	case <-w.done:
+		if w.Err() == nil {
+			return nil // stopped by its owner: nothing known against the link
+		}
+	}
+	if err := w.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
 }

@@ -52,3 +52,37 @@ func TestKeepaliveDeclaresSilentLinkLost(t *testing.T) {
 		t.Errorf("a lost link must classify as timeout (exit 7)")
 	}
 }
+
+// Check answers at once on a live link, names a closed one, and waits for
+// the watchdog's verdict on a silent one.
+func TestKeepaliveCheck(t *testing.T) {
+	s := sshtest.NewServer(t)
+	relay := sshtest.NewRelay(t, s.Addr())
+	tg := targetFor(t, s)
+	tg.Port = relay.Port()
+	dial := func() (*Client, *Watchdog) {
+		c, err := Dial(context.Background(), tg, DialOptions{Mode: Record})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		w := c.StartKeepalive(100*time.Millisecond, 600*time.Millisecond)
+		t.Cleanup(w.Stop)
+		return c, w
+	}
+	c, w := dial()
+	if err := w.Check(); err != nil {
+		t.Fatalf("live link: %v", err)
+	}
+	c.Close()
+	if err := w.Check(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed link: want ErrClosed, got %v", err)
+	}
+	_, w = dial()
+	relay.Freeze()
+	defer relay.Thaw()
+	var lost *LostError
+	if err := w.Check(); !errors.As(err, &lost) {
+		t.Fatalf("frozen link: want LostError, got %v", err)
+	}
+}
