@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,10 @@ type StartRequest struct {
 	Token      string            `json:"token"`       // per-session bearer token; never on disk or argv
 	StopGrace  string            `json:"stop_grace"`  // default "10s"
 	Linger     string            `json:"linger"`      // serving time after the agent exited, default "10m"
+	// Require is the program the command starts with, when known: Start
+	// refuses, before anything is detached, if the agent's login shell
+	// cannot find it.
+	Require string `json:"require,omitempty"`
 }
 
 // StartResponse is what `controller start` prints once the controller is
@@ -64,6 +69,9 @@ var readyTimeout = 15 * time.Second
 // disk. If the controller does not report ready in time it is killed.
 func Start(req StartRequest, stdout io.Writer) error {
 	if _, _, err := req.normalize(); err != nil {
+		return err
+	}
+	if err := req.checkRequire(); err != nil {
 		return err
 	}
 	path, args, err := runCommand(req.SessionDir)
@@ -142,6 +150,28 @@ func handshakeError(step string, err error) error {
 		return errors.New("controller exited before reporting ready")
 	}
 	return fmt.Errorf("%s: %w", step, err)
+}
+
+// checkRequire looks the program up the way the agent will run: same
+// shell as a login shell, same directory and environment. A missing agent
+// binary is then one clear error at launch, not a session exiting 127.
+func (r *StartRequest) checkRequire() error {
+	if r.Require == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.Shell, "-l", "-c", `command -v -- "$0" >/dev/null 2>&1`, r.Require)
+	cmd.Dir, cmd.Env = r.TaskDir, agentEnv(r.Env)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ctx.Err() == nil:
+		return fmt.Errorf("agent command %q not found: %s -l in %s has no such program in $PATH", r.Require, r.Shell, r.TaskDir)
+	case err != nil:
+		return fmt.Errorf("look up agent command %q with %s -l: %w", r.Require, r.Shell, err)
+	}
+	return nil
 }
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
