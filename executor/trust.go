@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -40,6 +41,55 @@ type TrustResult struct {
 	Changes     []TrustChange `json:"hops"`
 }
 
+// observeForTrust dials recording every hop's key. A server usually has
+// several host keys and the client picks one type by default; when the
+// user named fingerprints, each unpinned hop whose default key is not one
+// of them is dialled again per key type until it presents the named key,
+// so the key checked out of band is the one pinned, with its algorithm.
+func (e *Executor) observeForTrust(ctx context.Context, t *ssh.Target, pins ssh.Pins, o TrustOptions) ([]ssh.Observed, error) {
+	opts := ssh.DialOptions{Pins: pins, Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: o.Name,
+		Algorithms: map[string][]string{}}
+	dial := func() ([]ssh.Observed, error) {
+		c, err := ssh.Dial(ctx, t, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.Close()
+		return c.Observed, nil
+	}
+	observed, err := dial()
+	if err != nil || len(o.Fingerprints) == 0 {
+		return observed, err
+	}
+	named := map[string]bool{}
+	for _, f := range o.Fingerprints {
+		named[f] = true
+	}
+	for _, hop := range t.Hops() {
+		if !pins[hop.Addr()].IsZero() || named[observedAt(observed, hop.Addr()).Fingerprint] {
+			continue
+		}
+		for _, fam := range ssh.KeyAlgorithmFamilies {
+			opts.Algorithms[hop.Addr()] = fam
+			if got, err := dial(); err == nil && named[observedAt(got, hop.Addr()).Fingerprint] {
+				observed = got
+				break
+			}
+			delete(opts.Algorithms, hop.Addr())
+		}
+	}
+	return observed, nil
+}
+
+func observedAt(obs []ssh.Observed, addr string) ssh.Observed {
+	for _, o := range obs {
+		if o.Addr == addr {
+			return o
+		}
+	}
+	return ssh.Observed{}
+}
+
 // ErrTrustDeclined is returned when the user answers no.
 var ErrTrustDeclined = errors.New("host key not trusted: declined")
 
@@ -58,7 +108,7 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if o.Replace {
 		pins = ssh.Pins{}
 	}
-	c, err := ssh.Dial(ctx, t, ssh.DialOptions{Pins: pins, Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: o.Name})
+	observed, err := e.observeForTrust(ctx, t, pins, o)
 	if err != nil {
 		var de *ssh.Error
 		if errors.As(err, &de) && de.Class == ssh.ClassHostKey {
@@ -66,12 +116,11 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 		}
 		return TrustResult{}, err
 	}
-	c.Close()
 
 	res := TrustResult{Name: o.Name}
 	old := h.pins()
 	var newPins []HopPin
-	for _, obs := range c.Observed {
+	for _, obs := range observed {
 		ch := TrustChange{Hop: obs.Hop, Address: obs.Addr, New: obs.Pin, Action: "pinned"}
 		if p, ok := old[obs.Addr]; ok {
 			ch.Old = &p
@@ -112,10 +161,13 @@ func confirmChanges(o TrustOptions, changes []TrustChange) error {
 	}
 	for f, seen := range given {
 		if !seen {
-			got := changes[len(changes)-1].New
+			var keys []string
+			for _, ch := range changes {
+				keys = append(keys, ch.Hop+" presents "+ch.New.String())
+			}
 			return &ssh.Error{Host: o.Name, Hop: changes[len(changes)-1].Hop, Class: ssh.ClassHostKey,
-				Err:  &ssh.HostKeyChangedError{Expected: ssh.Pin{KeyType: got.KeyType, Fingerprint: f}, Got: got},
-				Hint: "the key the host presents is not the one you were given: do not trust it until you know why"}
+				Err:  &FingerprintMismatchError{Want: f, Seen: keys},
+				Hint: "the host does not present the key you were given: do not trust it until you know why"}
 		}
 	}
 	for _, ch := range changes {
@@ -142,4 +194,15 @@ func confirmChanges(o TrustOptions, changes []TrustChange) error {
 		}
 	}
 	return nil
+}
+
+// FingerprintMismatchError: no hop presents a key the user named (exit 5:
+// the host's identity is not the expected one).
+type FingerprintMismatchError struct {
+	Want string
+	Seen []string
+}
+
+func (e *FingerprintMismatchError) Error() string {
+	return fmt.Sprintf("no host key matches --fingerprint %s (%s)", e.Want, strings.Join(e.Seen, "; "))
 }
