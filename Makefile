@@ -1,4 +1,6 @@
 # kandev-exec — build, test, demo, bench.
+# Go lives in /usr/local/go on the project's machines, not always on PATH.
+export PATH := /usr/local/go/bin:$(PATH)
 GO        ?= go
 BIN       := bin/kandev-exec
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

@@ -6,6 +6,7 @@ need_packages() {
   command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
   command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
   command -v git >/dev/null 2>&1 || need+=(git)
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing: ${need[*]}. Install them with: sudo apt-get install -y ${need[*]}" >&2
