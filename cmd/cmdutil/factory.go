@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,9 +119,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		ConfigFile:     cfg,
 		SSHConfig:      f.v.GetString("ssh-config"),
 		JSON:           f.v.GetBool("json"),
-		Yes:            f.v.GetBool("yes"),
-		Debug:          f.v.GetBool("debug"),
-		NoColor:        f.v.GetBool("no-color") || noColorEnv,
+		Yes:            f.truthy("yes"),
+		Debug:          f.truthy("debug"),
+		NoColor:        f.truthy("no-color") || noColorEnv,
 		LockTimeout:    f.v.GetDuration("lock-timeout"),
 		ConnectTimeout: f.v.GetDuration("connect-timeout"),
 
@@ -143,6 +144,17 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		f.IO.DisableColor()
 	}
 	return s, nil
+}
+
+// truthy reads a boolean setting the way people write them in the
+// environment: 1, true, yes, on (any case). Viper's GetBool would take
+// KANDEV_EXEC_YES=yes as false.
+func (f *Factory) truthy(key string) bool {
+	switch strings.ToLower(strings.TrimSpace(f.v.GetString(key))) {
+	case "1", "true", "yes", "on", "y", "t":
+		return true
+	}
+	return false
 }
 
 // JSON reports whether --json is set, without failing.
