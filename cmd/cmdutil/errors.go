@@ -36,15 +36,19 @@ func WithHint(err error, hint string) error { return &HintedError{Err: err, Hint
 
 // PartialError: some items failed and others succeeded (exit 3). The
 // per-item results were already printed.
-type PartialError struct{ Failed, Total int }
+type PartialError struct {
+	Failed, Total int
+	What          string // "hosts"
+}
 
 func (e *PartialError) Error() string {
-	return fmt.Sprintf("%d of %d failed", e.Failed, e.Total)
+	return fmt.Sprintf("%d of %d %s failed", e.Failed, e.Total, e.What)
 }
 
 // ExitCodeError carries an exit code decided elsewhere (a remote command's
-// status, or one class shared by every failed item); its message was
-// already printed unless Msg is set.
+// status, or one class shared by every failed item). Printed means the
+// human output already said everything; with --json an envelope still
+// goes to stderr whenever Msg is set.
 type ExitCodeError struct {
 	Code    int
 	JSON    string
@@ -160,8 +164,12 @@ func PrintError(ios *IOStreams, err error, asJSON bool) {
 	w := ios.ErrOut
 	info := Classify(err)
 	var code *ExitCodeError
-	if errors.As(err, &code) && code.Msg == "" {
+	if errors.As(err, &code) && (code.Msg == "" || (code.Printed && !asJSON)) {
 		return // already reported by the command
+	}
+	var partial *PartialError
+	if errors.As(err, &partial) && !asJSON {
+		return // the per-item rows said it
 	}
 	if asJSON {
 		type body struct {

@@ -114,24 +114,28 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 
 // testOutcome: all ok is 0; some failed is 3; all failed with one shared
 // class is that class's code (so a single host keeps its own code, e.g. 5).
-func testOutcome(rows []executor.TestResult, asJSON bool) error {
+func testOutcome(rows []executor.TestResult, _ bool) error {
 	failed, codes := 0, map[int]string{}
+	var first error
 	for _, r := range rows {
 		if r.Err != nil {
 			failed++
 			info := cmdutil.Classify(r.Err)
 			codes[info.Exit] = info.Code
+			if first == nil {
+				first = r.Err
+			}
 		}
 	}
 	switch {
 	case failed == 0:
 		return nil
 	case failed < len(rows):
-		return &cmdutil.ExitCodeError{Code: 3, JSON: "partial"}
+		return &cmdutil.PartialError{Failed: failed, Total: len(rows), What: "hosts"}
 	case len(codes) == 1:
 		for exit, code := range codes {
-			return &cmdutil.ExitCodeError{Code: exit, JSON: code}
+			return cmdutil.WithHint(&cmdutil.ExitCodeError{Code: exit, JSON: code, Msg: first.Error(), Printed: true}, cmdutil.Classify(first).Hint)
 		}
 	}
-	return &cmdutil.ExitCodeError{Code: 1, JSON: "error"}
+	return &cmdutil.ExitCodeError{Code: 1, JSON: "error", Msg: fmt.Sprintf("all %d hosts failed", len(rows)), Printed: true}
 }
