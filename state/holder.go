@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,17 +20,42 @@ var self = sync.OnceValue(func() Holder {
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id") // Linux only; "" elsewhere
 	return Holder{
 		PID:     os.Getpid(),
-		Command: truncate(strings.Join(os.Args, " "), maxCommandLen),
+		Command: truncate(commandName(os.Args), maxCommandLen),
 		Host:    host,
 		BootID:  strings.TrimSpace(string(boot)),
 	}
 })
+
+// commandName is the program and its subcommand words ("kandev-exec task
+// launch"), never flags or arguments: those may carry values (--env
+// K=V) that must not end up in lock notes, records or error messages.
+func commandName(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	words := []string{filepath.Base(args[0])}
+	for _, a := range args[1:] {
+		if len(words) == 3 || strings.HasPrefix(a, "-") || strings.ContainsAny(a, "=/ ") {
+			break
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
+}
 
 func currentHolder(now time.Time) Holder {
 	h := self()
 	h.Since = now
 	return h
 }
+
+// Self describes this process as a Holder (now as Since), for records
+// that note which process is working on them.
+func Self() Holder { return currentHolder(time.Now().UTC()) }
+
+// ProvablyGone reports whether h cannot be running any more, judged from
+// this process (same machine and boot, pid gone).
+func ProvablyGone(h Holder) bool { return provablyGone(h, self()) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
