@@ -12,12 +12,12 @@ import (
 // InUseError refuses to remove what tasks still reference.
 type InUseError struct {
 	What, Name string
-	Tasks      []string
+	Users      []string // "task t...", "profile p"
 }
 
 func (e *InUseError) Error() string {
-	return fmt.Sprintf("%s %q is used by %d task(s): %s; archive or delete them first, or pass --force",
-		e.What, e.Name, len(e.Tasks), strings.Join(e.Tasks, ", "))
+	return fmt.Sprintf("%s %q is still used by %s; archive or delete those first, or pass --force",
+		e.What, e.Name, strings.Join(e.Users, ", "))
 }
 
 // tasksUsing lists the tasks whose environment may still exist and whose
@@ -51,7 +51,10 @@ func (e *Executor) removeUnused(ctx context.Context, kind state.Kind, name strin
 		return err
 	}
 	if len(users) > 0 && !force {
-		return &InUseError{What: string(kind), Name: name, Tasks: users}
+		for i, u := range users {
+			users[i] = "task " + u
+		}
+		return &InUseError{What: string(kind), Name: name, Users: users}
 	}
 	return e.cfg.Store.Delete(ctx, kind, name, rev, state.Event{Type: string(kind) + ".removed"})
 }

@@ -90,7 +90,7 @@ func TestRemoveProfileRefusedWhileTasksUseIt(t *testing.T) {
 	}
 	err := e.RemoveProfile(ctx, "web", false)
 	var inUse *InUseError
-	if !errors.As(err, &inUse) || !reflect.DeepEqual(inUse.Tasks, []string{"t1"}) {
+	if !errors.As(err, &inUse) || !reflect.DeepEqual(inUse.Users, []string{"task t1"}) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := e.ShowProfile(ctx, "web"); err != nil {

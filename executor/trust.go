@@ -141,11 +141,22 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if slices.Equal(newPins, h.Pins) {
 		return res, nil
 	}
+	// Pin only the host that was dialled: re-read it and compare what the
+	// revision alone cannot tell (a host removed and added again during
+	// the dial starts again at revision 1).
+	cur, curRec, err := e.getHost(ctx, o.Name)
+	if err != nil {
+		return TrustResult{}, err
+	}
+	if curRec.Revision != rec.Revision || !cur.sameSpec(h) || !cur.CreatedAt.Equal(h.CreatedAt) || !slices.Equal(cur.Pins, h.Pins) {
+		return TrustResult{}, fmt.Errorf("%w; run `kandev-exec host trust %s` again",
+			&state.ConflictError{Kind: KindHost, Name: o.Name, Expected: rec.Revision, Actual: curRec.Revision}, o.Name)
+	}
 	now := time.Now().UTC().Truncate(time.Second)
-	h.Pins, h.TrustedAt = newPins, &now
-	data, _ := json.Marshal(h)
+	cur.Pins, cur.TrustedAt = newPins, &now
+	data, _ := json.Marshal(cur)
 	detail, _ := json.Marshal(res.Changes)
-	_, err = e.cfg.Store.Update(ctx, KindHost, o.Name, rec.Revision, data, state.Event{Type: "host.trusted", Detail: detail})
+	_, err = e.cfg.Store.Update(ctx, KindHost, o.Name, curRec.Revision, data, state.Event{Type: "host.trusted", Detail: detail})
 	return res, err
 }
 

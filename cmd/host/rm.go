@@ -16,15 +16,16 @@ type RemoveOptions struct {
 	Executor func() (*executor.Executor, error)
 	Name     string
 	Yes      bool
+	Force    bool
 }
 
 // NewCmdRemove is `host rm NAME`.
 func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions) error) *cobra.Command {
 	opts := &RemoveOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:               "rm NAME",
 		Aliases:           []string{"remove"},
-		Short:             "Forget a host and its pins (nothing on the host is touched)",
+		Short:             "Forget a host and its pins (nothing on the host is touched; refused while in use)",
 		Args:              cmdutil.ExactArgs(1, "host rm needs a NAME"),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -39,6 +40,8 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 			return removeRun(c.Context(), opts)
 		},
 	}
+	c.Flags().BoolVar(&opts.Force, "force", false, "remove even while profiles or tasks use the host")
+	return c
 }
 
 func removeRun(ctx context.Context, o *RemoveOptions) error {
@@ -58,7 +61,7 @@ func removeRun(ctx context.Context, o *RemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := ex.RemoveHost(ctx, o.Name); err != nil {
+	if err := ex.RemoveHost(ctx, o.Name, o.Force); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.IO.ErrOut, "Removed host %s\n", o.Name)
