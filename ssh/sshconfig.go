@@ -41,7 +41,11 @@ func init() {
 		serveraliveinterval serveralivecountmax sessiontype setenv stdinnull streamlocalbindmask
 		streamlocalbindunlink stricthostkeychecking syslogfacility tag tcpkeepalive tunnel
 		tunneldevice updatehostkeys usekeychain userknownhostsfile verifyhostkeydns visualhostkey
-		xauthlocation obscurekeystroketiming channeltimeout`) {
+		xauthlocation obscurekeystroketiming channeltimeout challengeresponseauthentication
+		proxyusefdpass gssapikeyexchange gssapiclientidentity gssapiserveridentity gssapirenewalforcesrekey
+		gssapitrustdns protocol rsaauthentication rhostsrsaauthentication useroaming compressionlevel cipher
+		fallbacktorsh usersh useprivilegedport pubkeyacceptedkeytypes identitiesonly requiredrsasize
+		enablesshkeysign versionaddendum hostkeyalgorithms`) {
 		known[k] = true
 	}
 }

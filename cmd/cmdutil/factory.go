@@ -81,7 +81,7 @@ func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 	fs.Bool("debug", false, "diagnostics on stderr (secrets redacted)")
 	fs.Bool("no-color", false, "no ANSI colour")
 	fs.Duration("lock-timeout", 10*time.Second, "how long to wait for the state store lock")
-	fs.Duration("connect-timeout", 10*time.Second, "TCP connect plus SSH handshake bound, per hop")
+	fs.Duration("connect-timeout", 10*time.Second, "TCP connect plus SSH handshake bound, per hop (default: ConnectTimeout from the ssh config, else 10s)")
 	fs.Duration("keepalive-interval", 0, "keepalive probe interval on long-lived connections (default 15s)")
 	fs.Duration("keepalive-deadline", 0, "silence after which a long-lived connection is declared lost (default 45s)")
 	_ = fs.MarkHidden("keepalive-interval")
@@ -134,7 +134,11 @@ func (f *Factory) loadSettings() (*Settings, error) {
 	if s.LockTimeout <= 0 {
 		return nil, FlagErrorf("--lock-timeout must be positive, got %s", s.LockTimeout)
 	}
-	if s.ConnectTimeout <= 0 {
+	switch {
+	case !f.v.IsSet("connect-timeout"):
+		// Unset: each hop's ConnectTimeout from the ssh config, else 10s.
+		s.ConnectTimeout = 0
+	case s.ConnectTimeout <= 0:
 		return nil, FlagErrorf("--connect-timeout must be positive, got %s", s.ConnectTimeout)
 	}
 	if s.KeepaliveInterval < 0 || s.KeepaliveDeadline < 0 {
