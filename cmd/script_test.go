@@ -58,6 +58,7 @@ func TestScripts(t *testing.T) {
 				Files:               []string{file},
 				Setup:               fx.setup,
 				Cmds:                fx.cmds(),
+				Condition:           launchCondition,
 				RequireExplicitExec: false,
 			})
 		})
@@ -238,6 +239,8 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Fatalf("unknown relay mode %q", args[0])
 			}
 		},
+		"waitfile": cmdWaitFile,
+		"fishuser": fx.cmdFishUser,
 		"capture":  cmdCapture,
 		"freeport": cmdFreePort,
 		"httpget":  cmdHTTPGet,

@@ -43,7 +43,11 @@ func (e *RefusedError) Error() string {
 	if e.Reason != "" {
 		msg += " (" + e.Reason + ")"
 	}
-	return msg
+	next := "`kandev-exec host uncordon " + e.Host + "`"
+	if e.Status == StatusQuarantined {
+		next = "`kandev-exec host readmit " + e.Host + " --reason R`"
+	}
+	return msg + "; launch on another host, or " + next
 }
 
 // ExitCode maps to CONTRACT.md's "refused".
@@ -94,7 +98,11 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 		return nil, &UsageError{Msg: "nothing to run: pass the command after --, or --agent NAME"}
 	}
 	if err := profiles.ValidateDefinitions(profiles.Assemble(profiles.RuntimePlaceholders(), lp.profile, lp.agent, lp.launch)); err != nil {
-		return nil, err
+		explain := "kandev-exec profile env " + lp.profile.Name
+		if o.Agent != "" {
+			explain += " --agent " + o.Agent
+		}
+		return nil, fmt.Errorf("profile %s on host %s: %w; `%s --explain` shows every origin", lp.profile.Name, lp.host.Name, err, explain)
 	}
 	return lp, nil
 }
@@ -112,6 +120,36 @@ func admitted(h *Host) error {
 	}
 	return nil
 }
+
+// programOf is the program a command made by shellJoin starts with, or ""
+// when that cannot be told: a command not made by shellJoin, or one that
+// starts with an assignment.
+func programOf(command string) string {
+	var b strings.Builder
+	for i := 0; i < len(command) && command[i] != ' '; i++ {
+		switch c := command[i]; c {
+		case '\'', '"':
+			j := strings.IndexByte(command[i+1:], c)
+			if j < 0 {
+				return ""
+			}
+			b.WriteString(command[i+1 : i+1+j])
+			i += j + 1
+		default:
+			if strings.IndexByte(shellSafe, c) < 0 {
+				return ""
+			}
+			b.WriteByte(c)
+		}
+	}
+	if p := b.String(); !strings.Contains(p, "=") {
+		return p
+	}
+	return ""
+}
+
+// shellSafe is what ssh.ShellQuote leaves unquoted.
+const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,"
 
 func shellJoin(argv []string) string {
 	q := make([]string, len(argv))
@@ -131,7 +169,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*Task, *Session
 	now := time.Now().UTC().Truncate(time.Second)
 	t := &Task{ID: newID("t"), Name: o.Name, Profile: lp.profile.Name, Agent: o.Agent, Host: lp.host.Name,
 		Root: lp.profile.WorkdirRoot, Branch: o.Branch, Command: lp.command, Phase: PhaseAllocating,
-		OperationID: newID("op"), CreatedAt: now, Sessions: []string{}}
+		OperationID: newID("op"), CreatedAt: now, Sessions: []string{}, Launcher: launcher()}
 	if t.Root == "" {
 		t.Root = lp.host.WorkdirRoot
 	}

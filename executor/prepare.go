@@ -61,6 +61,14 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	if err := callHelperOp(ctx, c, t.Host, helper, taskdir.OpPrepare, req, &resp); err != nil {
 		return "", err
 	}
+	// Recorded now, so a failed prepare script can be inspected with
+	// `task exec`; the phase stays preparing until the script passes.
+	if _, err := e.updateTask(ctx, t.ID, "task.prepared", func(x *Task) error {
+		x.TaskDir = resp.TaskDirAbs
+		return nil
+	}); err != nil {
+		return "", err
+	}
 	return resp.TaskDirAbs, nil
 }
 

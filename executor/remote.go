@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,9 +17,32 @@ type RemoteError struct {
 	Host, Op, Code, Message string
 }
 
-func (e *RemoteError) Error() string {
-	return fmt.Sprintf("%s: %s failed on the host: %s", e.Host, e.Op, e.Message)
+// remoteCodes says in words what a helper error code means.
+var remoteCodes = map[string]string{
+	taskdir.CodeOriginMismatch: "origin mismatch",
+	taskdir.CodeOwnerMismatch:  "owner mismatch",
+	taskdir.CodeVerifyFailed:   "checkout verification failed",
+	taskdir.CodeTimeout:        "timed out",
+	taskdir.CodeUnsafePath:     "unsafe path",
 }
+
+func (e *RemoteError) Error() string {
+	msg := e.Message
+	if words := remoteCodes[e.Code]; words != "" {
+		msg = words + ": " + msg
+	}
+	return fmt.Sprintf("%s on %s failed: %s", e.Op, e.Host, msg)
+}
+
+// helperExit is the helper exiting non-zero with its reason on stderr: it
+// ran to the end and said why it failed.
+type helperExit struct {
+	What, Host, Msg string
+	Err             error // the *ssh.ExitError
+}
+
+func (e *helperExit) Error() string { return fmt.Sprintf("%s on %s failed: %s", e.What, e.Host, e.Msg) }
+func (e *helperExit) Unwrap() error { return e.Err }
 
 // callHelperOp runs one taskdir operation through `kandev-exec helper`.
 func callHelperOp(ctx context.Context, c *ssh.Client, host, helper, op string, req, resp any) error {
@@ -26,7 +50,7 @@ func callHelperOp(ctx context.Context, c *ssh.Client, host, helper, op string, r
 	if err != nil {
 		return err
 	}
-	return runHelper(ctx, c, host, helper, []string{"helper"}, in, resp)
+	return runHelper(ctx, c, host, helper, "helper "+op, []string{"helper"}, in, resp)
 }
 
 // callHelper runs one batched helper step with req as its JSON input.
@@ -35,22 +59,28 @@ func callHelper(ctx context.Context, c *ssh.Client, host, helper string, args []
 	if err != nil {
 		return err
 	}
-	return runHelper(ctx, c, host, helper, args, in, resp)
+	return runHelper(ctx, c, host, helper, strings.Join(args, " "), args, in, resp)
 }
 
 // runHelper runs the helper with in on stdin (where secrets may travel:
-// never argv, never disk) and decodes its one JSON answer.
-func runHelper(ctx context.Context, c *ssh.Client, host, helper string, args []string, in []byte, resp any) error {
+// never argv, never disk) and decodes its one JSON answer; what names the
+// step in errors.
+func runHelper(ctx context.Context, c *ssh.Client, host, helper, what string, args []string, in []byte, resp any) error {
 	cmd := ssh.ShellQuote(helper)
 	for _, a := range args {
 		cmd += " " + ssh.ShellQuote(a)
 	}
 	out, errb, err := c.Run(ctx, cmd, bytes.NewReader(in))
 	if err != nil {
-		if tail := strings.TrimSpace(string(errb)); tail != "" {
-			return fmt.Errorf("%s: %s: %w: %s", host, strings.Join(args, " "), err, lastLines(tail, 5))
+		tail := strings.TrimPrefix(lastLines(strings.TrimSpace(string(errb)), 5), "error: ")
+		var ee *ssh.ExitError
+		if errors.As(err, &ee) && ee.Signal == "" && tail != "" {
+			return &helperExit{What: what, Host: host, Msg: tail, Err: err}
 		}
-		return fmt.Errorf("%s: %s: %w", host, strings.Join(args, " "), err)
+		if tail != "" {
+			return fmt.Errorf("%s on %s: %w: %s", what, host, err, tail)
+		}
+		return fmt.Errorf("%s on %s: %w", what, host, err)
 	}
 	var env struct {
 		OK    *bool `json:"ok"`
@@ -60,10 +90,10 @@ func runHelper(ctx context.Context, c *ssh.Client, host, helper string, args []s
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(out, &env); err != nil {
-		return fmt.Errorf("%s: %s: unreadable answer from the helper: %v", host, strings.Join(args, " "), err)
+		return fmt.Errorf("%s on %s: unreadable answer from the helper: %v", what, host, err)
 	}
 	if env.Error != nil || (env.OK != nil && !*env.OK) {
-		re := &RemoteError{Host: host, Op: strings.Join(args, " ")}
+		re := &RemoteError{Host: host, Op: what}
 		if env.Error != nil {
 			re.Code, re.Message = env.Error.Code, env.Error.Message
 		}

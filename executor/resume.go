@@ -43,6 +43,12 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	default:
 		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
 	}
+	// What an interrupted launch left is settled first (recover.go).
+	ts, _, err := e.RecoverTasks(ctx, []*Task{t}, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	t = ts[0]
 	o := LaunchOptions{Profile: t.Profile, Agent: t.Agent, Env: t.LaunchEnv, Command: command}
 	if len(command) == 0 {
 		o.Agent = "" // the stored command already includes the preset's

@@ -22,12 +22,12 @@ var PrepareTimeout = 10 * time.Minute
 // LaunchError is a launch that failed on the host after the intent was
 // recorded; the task and session records say how far it got.
 type LaunchError struct {
-	TaskID, SessionID, Step string
-	Err                     error
+	TaskID, Host, SessionID, Step string
+	Err                           error
 }
 
 func (e *LaunchError) Error() string {
-	return fmt.Sprintf("task %s: %s: %v", e.TaskID, strings.ToLower(e.Step), e.Err)
+	return fmt.Sprintf("task %s on %s: %s: %v", e.TaskID, e.Host, strings.ToLower(e.Step), e.Err)
 }
 
 func (e *LaunchError) Unwrap() error { return e.Err }
@@ -76,41 +76,31 @@ func absRoot(root, home string) string {
 }
 
 // startSession runs one session of t: connect, helper, task directory,
-// prepare script, controller. Every step's outcome lands in the records.
+// prepare script, controller. Every step's outcome lands in the records;
+// a session that may have a controller is never marked failed.
 func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, progress func(string), _ bool) (*Session, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
 	s := &Session{ID: newID("s"), TaskID: t.ID, Host: t.Host, State: SessionStarting, Command: lp.command,
-		OperationID: t.OperationID, StartedAt: time.Now().UTC().Truncate(time.Second)}
+		OperationID: t.OperationID, StartedAt: time.Now().UTC().Truncate(time.Second), Launcher: launcher()}
 	if err := e.createRecord(ctx, KindSession, s.ID, "session.starting", s); err != nil {
 		return nil, err
+	}
+	step := StepConnecting
+	launchErr := func(err error) error {
+		return &LaunchError{TaskID: t.ID, Host: t.Host, SessionID: s.ID, Step: step, Err: err}
+	}
+	fail := func(err error) (*Session, error) {
+		e.markFailed(context.WithoutCancel(ctx), t.ID, s.ID, err.Error())
+		s.State, s.Error = SessionFailed, err.Error()
+		return s, launchErr(err)
 	}
 	if _, err := e.updateTask(ctx, t.ID, "task.session", func(x *Task) error {
 		x.Sessions = append(x.Sessions, s.ID)
 		return nil
 	}); err != nil {
-		return s, err
-	}
-	step := StepConnecting
-	fail := func(err error) (*Session, error) {
-		msg := err.Error()
-		e.updateSession(context.WithoutCancel(ctx), s.ID, "session.failed", func(x *Session) error {
-			x.State, x.Error = SessionFailed, msg
-			now := time.Now().UTC().Truncate(time.Second)
-			x.EndedAt = &now
-			return nil
-		})
-		e.updateTask(context.WithoutCancel(ctx), t.ID, "task.error", func(x *Task) error {
-			x.Error = msg
-			return nil
-		})
-		s.State, s.Error = SessionFailed, msg
-		var se *ssh.Error
-		if errors.As(err, &se) {
-			return s, err // keeps its class and hint
-		}
-		return s, &LaunchError{TaskID: t.ID, SessionID: s.ID, Step: step, Err: err}
+		return fail(err)
 	}
 
 	progress(step)
@@ -157,7 +147,7 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		}
 	}
 	if _, err := e.updateTask(ctx, t.ID, "task.ready", func(x *Task) error {
-		x.Phase, x.TaskDir, x.Error = PhaseReady, taskDir, ""
+		x.Phase, x.Error = PhaseReady, ""
 		return nil
 	}); err != nil {
 		return fail(err)
@@ -169,27 +159,69 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 	if err := e.saveToken(s.ID, token); err != nil {
 		return fail(err)
 	}
-	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: path.Join(taskDir, ".kandev", "sessions", s.ID),
-		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token}
+	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: sessionDirOf(taskDir, s.ID),
+		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token, Require: programOf(lp.command)}
 	var started controller.StartResponse
 	if err := callHelper(ctx, c, t.Host, helper, []string{"controller", "start"}, req, &started); err != nil {
-		return fail(err)
+		if startRefused(err) {
+			return fail(err)
+		}
+		// Left starting: once this process is gone, the next command asks
+		// the host (see recover.go).
+		return s, launchErr(fmt.Errorf("%w (a controller may have started; the host will tell)", err))
 	}
 	s, err = e.updateSession(ctx, s.ID, "session.running", func(x *Session) error {
 		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
 		return nil
 	})
 	if err != nil {
-		return fail(err)
+		return s, launchErr(fmt.Errorf("controller pid %d started, but recording it failed: %w", started.PID, err))
 	}
 
 	step = StepConnectingCtrl
 	progress(step)
 	if _, err := e.controllerClient(c, s, token).Health(ctx); err != nil {
-		return fail(fmt.Errorf("controller on port %d: %w", s.RemotePort, err))
+		return s, launchErr(fmt.Errorf("controller pid %d on port %d started but does not answer: %w", s.PID, s.RemotePort, err))
 	}
 	return s, nil
 }
+
+// startRefused: the helper ran `controller start` to the end and reported
+// a failure, after which no controller is left running. Anything else (a
+// lost link, a killed helper) leaves that open.
+func startRefused(err error) bool {
+	var ee *ssh.ExitError
+	var re *RemoteError
+	return errors.As(err, &re) || errors.As(err, &ee) && ee.Signal == ""
+}
+
+// launcher is this process, recorded on what it creates.
+func launcher() *state.Holder {
+	h := state.Self()
+	return &h
+}
+
+// markFailed records a session that never ran an agent, and the reason on
+// its task; a session settled meanwhile by another process is left alone.
+func (e *Executor) markFailed(ctx context.Context, taskID, sessionID, msg string) {
+	now := time.Now().UTC().Truncate(time.Second)
+	if _, err := e.updateSession(ctx, sessionID, "session.failed", func(x *Session) error {
+		if x.State != SessionStarting {
+			return errSettled
+		}
+		x.State, x.Error, x.EndedAt = SessionFailed, msg, &now
+		return nil
+	}); err != nil {
+		return
+	}
+	e.updateTask(ctx, taskID, "task.error", func(x *Task) error {
+		x.Error = msg
+		return nil
+	})
+}
+
+// errSettled stops a record change that is no longer needed.
+var errSettled = errors.New("already settled")
 
 func shellOf(p *profiles.Profile) string {
 	if p.Shell == "" {

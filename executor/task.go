@@ -60,6 +60,9 @@ type Task struct {
 	Error       string    `json:"error"`
 	CreatedAt   time.Time `json:"created_at"`
 	Sessions    []string  `json:"sessions"`
+	// Launcher is the process that created the task: an interrupted
+	// launch is told from a running one by it.
+	Launcher *state.Holder `json:"launcher,omitempty"`
 }
 
 // Session is one controller run in a task directory.
@@ -78,6 +81,9 @@ type Session struct {
 	Error       string     `json:"error"`
 	StartedAt   time.Time  `json:"started_at"`
 	EndedAt     *time.Time `json:"ended_at"`
+	// Launcher is the process starting the session; a session still
+	// starting after it died was interrupted.
+	Launcher *state.Holder `json:"launcher,omitempty"`
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

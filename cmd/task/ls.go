@@ -48,6 +48,15 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
+	// Local state only: what an interrupted launch left is settled when
+	// the records prove it, and named when only the host can tell.
+	ts, pending, err := ex.RecoverTasks(ctx, ts, false)
+	if err != nil {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %v\n", err)
+	}
+	for _, s := range pending {
+		fmt.Fprintf(o.IO.ErrOut, "note: task %s: the launch of session %s was interrupted; `kandev-exec task show %s` asks %s and settles it\n", s.TaskID, s.ID, s.TaskID, s.Host)
+	}
 	if o.JSON {
 		views := make([]View, 0, len(ts))
 		for _, t := range ts {
@@ -62,7 +71,11 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tPROFILE\tHOST\tPHASE\tSESSIONS\tCREATED")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, t.Phase, len(t.Sessions), t.CreatedAt.Format("2006-01-02 15:04"))
+		phase := t.Phase
+		if t.Error != "" {
+			phase += " (launch failed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phase, len(t.Sessions), t.CreatedAt.Format("2006-01-02 15:04"))
 	}
 	return tw.Flush()
 }

@@ -46,7 +46,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	}
 	t, s, err := ex.Resume(ctx, o.ID, o.Command, progress(o.IO.ErrOut))
 	if err != nil {
-		return err
+		return launchFailed(err, t)
 	}
 	return afterStart(ctx, o.IO, ex, t, s, o.Follow, o.JSON)
 }

@@ -45,6 +45,13 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	if err != nil {
 		return err
 	}
+	// An interrupted launch is settled here, asking the host if needed; the
+	// task is shown either way.
+	ts, _, err := ex.RecoverTasks(ctx, []*executor.Task{t}, true)
+	if err != nil {
+		fmt.Fprintf(o.IO.ErrOut, "warning: %v\n", err)
+	}
+	t = ts[0]
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, viewOf(t))
 	}

@@ -1,0 +1,204 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// launchFixture is a trusted host on a real sshd with a profile whose
+// primary repository is a local bare one, and the real CLI as the helper.
+type launchFixture struct {
+	srv   *sshtest.Server
+	cfg   Config
+	exec  *Executor
+	root  string
+	state string
+}
+
+func newLaunchFixture(t *testing.T) *launchFixture {
+	t.Helper()
+	useLocalBinary(t, buildCLI(t))
+	t.Setenv("SSH_AUTH_SOCK", "")
+	srv := sshtest.NewServer(t)
+	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(sshConfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &launchFixture{srv: srv, root: filepath.Join(t.TempDir(), "root"), state: t.TempDir()}
+	f.cfg = Config{SSHConfig: sshConfig}
+	f.exec = f.open(t)
+	ctx := context.Background()
+	if _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "prod", HostName: "127.0.0.1", Port: srv.Port(), User: srv.User(),
+		IdentityFiles: []string{srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: f.root}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "prod", Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	bare, _ := gitRepo(t)
+	profile := fmt.Sprintf("name: web\nhost: prod\nworkdir_root: %s\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\n", f.root, bare)
+	if _, err := f.exec.ApplyProfile(ctx, "web.yaml", []byte(profile)); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// open is another kandev-exec process on the same state dir.
+func (f *launchFixture) open(t *testing.T) *Executor {
+	t.Helper()
+	st, err := state.Open(f.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := f.cfg
+	cfg.Store = st
+	return New(cfg)
+}
+
+func (f *launchFixture) setHostStatus(t *testing.T, status string) {
+	t.Helper()
+	ctx := context.Background()
+	h, rec, err := f.exec.getHost(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Status, h.StatusReason = status, "maintenance"
+	data, _ := json.Marshal(h)
+	if _, err := f.exec.cfg.Store.Update(ctx, KindHost, "prod", rec.Revision, data, state.Event{Type: "host." + status}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A host that is not admitted refuses launches with exit 9, before any
+// record is written or the host is dialled.
+func TestLaunchRefusedUnlessAdmitted(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	for status, next := range map[string]string{StatusCordoned: "host uncordon prod", StatusQuarantined: "host readmit prod", StatusDraining: "host uncordon prod"} {
+		f.setHostStatus(t, status)
+		mark := len(f.srv.Log())
+		_, _, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"true"}})
+		var re *RefusedError
+		if !errors.As(err, &re) || re.Status != status {
+			t.Fatalf("%s: got %v", status, err)
+		}
+		if code, _ := re.ExitCode(); code != 9 || !strings.Contains(err.Error(), next) || !strings.Contains(err.Error(), "maintenance") {
+			t.Fatalf("%s: exit %d, message %q", status, code, err)
+		}
+		if log := f.srv.Log()[mark:]; strings.Contains(log, "Connection from") {
+			t.Fatalf("%s: the host was dialled:\n%s", status, log)
+		}
+	}
+	if ts, err := f.exec.ListTasks(ctx, ""); err != nil || len(ts) != 0 {
+		t.Fatalf("tasks after refusals: %v, %v", ts, err)
+	}
+	if _, err := os.Stat(f.root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("workdir root touched: %v", err)
+	}
+}
+
+// Twelve launches at once on one host, each its own process as far as the
+// store and the helper lock go: twelve task dirs and sessions, one helper
+// upload, and a store that reads back whole.
+func TestTwelveParallelLaunches(t *testing.T) {
+	f := newLaunchFixture(t)
+	const n = 12
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		uploads int
+		tasks   = map[string]*Task{}
+		errs    []error
+	)
+	for i := 0; i < n; i++ {
+		e := f.open(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			progress := func(step string) {
+				if step == StepUploading {
+					mu.Lock()
+					uploads++
+					mu.Unlock()
+				}
+			}
+			task, s, err := e.Launch(context.Background(), LaunchOptions{Profile: "web", Name: fmt.Sprint("p", i),
+				Command: []string{"sh", "-c", "echo hello from $KANDEV_SESSION_ID"}, Progress: progress})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			if s.State != SessionRunning {
+				errs = append(errs, fmt.Errorf("task %s: session %s is %s", task.ID, s.ID, s.State))
+			}
+			tasks[task.ID] = task
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d launches failed: %v", len(errs), errors.Join(errs...))
+	}
+	if uploads != 1 {
+		t.Fatalf("%d helper uploads, want 1", uploads)
+	}
+	dirs := map[string]bool{}
+	for _, task := range tasks {
+		if task.Phase != PhaseReady || len(task.Sessions) != 1 || dirs[task.TaskDir] {
+			t.Fatalf("task %+v", task)
+		}
+		dirs[task.TaskDir] = true
+		if _, err := os.Stat(filepath.Join(task.TaskDir, ".kandev", "sessions", task.Sessions[0], "controller.pid")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(tasks) != n {
+		t.Fatalf("%d distinct tasks, want %d", len(tasks), n)
+	}
+	bins, _ := filepath.Glob(filepath.Join(f.root, "bin", "*", "*"))
+	hidden, _ := filepath.Glob(filepath.Join(f.root, "bin", "*", ".*"))
+	if len(bins) != 1 || len(hidden) != 0 {
+		t.Fatalf("helper dir holds %v and %v, want one binary", bins, hidden)
+	}
+	checkStore(t, f.exec.cfg.Store, n)
+}
+
+// checkStore reads every record back and the journal from the start.
+func checkStore(t *testing.T, st state.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	ts, _, err := listRecords[Task](ctx, st, KindTask)
+	if err != nil || len(ts) != n {
+		t.Fatalf("tasks: %d, %v", len(ts), err)
+	}
+	ss, _, err := listRecords[Session](ctx, st, KindSession)
+	if err != nil || len(ss) != n {
+		t.Fatalf("sessions: %d, %v", len(ss), err)
+	}
+	for _, s := range ss {
+		if s.State != SessionRunning && s.State != SessionExited {
+			t.Fatalf("session %s is %s", s.ID, s.State)
+		}
+	}
+	entries, err := st.Journal(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, en := range entries {
+		if en.Seq != uint64(i+1) {
+			t.Fatalf("journal entry %d has seq %d", i, en.Seq)
+		}
+	}
+}

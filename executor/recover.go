@@ -1,0 +1,201 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// A launch records its intent, and names its launcher (pid, machine,
+// boot) on every record it creates, before anything happens on the host.
+// If that process dies mid-way, the next command that looks settles what
+// it left: a session whose controller answers with the saved token is
+// adopted, one the host shows never started is marked failed.
+
+// staleLaunch is how long a launch may take at most (two prepare steps
+// and slack): past it, a launcher that cannot be checked from here (on
+// another machine, or not recorded) counts as gone.
+func staleLaunch() time.Duration { return 2*PrepareTimeout + 5*time.Minute }
+
+func interrupted(l *state.Holder, since time.Time) bool {
+	return time.Since(since) > staleLaunch() || l != nil && state.ProvablyGone(*l)
+}
+
+func sessionDirOf(taskDir, sessionID string) string {
+	return path.Join(taskDir, ".kandev", "sessions", sessionID)
+}
+
+// RecoverTasks settles what interrupted launches left in ts's records and
+// returns the tasks as now recorded. Without remote it settles only what
+// the records prove (no controller start was attempted) and returns the
+// sessions that need the host to tell; with remote it asks the host.
+func (e *Executor) RecoverTasks(ctx context.Context, ts []*Task, remote bool) ([]*Task, []*Session, error) {
+	sessions, _, err := listRecords[Session](ctx, e.cfg.Store, KindSession)
+	if err != nil {
+		return ts, nil, err
+	}
+	byID := map[string]*Session{}
+	for _, s := range sessions {
+		byID[s.ID] = s
+	}
+	var pending []*Session
+	out := make([]*Task, len(ts))
+	for i, t := range ts {
+		out[i] = t
+		changed, p, err := e.recoverTask(ctx, t, byID, remote)
+		pending = append(pending, p...)
+		if err != nil {
+			return out, pending, err
+		}
+		if changed {
+			if t2, _, err := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); err == nil {
+				out[i] = t2
+			}
+		}
+	}
+	return out, pending, nil
+}
+
+func (e *Executor) recoverTask(ctx context.Context, t *Task, byID map[string]*Session, remote bool) (changed bool, pending []*Session, err error) {
+	if t.Phase == PhaseAllocating && len(t.Sessions) == 0 && t.Error == "" && interrupted(t.Launcher, t.CreatedAt) {
+		_, err := e.updateTask(ctx, t.ID, "task.error", func(x *Task) error {
+			if len(x.Sessions) > 0 || x.Error != "" {
+				return errSettled
+			}
+			x.Error = "launch interrupted before its session was recorded"
+			return nil
+		})
+		return true, nil, ignoreSettled(err)
+	}
+	for _, id := range t.Sessions {
+		s := byID[id]
+		if s == nil || s.State != SessionStarting || !interrupted(s.Launcher, s.StartedAt) {
+			continue
+		}
+		switch {
+		case t.Phase != PhaseReady:
+			// Ready is recorded before any controller start: none was tried.
+			e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted while the task was %s (%s)", t.Phase, launcherGone(s)))
+		case !remote:
+			pending = append(pending, s)
+			continue
+		default:
+			if err := e.settleOnHost(ctx, t, s); err != nil {
+				return true, pending, err
+			}
+		}
+		changed = true
+	}
+	return changed, pending, nil
+}
+
+func launcherGone(s *Session) string {
+	if s.Launcher == nil {
+		return "no launcher recorded"
+	}
+	return fmt.Sprintf("kandev-exec pid %d is gone", s.Launcher.PID)
+}
+
+func ignoreSettled(err error) error {
+	if err == errSettled {
+		return nil
+	}
+	return err
+}
+
+// settleOnHost looks in the session's would-be directory: no pid file
+// means no controller ever ran; a controller that answers with the saved
+// token is adopted; a pid that is alive but does not answer is left alone.
+func (e *Executor) settleOnHost(ctx context.Context, t *Task, s *Session) error {
+	cannotTell := func(err error) error {
+		return fmt.Errorf("task %s on %s: session %s's launch was interrupted, and the host cannot tell what became of it: %w", t.ID, t.Host, s.ID, err)
+	}
+	h, _, err := e.getHost(ctx, t.Host)
+	if err != nil {
+		return cannotTell(err)
+	}
+	c, err := e.dialHost(ctx, h)
+	if err != nil {
+		return cannotTell(err)
+	}
+	defer c.Close()
+	dir := sessionDirOf(t.TaskDir, s.ID)
+	kv, err := runMarked(ctx, c, `d=`+ssh.ShellQuote(dir)+`
+printf 'pid=%s\nport=%s\nstatus=%s\n' "$(cat "$d/controller.pid" 2>/dev/null)" "$(cat "$d/controller.port" 2>/dev/null)" "$(tr -d '\n' <"$d/status.json" 2>/dev/null)"
+`)
+	if err != nil {
+		return cannotTell(err)
+	}
+	if kv["pid"] == "" {
+		e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
+		return nil
+	}
+	port, _ := strconv.Atoi(kv["port"])
+	if token, err := e.loadToken(s.ID); err == nil && port > 0 {
+		probe := *s
+		probe.RemotePort = port
+		if hl, err := e.controllerClient(c, &probe, token).Health(ctx); err == nil {
+			return ignoreSettled(e.adopt(ctx, s.ID, dir, port, hl))
+		}
+	}
+	info, err := detect(ctx, c)
+	if err != nil {
+		return cannotTell(err)
+	}
+	helper, _, err := e.EnsureHelper(ctx, c, t.Root, info.Platform)
+	if err != nil {
+		return cannotTell(err)
+	}
+	var id controller.Identity
+	if err := callHelper(ctx, c, t.Host, helper, []string{"controller", "probe", "--session-dir", dir, "--start-time", "0"}, struct{}{}, &id); err != nil {
+		return cannotTell(err)
+	}
+	if id.Alive {
+		return cannotTell(fmt.Errorf("pid %d from %s is alive but does not answer; not touching it (check: `kandev-exec task exec %s -- ps -p %d`)", id.PID, dir, t.ID, id.PID))
+	}
+	var st controller.Status
+	_ = json.Unmarshal([]byte(kv["status"]), &st)
+	return ignoreSettled(e.settleGone(ctx, s.ID, dir, st))
+}
+
+// adopt records a controller that proved itself with the saved token.
+func (e *Executor) adopt(ctx context.Context, id, dir string, port int, hl controller.Health) error {
+	_, err := e.updateSession(ctx, id, "session.adopted", func(x *Session) error {
+		if x.State != SessionStarting {
+			return errSettled
+		}
+		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = SessionRunning, hl.PID, hl.StartTime, port, dir
+		return nil
+	})
+	return err
+}
+
+// settleGone records a session whose controller ran and is gone: how the
+// agent ended if the controller wrote it down, else lost.
+func (e *Executor) settleGone(ctx context.Context, id, dir string, st controller.Status) error {
+	_, err := e.updateSession(ctx, id, "session.settled", func(x *Session) error {
+		if x.State != SessionStarting {
+			return errSettled
+		}
+		x.SessionDir, x.EndedAt = dir, st.EndedAt
+		switch st.State {
+		case controller.StateExited, controller.StateStopped:
+			x.State, x.ExitCode = st.State, st.ExitCode
+		default:
+			x.State, x.Error = SessionLost, "launch interrupted; its controller is gone and recorded no end"
+		}
+		if x.EndedAt == nil {
+			now := time.Now().UTC().Truncate(time.Second)
+			x.EndedAt = &now
+		}
+		return nil
+	})
+	return err
+}
