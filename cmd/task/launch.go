@@ -30,7 +30,14 @@ func NewCmdLaunch(f *cmdutil.Factory, runF func(context.Context, *LaunchOptions)
 		Long: `Launch a task on the profile's host: upload the helper if needed, prepare
 <root>/tasks/<task>/ (clone or fetch, task branch, prepare script), and start
 a session controller that runs the command and outlives this connection.
-The command is the --agent preset's command plus ARGs, or CMD without --agent.`,
+The command is the --agent preset's command plus ARGs, or CMD without --agent.
+
+The command's program is looked up on the host first, the way it will run
+(the profile's shell as a login shell, in the task directory): a missing one
+fails the launch and no agent starts. A failed launch keeps its task:
+` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. A launch
+cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" + ` or
+` + "`task resume`" + `.`,
 		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
   kandev-exec task launch --profile prod --agent claude --follow -- -p "fix it"`,
 		RunE: func(c *cobra.Command, args []string) error {
