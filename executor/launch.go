@@ -104,6 +104,15 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 		}
 		return nil, fmt.Errorf("profile %s on host %s: %w; `%s --explain` shows every origin", lp.profile.Name, lp.host.Name, err, explain)
 	}
+	// Every reference must resolve now: a missing secret found after the
+	// task dir exists would leave a half-made task behind.
+	if _, _, err := profiles.Resolve(profiles.Assemble(profiles.RuntimePlaceholders(), lp.profile, lp.agent, lp.launch), e.Reveal); err != nil {
+		var se *profiles.SecretError
+		if errors.As(err, &se) && se.Err != nil {
+			return nil, fmt.Errorf("profile %s: %w: %v", lp.profile.Name, err, se.Err)
+		}
+		return nil, fmt.Errorf("profile %s: %w", lp.profile.Name, err)
+	}
 	return lp, nil
 }
 

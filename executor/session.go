@@ -118,7 +118,9 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 	}
 	helper, uploaded, err := e.EnsureHelper(ctx, c, t.Root, info.Platform)
 	if err != nil {
-		step = StepUploading
+		if !errors.As(err, new(*UnsupportedPlatformError)) {
+			step = StepUploading
+		}
 		return fail(err)
 	}
 	if uploaded {
