@@ -97,10 +97,13 @@ func (e *Executor) recoverTask(ctx context.Context, t *Task, byID map[string]*Se
 }
 
 func launcherGone(s *Session) string {
-	if s.Launcher == nil {
+	switch {
+	case s.Launcher == nil:
 		return "no launcher recorded"
+	case state.ProvablyGone(*s.Launcher):
+		return fmt.Sprintf("kandev-exec pid %d is gone", s.Launcher.PID)
 	}
-	return fmt.Sprintf("kandev-exec pid %d is gone", s.Launcher.PID)
+	return fmt.Sprintf("kandev-exec pid %d on %s started it over %s ago", s.Launcher.PID, s.Launcher.Host, staleLaunch())
 }
 
 func ignoreSettled(err error) error {

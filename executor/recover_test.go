@@ -107,6 +107,14 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	if err != nil || got.State != SessionFailed || !strings.Contains(got.Error, "before its controller started") {
 		t.Fatalf("never started: %+v, %v", got, err)
 	}
+
+	// The host cannot be asked: nothing changes, and the error says so.
+	f.srv.Stop()
+	interrupt(t, f.exec, s.ID, deadLauncher(t))
+	got, _, err = recoverOne(t, f.exec, task.ID, true)
+	if err == nil || !strings.Contains(err.Error(), "cannot tell") || got.State != SessionStarting {
+		t.Fatalf("unreachable: %s, %v", got.State, err)
+	}
 }
 
 func waitState(t *testing.T, dir, state string) {

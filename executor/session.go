@@ -172,13 +172,15 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		// the host (see recover.go).
 		return s, launchErr(fmt.Errorf("%w (a controller may have started; the host will tell)", err))
 	}
-	s, err = e.updateSession(ctx, s.ID, "session.running", func(x *Session) error {
+	running, err := e.updateSession(ctx, s.ID, "session.running", func(x *Session) error {
 		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
 		return nil
 	})
 	if err != nil {
+		// Still starting in the store: settled like an interrupted launch.
 		return s, launchErr(fmt.Errorf("controller pid %d started, but recording it failed: %w", started.PID, err))
 	}
+	s = running
 
 	step = StepConnectingCtrl
 	progress(step)
