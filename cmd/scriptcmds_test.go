@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"regexp"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -35,9 +37,9 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], strconv.Itoa(p))
 }
 
-// httpget URL: GET it, retrying for up to 15 s while nothing answers (a
-// listener started in the background may not be up yet); the body goes to
-// stdout. With !, the fetch must fail (after one attempt).
+// httpget URL: GET it, retrying for up to 15 s on any failure (a server
+// started in the background may not be up yet); the body goes to stdout.
+// With !, once something accepts the connection the request must fail.
 func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: httpget URL")
@@ -46,25 +48,26 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := hc.Get(args[0])
-		if err == nil {
-			body, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			ts.Check(rerr)
-			if neg {
-				ts.Fatalf("httpget %s: unexpected success (HTTP %d)", args[0], resp.StatusCode)
-			}
-			if resp.StatusCode != http.StatusOK {
-				ts.Fatalf("httpget %s: HTTP %d", args[0], resp.StatusCode)
-			}
-			_, _ = ts.Stdout().Write(body)
-			return
+		if err != nil && (!neg || errors.Is(err, syscall.ECONNREFUSED)) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
-		if neg {
+		switch {
+		case err != nil && neg:
 			return
-		}
-		if time.Now().After(deadline) {
+		case err != nil:
 			ts.Fatalf("httpget %s: %v", args[0], err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ts.Check(rerr)
+		if neg {
+			ts.Fatalf("httpget %s: unexpected success (HTTP %d)", args[0], resp.StatusCode)
+		}
+		if resp.StatusCode != http.StatusOK {
+			ts.Fatalf("httpget %s: HTTP %d", args[0], resp.StatusCode)
+		}
+		_, _ = ts.Stdout().Write(body)
+		return
 	}
 }

@@ -21,6 +21,11 @@ type Identity struct {
 	// Ours: alive, started at the recorded time, and its argv names the
 	// controller and this session dir. Only then may it be signalled.
 	Ours bool `json:"ours"`
+	// Orphan is the agent's process group when the controller is gone but
+	// status.json left the agent running and the group still has live
+	// members: it runs unsupervised. Nothing proves it is ours, so it is
+	// only reported, never signalled.
+	Orphan int `json:"orphan,omitempty"`
 }
 
 // killMargin is added to the session's stop grace: the time a controller
@@ -35,7 +40,22 @@ func Probe(sessionDir string, recordedStart uint64) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	return identify(pid, dir, recordedStart)
+	id, err := identify(pid, dir, recordedStart)
+	// Without a recorded start time a live pid may be ours: no verdict.
+	if err == nil && (!id.Alive || recordedStart != 0 && !id.Ours) {
+		id.Orphan = orphanGroup(dir)
+	}
+	return id, err
+}
+
+// orphanGroup is the agent's process group if status.json says the agent
+// never ended and the group still has live members.
+func orphanGroup(dir string) int {
+	st, err := ReadStatusFile(dir)
+	if err != nil || st.AgentPID <= 0 || st.EndedAt != nil || !groupAlive(st.AgentPID) {
+		return 0
+	}
+	return st.AgentPID
 }
 
 // KillIfOurs stops the recorded controller only if Probe proves it ours:

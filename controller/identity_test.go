@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -75,6 +76,37 @@ func TestProbeAndKillOurController(t *testing.T) {
 	}
 	if st, err := ReadStatusFile(dir); err != nil || st.State != StateStopped {
 		t.Fatalf("status.json after SIGTERM: %+v %v", st, err)
+	}
+}
+
+// A dead controller whose agent's group lives on reports it as an orphan,
+// and stops doing so once the group is gone.
+func TestProbeReportsOrphanAgent(t *testing.T) {
+	t.Parallel()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command("sleep", "30")
+	agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(gone.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSONAtomic(dir, statusFile, Status{State: StateRunning, AgentPID: agent.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := Probe(dir, 1); err != nil || id.Alive || id.Orphan != agent.Process.Pid {
+		t.Fatalf("Probe with a live agent group: %+v %v", id, err)
+	}
+	agent.Process.Kill()
+	agent.Wait()
+	if id, err := Probe(dir, 1); err != nil || id.Orphan != 0 {
+		t.Fatalf("Probe once the group is gone: %+v %v", id, err)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -81,14 +79,16 @@ func (e *Executor) ensureFinished(ctx context.Context, t *Task, id string) error
 	if err != nil {
 		return err
 	}
-	if isFinal(s.State) {
+	// A lost session's agent may have outlived its controller: ask again.
+	if isFinal(s.State) && (s.State != SessionLost || s.SessionDir == "") {
 		return nil
 	}
 	cannotTell := func(err error) error {
 		return fmt.Errorf("task %s: cannot tell whether session %s still runs, so no new session was started: %w", t.ID, id, err)
 	}
-	if s.SessionDir == "" {
-		return e.settleUnrecorded(ctx, t, s, cannotTell)
+	if s.State == SessionStarting {
+		// Interrupted launches were settled above: this one is under way.
+		return &ActiveSessionError{TaskID: t.ID, SessionID: id, Starting: true}
 	}
 	a, err := e.attachSession(ctx, s)
 	if err != nil {
@@ -98,49 +98,19 @@ func (e *Executor) ensureFinished(ctx context.Context, t *Task, id string) error
 	st, err := e.liveness(ctx, a)
 	switch {
 	case errors.Is(err, errControllerGone):
-		_, err = e.finalFromHost(ctx, a)
+		var orphan int
+		if _, orphan, err = e.finalFromHost(ctx, a); err == nil && orphan > 0 {
+			return &OrphanError{TaskID: t.ID, SessionID: id, PGID: orphan}
+		}
 	case err == nil && (st.State == controller.StateRunning || st.State == controller.StateStarting):
 		return &ActiveSessionError{TaskID: t.ID, SessionID: id}
 	case err == nil:
-		_, err = e.recordFinal(ctx, id, st)
+		_, err = e.recordFinal(ctx, id, st, lostNoEnd)
 	}
 	if err != nil {
 		return cannotTell(a.linkErr(err, "checking", "nothing was started", ""))
 	}
 	return nil
-}
-
-// settleUnrecorded handles a session whose launch never recorded a
-// controller: recent, it may still be under way in another process;
-// older, its launch was interrupted, and it is marked failed once the
-// host shows no controller in its would-be session dir.
-func (e *Executor) settleUnrecorded(ctx context.Context, t *Task, s *Session, cannotTell func(error) error) error {
-	if time.Since(s.StartedAt) < PrepareTimeout+time.Minute {
-		return &ActiveSessionError{TaskID: t.ID, SessionID: s.ID, Starting: true}
-	}
-	if t.TaskDir != "" {
-		probe := *s
-		probe.SessionDir = path.Join(t.TaskDir, ".kandev", "sessions", s.ID)
-		a, err := e.attachSession(ctx, &probe)
-		if err != nil {
-			return cannotTell(err)
-		}
-		defer a.Close()
-		id, err := e.probeController(ctx, a, "probe")
-		if err != nil {
-			return cannotTell(err)
-		}
-		if id.Alive {
-			return fmt.Errorf("task %s: session %s's launch was interrupted, but pid %d in its session dir %s is alive; check it (`kandev-exec task exec %s -- ps -p %d`) before resuming",
-				t.ID, s.ID, id.PID, probe.SessionDir, t.ID, id.PID)
-		}
-	}
-	_, err := e.updateSession(ctx, s.ID, "session.failed", func(x *Session) error {
-		now := time.Now().UTC().Truncate(time.Second)
-		x.State, x.Error, x.EndedAt = SessionFailed, "launch interrupted before its controller was recorded", &now
-		return nil
-	})
-	return err
 }
 
 // Exec runs argv in the task directory through the profile's login shell,
@@ -183,8 +153,6 @@ func (e *Executor) Exec(ctx context.Context, prefix string, argv []string, stdin
 	case ctx.Err() != nil:
 		return -1, ctx.Err()
 	}
-	if werr := wd.Err(); werr != nil {
-		return 255, &ssh.Error{Host: t.Host, Hop: t.Host, Class: ssh.ClassTimeout, Err: fmt.Errorf("task %s: %w; the command's fate on the host is unknown", t.ID, werr)}
-	}
-	return 255, fmt.Errorf("task %s: %w", t.ID, err)
+	return 255, linkLost(wd, t.Host, fmt.Errorf("task %s: %w", t.ID, err), "running a command in task "+t.ID,
+		"it may still be running on the host", "")
 }

@@ -2,14 +2,12 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"reflect"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -25,6 +23,7 @@ type attach struct {
 	wd     *ssh.Watchdog
 	ctrl   *controller.Client // nil when this state dir holds no token
 	helper string
+	orphan int // the agent's live process group, once its controller is found gone
 }
 
 func (a *attach) Close() {
@@ -38,18 +37,32 @@ type NotStartedError struct{ S *Session }
 
 func (e *NotStartedError) Error() string {
 	if e.S.State == SessionStarting {
-		return fmt.Sprintf("session %s is still starting (no controller recorded yet); `kandev-exec session show %s` in a moment", e.S.ID, e.S.ID)
+		return fmt.Sprintf("session %s is still starting (its launch has not recorded a controller yet); `kandev-exec session show %s` in a moment", e.S.ID, e.S.ID)
 	}
 	return fmt.Sprintf("session %s never started its agent: %s; see `kandev-exec task show %s`", e.S.ID, e.S.Error, e.S.TaskID)
 }
 
-// startedSession reads a session that has (or had) a controller.
+// startedSession reads a session whose controller was started. One
+// still starting whose launch was interrupted is settled first (asking
+// the host); one whose launch is under way belongs to it until it ends.
 func (e *Executor) startedSession(ctx context.Context, prefix string) (*Session, error) {
 	s, _, err := e.GetSession(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if s.SessionDir == "" {
+	if s.State == SessionStarting {
+		t, _, err := getRecord[Task](ctx, e.cfg.Store, KindTask, s.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := e.RecoverTasks(ctx, []*Task{t}, true); err != nil {
+			return s, err
+		}
+		if s, _, err = getRecord[Session](ctx, e.cfg.Store, KindSession, s.ID); err != nil {
+			return nil, err
+		}
+	}
+	if s.SessionDir == "" || s.State == SessionStarting {
 		return s, &NotStartedError{S: s}
 	}
 	return s, nil
@@ -81,21 +94,25 @@ func (e *Executor) attachSession(ctx context.Context, s *Session) (*attach, erro
 // operation into an unreachable error (exit 7) that says what became of
 // the session; any other error is returned as is.
 func (a *attach) linkErr(err error, doing, outcome, hint string) error {
+	return linkLost(a.wd, a.s.Host, err, fmt.Sprintf("%s session %s", doing, a.s.ID), outcome, hint)
+}
+
+// linkLost asks the watchdog whether the link is gone when err happened;
+// if so, the error says so, with what was going on and what follows.
+func linkLost(wd *ssh.Watchdog, host string, err error, doing, outcome, hint string) error {
 	if err == nil {
 		return nil
 	}
-	class, why := ssh.ClassNetwork, "the connection closed"
-	var lost *ssh.LostError
-	if werr := a.wd.Err(); errors.As(werr, &lost) {
-		class, why = ssh.ClassTimeout, fmt.Sprintf("no reply to keepalives for %s", lost.Silent)
-	} else {
-		select {
-		case <-a.c.Done():
-		default:
-			return err
-		}
+	gone := wd.Check()
+	if gone == nil {
+		return err
 	}
-	return &ssh.Error{Host: a.s.Host, Hop: a.s.Host, Class: class, Err: fmt.Errorf("connection lost while %s session %s (%s); %s", doing, a.s.ID, why, outcome), Hint: hint}
+	class, why := ssh.ClassNetwork, gone.Error()
+	var lost *ssh.LostError
+	if errors.As(gone, &lost) {
+		class, why = ssh.ClassTimeout, fmt.Sprintf("no reply to keepalives for %s", lost.Silent)
+	}
+	return &ssh.Error{Host: host, Hop: host, Class: class, Err: fmt.Errorf("connection lost while %s (%s); %s", doing, why, outcome), Hint: hint}
 }
 
 // errControllerGone marks a controller that is provably not running.
@@ -128,6 +145,7 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 		return controller.Status{}, fmt.Errorf("session %s: controller pid %d is alive but %s; not touching it (check the host: `kandev-exec task exec %s -- ps -p %d`)",
 			a.s.ID, id.PID, why, a.t.ID, id.PID)
 	}
+	a.orphan = id.Orphan
 	return controller.Status{}, errControllerGone
 }
 
@@ -155,71 +173,6 @@ func (e *Executor) helperPathOnHost(ctx context.Context, a *attach) (string, err
 	return p, err
 }
 
-// finalStates are states the host can no longer change.
-func isFinal(state string) bool {
-	switch state {
-	case SessionExited, SessionStopped, SessionLost, SessionFailed:
-		return true
-	}
-	return false
-}
-
-// recordFinal stores what the controller (or its status file) said. An
-// empty state means the host keeps no record of the session's end: it is
-// lost, unless it was already known to have ended.
-func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status) (*Session, error) {
-	apply := func(x *Session) {
-		switch st.State {
-		case controller.StateRunning, controller.StateStarting:
-			x.State = SessionRunning
-			return
-		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode = st.State, st.ExitCode
-			if st.EndedAt != nil {
-				x.EndedAt = st.EndedAt
-			}
-		default:
-			if isFinal(x.State) {
-				return
-			}
-			x.State = SessionLost
-			x.Error = "the controller is gone and recorded no end; the agent may have died with it"
-		}
-		if x.EndedAt == nil {
-			now := time.Now().UTC().Truncate(time.Second)
-			x.EndedAt = &now
-		}
-	}
-	cur, _, err := getRecord[Session](ctx, e.cfg.Store, KindSession, id)
-	if err != nil {
-		return nil, err
-	}
-	next := *cur
-	apply(&next)
-	if reflect.DeepEqual(&next, cur) {
-		return cur, nil
-	}
-	return e.updateSession(ctx, id, "session."+next.State, func(x *Session) error {
-		apply(x)
-		return nil
-	})
-}
-
-// finalFromHost reads status.json on the host once the controller is
-// proven gone; a controller that died without writing a final state
-// leaves the session lost.
-func (e *Executor) finalFromHost(ctx context.Context, a *attach) (*Session, error) {
-	out, _, err := a.c.Run(ctx, "cat -- "+ssh.ShellQuote(a.s.SessionDir+"/status.json")+" 2>/dev/null || true", nil)
-	if err != nil {
-		return nil, err
-	}
-	var st controller.Status
-	if jsonErr := json.Unmarshal(out, &st); jsonErr != nil || (st.State != controller.StateExited && st.State != controller.StateStopped) {
-		st = controller.Status{}
-	}
-	return e.recordFinal(ctx, a.s.ID, st)
-}
-
 // RefreshSession asks the host how the session is doing and records it.
 func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*Session, error) {
 	s, err := e.startedSession(ctx, prefix)
@@ -228,7 +181,7 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*Session,
 		if errors.As(err, &ns) {
 			return s, nil // no controller: the record is all there is
 		}
-		return nil, err
+		return s, err
 	}
 	a, err := e.attachSession(ctx, s)
 	if err != nil {
@@ -237,9 +190,9 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*Session,
 	defer a.Close()
 	st, err := e.liveness(ctx, a)
 	if errors.Is(err, errControllerGone) {
-		s, err = e.finalFromHost(ctx, a)
+		s, _, err = e.finalFromHost(ctx, a)
 	} else if err == nil {
-		s, err = e.recordFinal(ctx, a.s.ID, st)
+		s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 	}
 	return s, a.linkErr(err, "asking about", "its state is unknown", fmt.Sprintf("`kandev-exec session show %s` again once the host answers", a.s.ID))
 }
@@ -283,12 +236,13 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, follow bool, w io.
 		if err := a.c.Stream(ctx, tail+" 2>/dev/null || true", nil, w, io.Discard); err != nil {
 			return nil, err
 		}
-		return e.finalFromHost(ctx, a)
+		s, _, err := e.finalFromHost(ctx, a)
+		return s, err
 	}
 	if err != nil {
 		return nil, err
 	}
-	return e.recordFinal(ctx, a.s.ID, st)
+	return e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 }
 
 // StopSession stops the agent gracefully (then kills its process group);
@@ -310,10 +264,10 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*Session, er
 	st, err := e.liveness(ctx, a)
 	switch {
 	case errors.Is(err, errControllerGone):
-		s, err = e.finalFromHost(ctx, a)
+		s, _, err = e.finalFromHost(ctx, a)
 	case err == nil:
 		if st, err = a.ctrl.Stop(ctx); err == nil {
-			s, err = e.recordFinal(ctx, a.s.ID, st)
+			s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 		}
 	}
 	return s, a.linkErr(err, "stopping", "it may not have stopped", fmt.Sprintf("`kandev-exec session show %s` once the host answers", a.s.ID))
@@ -342,7 +296,7 @@ func (e *Executor) ForwardSession(ctx context.Context, prefix string, local, rem
 		return nil
 	}
 	return a.linkErr(err, "forwarding for", "the forward ended; the agent keeps running on the host",
-		fmt.Sprintf("`kandev-exec session forward %s %d` again once the host answers", a.s.ID, remote))
+		fmt.Sprintf("`kandev-exec session forward %s %d:%d` again once the host answers", a.s.ID, local, remote))
 }
 
 // ParseForward reads [LOCAL:]REMOTE.
@@ -351,10 +305,10 @@ func ParseForward(spec string) (local, remote int, err error) {
 	if !ok {
 		l, r = "0", spec
 	}
-	if _, err := fmt.Sscan(l, &local); err != nil || local < 0 || local > 65535 {
+	if local, err = strconv.Atoi(l); err != nil || local < 0 || local > 65535 {
 		return 0, 0, &UsageError{Msg: fmt.Sprintf("bad local port in %q: want [LOCAL:]REMOTE", spec)}
 	}
-	if _, err := fmt.Sscan(r, &remote); err != nil || remote < 1 || remote > 65535 {
+	if remote, err = strconv.Atoi(r); err != nil || remote < 1 || remote > 65535 {
 		return 0, 0, &UsageError{Msg: fmt.Sprintf("bad remote port in %q: want [LOCAL:]REMOTE", spec)}
 	}
 	return local, remote, nil

@@ -183,6 +183,6 @@ func forwardRun(ctx context.Context, o *Options) error {
 		}
 		fmt.Fprintf(o.IO.ErrOut, "Forwarding %s -> 127.0.0.1:%d on the host of session %s (Ctrl-C to stop)\n", addr, remote, sessionID)
 	}
-	onErr := func(err error) { fmt.Fprintf(o.IO.ErrOut, "forward: %v\n", err) }
+	onErr := func(err error) { fmt.Fprintf(o.IO.ErrOut, "forward to 127.0.0.1:%d on the host: %v\n", remote, err) }
 	return ex.ForwardSession(ctx, o.ID, local, remote, ready, onErr)
 }
