@@ -59,7 +59,14 @@ func callHelper(ctx context.Context, c *ssh.Client, host, helper string, args []
 	if err != nil {
 		return err
 	}
-	return runHelper(ctx, c, host, helper, strings.Join(args, " "), args, in, resp)
+	what := args
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			what = args[:i] // flags say nothing the reader needs
+			break
+		}
+	}
+	return runHelper(ctx, c, host, helper, strings.Join(what, " "), args, in, resp)
 }
 
 // runHelper runs the helper with in on stdin (where secrets may travel:
