@@ -24,6 +24,10 @@ import (
 // another machine, or not recorded) counts as gone.
 func staleLaunch() time.Duration { return 2*PrepareTimeout + 5*time.Minute }
 
+// controllerStartBound is past the longest `controller start` runs: the
+// program lookup and the ready handshake are bounded by 15 s each.
+const controllerStartBound = time.Minute
+
 func interrupted(l *state.Holder, since time.Time) bool {
 	return time.Since(since) > staleLaunch() || l != nil && state.ProvablyGone(*l)
 }
@@ -80,9 +84,8 @@ func (e *Executor) recoverTask(ctx context.Context, t *Task, byID map[string]*Se
 			continue
 		}
 		switch {
-		case t.Phase != PhaseReady:
-			// Ready is recorded before any controller start: none was tried.
-			e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted while the task was %s (%s)", t.Phase, launcherGone(s)))
+		case s.ControllerStartAt == nil && s.Launcher != nil:
+			e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted while the task was %s, before any controller start (%s)", t.Phase, launcherGone(s)))
 		case !remote:
 			pending = append(pending, s)
 			continue
@@ -137,6 +140,11 @@ printf 'pid=%s\nport=%s\nstatus=%s\n' "$(cat "$d/controller.pid" 2>/dev/null)" "
 		return cannotTell(err)
 	}
 	if kv["pid"] == "" {
+		// `controller start` may still be at work on the host after its
+		// client died; it gives up well within the bound.
+		if s.ControllerStartAt != nil && time.Since(*s.ControllerStartAt) < controllerStartBound {
+			return cannotTell(fmt.Errorf("its controller start began %s ago and may still finish; ask again in a minute", time.Since(*s.ControllerStartAt).Round(time.Second)))
+		}
 		e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
 		return nil
 	}

@@ -26,12 +26,19 @@ func deadLauncher(t *testing.T) *state.Holder {
 	return &h
 }
 
-// interrupt rewrites a session as a launch killed after starting its
-// controller leaves it: starting, nothing about the controller recorded.
-func interrupt(t *testing.T, e *Executor, id string, l *state.Holder) {
+// interrupt rewrites a session as a launch killed after asking for its
+// controller (startAgo ago, or never when negative) leaves it: starting,
+// nothing about the controller recorded.
+func interrupt(t *testing.T, e *Executor, id string, l *state.Holder, startAgo time.Duration) {
 	t.Helper()
+	var at *time.Time
+	if startAgo >= 0 {
+		v := time.Now().UTC().Add(-startAgo)
+		at = &v
+	}
 	if _, err := e.updateSession(context.Background(), id, "test.interrupt", func(x *Session) error {
 		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir, x.ExitCode, x.EndedAt, x.Launcher = SessionStarting, 0, 0, 0, "", nil, nil, l
+		x.ControllerStartAt, x.Error = at, ""
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -64,12 +71,12 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	}
 	want := *s
 
-	interrupt(t, f.exec, s.ID, launcher())
+	interrupt(t, f.exec, s.ID, launcher(), 0)
 	if got, pending, err := recoverOne(t, f.exec, task.ID, true); err != nil || got.State != SessionStarting || len(pending) != 0 {
 		t.Fatalf("live launcher: %s, %v, %v", got.State, pending, err)
 	}
 
-	interrupt(t, f.exec, s.ID, deadLauncher(t))
+	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
 	if got, pending, err := recoverOne(t, f.exec, task.ID, false); err != nil || got.State != SessionStarting || len(pending) != 1 {
 		t.Fatalf("local only: %s, %v, %v", got.State, pending, err)
 	}
@@ -92,25 +99,36 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, s.PID)
-	interrupt(t, f.exec, s.ID, deadLauncher(t))
+	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
 	got, _, err = recoverOne(t, f.exec, task.ID, true)
 	if err != nil || got.State != SessionExited || got.ExitCode == nil || *got.ExitCode != 7 || got.SessionDir != s.SessionDir {
 		t.Fatalf("gone after exit: %+v, %v", got, err)
 	}
 
-	// No controller ever ran in its session dir: failed.
+	// No controller in its session dir: while a controller start may still
+	// be at work on the host, nothing is decided; after that, failed.
 	if err := os.RemoveAll(s.SessionDir); err != nil {
 		t.Fatal(err)
 	}
-	interrupt(t, f.exec, s.ID, deadLauncher(t))
+	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
+	if got, _, err = recoverOne(t, f.exec, task.ID, true); err == nil || !strings.Contains(err.Error(), "may still finish") || got.State != SessionStarting {
+		t.Fatalf("start just asked for: %s, %v", got.State, err)
+	}
+	interrupt(t, f.exec, s.ID, deadLauncher(t), 2*controllerStartBound)
 	got, _, err = recoverOne(t, f.exec, task.ID, true)
 	if err != nil || got.State != SessionFailed || !strings.Contains(got.Error, "before its controller started") {
 		t.Fatalf("never started: %+v, %v", got, err)
 	}
+	// Never asked for a controller: settled from the records alone.
+	interrupt(t, f.exec, s.ID, deadLauncher(t), -1)
+	got, pending, err := recoverOne(t, f.exec, task.ID, false)
+	if err != nil || got.State != SessionFailed || len(pending) != 0 || !strings.Contains(got.Error, "before any controller start") {
+		t.Fatalf("no controller start: %+v, %v, %v", got, pending, err)
+	}
 
 	// The host cannot be asked: nothing changes, and the error says so.
 	f.srv.Stop()
-	interrupt(t, f.exec, s.ID, deadLauncher(t))
+	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
 	got, _, err = recoverOne(t, f.exec, task.ID, true)
 	if err == nil || !strings.Contains(err.Error(), "cannot tell") || got.State != SessionStarting {
 		t.Fatalf("unreachable: %s, %v", got.State, err)

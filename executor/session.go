@@ -163,6 +163,14 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 	}
 	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: sessionDirOf(taskDir, s.ID),
 		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token, Require: programOf(lp.command)}
+	// From here a controller may exist: recovery must ask the host.
+	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *Session) error {
+		now := time.Now().UTC()
+		x.ControllerStartAt = &now
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
 	var started controller.StartResponse
 	if err := callHelper(ctx, c, t.Host, helper, []string{"controller", "start"}, req, &started); err != nil {
 		if startRefused(err) {

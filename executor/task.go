@@ -84,6 +84,9 @@ type Session struct {
 	// Launcher is the process starting the session; a session still
 	// starting after it died was interrupted.
 	Launcher *state.Holder `json:"launcher,omitempty"`
+	// ControllerStartAt is when the launch asked the host to start the
+	// controller: without it, none can be running.
+	ControllerStartAt *time.Time `json:"controller_start_at,omitempty"`
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
