@@ -127,5 +127,9 @@ func launchFailed(err error, t *executor.Task) error {
 	if t == nil {
 		return err
 	}
+	var le *executor.LaunchError
+	if errors.As(err, &le) && le.Step == executor.StepConnectingCtrl {
+		return cmdutil.WithHint(err, fmt.Sprintf("the agent was started and may be running: `kandev-exec session logs -f %s` once %s answers", le.SessionID, le.Host))
+	}
 	return cmdutil.WithHint(err, fmt.Sprintf("the task record stays for inspection: `kandev-exec task show %s`; after fixing the cause, `kandev-exec task resume %s`", t.ID, t.ID))
 }
