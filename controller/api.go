@@ -71,7 +71,9 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
 	want := []byte("Bearer " + s.req.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		// Health proves the token without receiving it, so a client never
+		// hands its token to whatever now listens on a recorded port.
+		if r.URL.Path != "/v1/health" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}

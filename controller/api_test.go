@@ -72,6 +72,31 @@ func TestHealthRejectsStranger(t *testing.T) {
 	}
 }
 
+// Whatever answers on the port, Health never sends it the token: a
+// stranger that took a dead controller's port learns nothing to forge
+// proofs or receipts with.
+func TestHealthNeverSendsToken(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	if _, err := NewClient(nil, port, "s3cr3t").Health(ctxFor(t, 5*time.Second)); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("Health of a stranger: %v, want ErrNotOurs", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "" {
+		t.Fatalf("stranger saw Authorization %q", seen)
+	}
+}
+
 func TestExitCodeAndLogsFromOffset(t *testing.T) {
 	t.Parallel()
 	s := start(t, newRequest(t, "echo first; echo second >&2; exit 3"))

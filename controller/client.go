@@ -58,7 +58,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	_, _ = rand.Read(b)
 	nonce := hex.EncodeToString(b)
 	var h Health
-	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+nonce)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+nonce, false)
 	var se *statusError
 	if errors.As(err, &se) {
 		return h, fmt.Errorf("%w: %v", ErrNotOurs, err)
@@ -91,7 +91,7 @@ func (c *Client) Logs(ctx context.Context, offset int64, follow bool, w io.Write
 	if follow {
 		path += "&follow=1"
 	}
-	resp, err := c.send(ctx, http.MethodGet, path)
+	resp, err := c.send(ctx, http.MethodGet, path, true)
 	if err != nil {
 		return offset, err
 	}
@@ -119,7 +119,7 @@ func (c *Client) Drain(ctx context.Context, claimID string) (Receipt, error) {
 }
 
 func (c *Client) call(ctx context.Context, method, path string, out any) error {
-	resp, err := c.send(ctx, method, path)
+	resp, err := c.send(ctx, method, path, true)
 	if err != nil {
 		return err
 	}
@@ -127,13 +127,16 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-// send performs a request and turns a non-200 answer into an error.
-func (c *Client) send(ctx context.Context, method, path string) (*http.Response, error) {
+// send performs a request (with the token when auth) and turns a
+// non-200 answer into an error.
+func (c *Client) send(ctx context.Context, method, path string, auth bool) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
