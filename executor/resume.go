@@ -108,7 +108,7 @@ func (e *Executor) ensureFinished(ctx context.Context, t *Task, id string) error
 		_, err = e.recordFinal(ctx, id, st, lostNoEnd)
 	}
 	if err != nil {
-		return cannotTell(a.linkErr(err, "checking", "nothing was started", ""))
+		return cannotTell(a.linkErr(err, "checking", "its state is unknown", ""))
 	}
 	return nil
 }
