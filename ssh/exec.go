@@ -29,8 +29,17 @@ var quoteReplacer = strings.NewReplacer("'", `'"'"'`, `\`, `'\\'`)
 // BootstrapCommand wraps a script so it runs under /bin/sh whatever the
 // user's login shell is (sshd hands the command to the login shell).
 func BootstrapCommand(script string) string {
-	return "/bin/sh -c " + ShellQuote(script)
+	if !strings.ContainsAny(script, "\n\r") {
+		return "/bin/sh -c " + ShellQuote(script)
+	}
+	// tcsh cannot hold a newline inside quotes: carry the script as printf
+	// %b escapes on one line and let /bin/sh rebuild and eval it.
+	enc := scriptEscaper.Replace(script)
+	return "/bin/sh -c " + ShellQuote(`eval "$(printf '%b' '`+enc+`')"`)
 }
+
+// scriptEscaper encodes for printf %b: \0ddd is an octal byte there.
+var scriptEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "'", `\0047`)
 
 // ExitError is a remote command that ran and exited non-zero.
 type ExitError struct {
