@@ -38,7 +38,7 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Profile{WorkdirRoot: DefaultWorkdirRoot, Shell: DefaultShell, Env: []EnvEntry{}, Repositories: []Repository{}}
+	p := &Profile{Shell: DefaultShell, Env: []EnvEntry{}, Repositories: []Repository{}}
 	err = d.mapping(root, "profile", "", func(key, path string, v *yaml.Node) error {
 		switch key {
 		case "name":

@@ -70,7 +70,7 @@ func TestDecodeProfileDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.WorkdirRoot != DefaultWorkdirRoot || p.Shell != DefaultShell || p.Env == nil || p.Repositories == nil || p.ReclaimTaskDir {
+	if p.WorkdirRoot != "" || p.Shell != DefaultShell || p.Env == nil || p.Repositories == nil || p.ReclaimTaskDir {
 		t.Fatalf("defaults: %+v", p)
 	}
 }

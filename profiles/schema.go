@@ -11,12 +11,10 @@ import (
 	"fmt"
 )
 
-// Defaults applied by the decoder when a profile leaves the field out.
-const (
-	DefaultWorkdirRoot = "~/.kandev"
-	// sh is the only shell every POSIX host is sure to have.
-	DefaultShell = "sh"
-)
+// DefaultShell is applied by the decoder when a profile names none: sh is
+// the only shell every POSIX host is sure to have. An absent workdir_root
+// stays empty: the host's root (host add --workdir-root) applies then.
+const DefaultShell = "sh"
 
 // RefKind names a reference form; the values are the YAML and JSON keys.
 type RefKind string

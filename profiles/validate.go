@@ -78,7 +78,7 @@ func (p *Profile) Validate(knownHost func(string) bool) error {
 	if ValidName(p.Host) && knownHost != nil && !knownHost(p.Host) {
 		v.add("host", "host", "host %q is not a known host (add it with `kandev-exec host add %s`)", p.Host, p.Host)
 	}
-	if !validRoot(p.WorkdirRoot) {
+	if p.WorkdirRoot != "" && !validRoot(p.WorkdirRoot) {
 		v.add("workdir_root", "workdir_root", `"workdir_root" must be ~, ~/PATH or /PATH, without empty, . or .. segments`)
 	}
 	if !slices.Contains(posixShells, p.Shell) {
