@@ -44,8 +44,9 @@ func (e *UnsupportedPlatformError) Error() string {
 //
 // The fast path is one round trip. Otherwise a local lock per host and
 // binary serialises concurrent launches, and the check is repeated under
-// it, so a host gets at most one upload from this machine.
-func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platform string) (remotePath string, uploaded bool, err error) {
+// it, so a host gets at most one upload from this machine. uploading, if
+// given, is called just before an upload starts (progress output).
+func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platform string, uploading ...func()) (remotePath string, uploaded bool, err error) {
 	if !supportedPlatforms[platform] {
 		return "", false, &UnsupportedPlatformError{Platform: platform}
 	}
@@ -69,6 +70,9 @@ func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platfo
 	// Another launch may have uploaded it while this one waited.
 	if st, err = checkHelper(ctx, c, root, sha); err != nil || st.cached {
 		return st.path(), false, err
+	}
+	for _, f := range uploading {
+		f()
 	}
 	if err := uploadHelper(ctx, c, local, st.dir, sha); err != nil {
 		return "", false, fmt.Errorf("upload helper to %s: %w", c.Target.Label(), err)

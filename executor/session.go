@@ -116,16 +116,14 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 	if err != nil {
 		return fail(err)
 	}
-	helper, uploaded, err := e.EnsureHelper(ctx, c, t.Root, info.Platform)
+	helper, uploaded, err := e.EnsureHelper(ctx, c, t.Root, info.Platform, func() { progress(StepUploading) })
 	if err != nil {
 		if !errors.As(err, new(*UnsupportedPlatformError)) {
 			step = StepUploading
 		}
 		return fail(err)
 	}
-	if uploaded {
-		progress(StepUploading)
-	} else {
+	if !uploaded {
 		progress(StepHelperCached)
 	}
 
