@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -41,6 +44,12 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	default:
 		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
 	}
+	// Two resumes at once would both find the earlier sessions finished.
+	unlock, err := e.lockResume(t.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	// What an interrupted launch left is settled first (recover.go).
 	ts, _, err := e.RecoverTasks(ctx, []*Task{t}, true)
 	if err != nil {
@@ -71,6 +80,37 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 		t = t2
 	}
 	return t, s, err
+}
+
+// ResumingError: another process is resuming the task right now (exit 10).
+type ResumingError struct{ TaskID string }
+
+func (e *ResumingError) Error() string {
+	return fmt.Sprintf("task %s is being resumed by another kandev-exec right now; `kandev-exec task show %s` once it is done", e.TaskID, e.TaskID)
+}
+
+// ExitCode: a conflict with the other resume.
+func (e *ResumingError) ExitCode() (int, string) { return 10, "conflict" }
+
+// lockResume takes the task's resume lock (<state>/locks/resume-<id>.lock)
+// without waiting; the lock goes with the process, so a crash frees it.
+func (e *Executor) lockResume(taskID string) (unlock func(), err error) {
+	dir, err := e.privateDir("locks", true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "resume-"+taskID+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &ResumingError{TaskID: taskID}
+		}
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // ensureFinished proves an earlier session is no longer running.
