@@ -240,6 +240,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 			}
 		},
 		"waitfile": cmdWaitFile,
+		"require":  cmdRequire,
 		"fishuser": fx.cmdFishUser,
 		"capture":  cmdCapture,
 		"freeport": cmdFreePort,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -69,5 +70,15 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		_, _ = ts.Stdout().Write(body)
 		return
+	}
+}
+
+// require TOOL...: fail, naming the package to install, when a tool a
+// transcript needs is missing; a missing tool never turns into a skip.
+func cmdRequire(ts *testscript.TestScript, neg bool, args []string) {
+	for _, tool := range args {
+		if _, err := exec.LookPath(tool); err != nil {
+			ts.Fatalf("%s is required: apt-get install -y %s (.ci/run installs it)", tool, tool)
+		}
 	}
 }
