@@ -44,7 +44,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	}
 	req := taskdir.PrepareRequest{Root: absRoot(t.Root, info.Home), TaskDir: t.DirName,
 		Owner:      taskdir.Owner{InstallationID: inst, TaskID: t.ID, OperationID: t.OperationID, Created: t.CreatedAt},
-		TaskBranch: t.Branch, BaseBranch: t.BaseBranch, TimeoutSeconds: int(PrepareTimeout.Seconds())}
+		TaskBranch: t.Branch, BaseBranch: t.BaseBranch, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
 	for i, r := range lp.profile.Repositories {
 		spec := taskdir.Repository{Name: r.Name, URL: r.URL, Branch: r.Branch}
 		if i == 0 && t.Repo != "" {
@@ -55,7 +55,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	if len(req.Repositories) == 0 && t.Repo != "" {
 		req.Repositories = []taskdir.Repository{{Name: "primary", URL: t.Repo, Branch: t.BaseBranch}}
 	}
-	ctx, cancel := context.WithTimeout(ctx, PrepareTimeout+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)
 	defer cancel()
 	var resp taskdir.PrepareResult
 	if err := callHelperOp(ctx, c, t.Host, helper, taskdir.OpPrepare, req, &resp); err != nil {
@@ -74,8 +74,8 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 
 func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper, dir string, env map[string]string, redact []string) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
-		Env: env, Redact: redact, TimeoutSeconds: int(PrepareTimeout.Seconds())}
-	ctx, cancel := context.WithTimeout(ctx, PrepareTimeout+30*time.Second)
+		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
+	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)
 	defer cancel()
 	var resp taskdir.RunScriptResult
 	if err := callHelperOp(ctx, c, t.Host, helper, taskdir.OpRunScript, req, &resp); err != nil {

@@ -16,8 +16,16 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// PrepareTimeout bounds clone/fetch/checkout plus the prepare script.
+// PrepareTimeout bounds clone/fetch/checkout, and the prepare script,
+// unless the profile sets prepare_timeout.
 var PrepareTimeout = 10 * time.Minute
+
+func prepareTimeout(p *profiles.Profile) time.Duration {
+	if d, err := time.ParseDuration(p.PrepareTimeout); err == nil && d > 0 {
+		return d
+	}
+	return PrepareTimeout
+}
 
 // LaunchError is a launch that failed on the host after the intent was
 // recorded; the task and session records say how far it got.

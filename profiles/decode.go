@@ -55,6 +55,8 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 			return d.repositories(v, &p.Repositories)
 		case "prepare_script":
 			return d.str(v, key, path, &p.PrepareScript)
+		case "prepare_timeout":
+			return d.str(v, key, path, &p.PrepareTimeout)
 		case "cleanup_script":
 			return d.str(v, key, path, &p.CleanupScript)
 		case "reclaim_task_dir":

@@ -126,6 +126,7 @@ type Profile struct {
 	Env            []EnvEntry   `json:"env"`
 	Repositories   []Repository `json:"repositories"`
 	PrepareScript  string       `json:"prepare_script"`
+	PrepareTimeout string       `json:"prepare_timeout,omitempty"` // Go duration; "" = the default (10m)
 	CleanupScript  string       `json:"cleanup_script"`
 	ReclaimTaskDir bool         `json:"reclaim_task_dir"`
 

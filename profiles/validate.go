@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 var (
@@ -86,6 +87,11 @@ func (p *Profile) Validate(knownHost func(string) bool) error {
 	}
 	v.entries(p.Env, "env", "env", false)
 	v.repositories(p.Repositories)
+	if p.PrepareTimeout != "" {
+		if d, err := time.ParseDuration(p.PrepareTimeout); err != nil || d <= 0 || d > 24*time.Hour {
+			v.add("prepare_timeout", "prepare_timeout", `"prepare_timeout" must be a duration like 10m, between 1s and 24h`)
+		}
+	}
 	for _, s := range []struct{ key, text string }{{"prepare_script", p.PrepareScript}, {"cleanup_script", p.CleanupScript}} {
 		if strings.IndexByte(s.text, 0) >= 0 {
 			v.add(s.key, s.key, "%q contains a NUL byte", s.key)

@@ -45,6 +45,7 @@ type profileYAML struct {
 	Env            EnvYAML          `yaml:"env"`
 	Repositories   []repositoryYAML `yaml:"repositories"`
 	PrepareScript  string           `yaml:"prepare_script"`
+	PrepareTimeout string           `yaml:"prepare_timeout,omitempty"`
 	CleanupScript  string           `yaml:"cleanup_script"`
 	ReclaimTaskDir bool             `yaml:"reclaim_task_dir"`
 }
@@ -62,7 +63,7 @@ func toYAML(p *profiles.Profile) profileYAML {
 		repos[i] = repositoryYAML{Name: r.Name, URL: r.URL, Branch: r.Branch, Secrets: r.Secrets}
 	}
 	return profileYAML{Name: p.Name, Host: p.Host, WorkdirRoot: p.WorkdirRoot, Shell: p.Shell, Env: p.Env,
-		Repositories: repos, PrepareScript: p.PrepareScript, CleanupScript: p.CleanupScript, ReclaimTaskDir: p.ReclaimTaskDir}
+		Repositories: repos, PrepareScript: p.PrepareScript, PrepareTimeout: p.PrepareTimeout, CleanupScript: p.CleanupScript, ReclaimTaskDir: p.ReclaimTaskDir}
 }
 
 func showRun(ctx context.Context, o *ShowOptions) error {
