@@ -23,7 +23,14 @@ Host demo
 CFG
 export KANDEV_EXEC_STATE_DIR="$work/state" KANDEV_EXEC_SSH_CONFIG="$work/ssh_config"
 
-run() { echo; printf '$ kandev-exec'; printf ' %q' "$@"; echo; "$KE" "$@"; }
+# run shows the command as a user would type it, then runs it.
+run() {
+  echo; printf '$ kandev-exec'
+  for a in "$@"; do
+    case $a in *[[:space:]\"\$\;]*) printf " '%s'" "$a" ;; *) printf ' %s' "$a" ;; esac
+  done
+  echo; "$KE" "$@"
+}
 
 echo "==> a throwaway sshd listens on 127.0.0.1:$port (alias 'demo' in $work/ssh_config)"
 run host add demo --alias demo
