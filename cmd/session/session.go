@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
 )
 
 // NewCmdSession is the `session` noun.
@@ -16,19 +17,8 @@ func NewCmdSession(f *cmdutil.Factory) *cobra.Command {
 	return c
 }
 
+// completeSessions completes session IDs from local state (first
+// argument only).
 func completeSessions(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ex, err := f.Executor()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		ids, err := ex.SessionIDs(context.Background())
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		return ids, cobra.ShellCompDirectiveNoFileComp
-	}
+	return cmdutil.CompleteNames(f, 1, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.SessionIDs(ctx) })
 }

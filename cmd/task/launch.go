@@ -59,23 +59,9 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task")
 	fl.StringArrayVar(&opts.Launch.Env, "env", nil, "KEY=VALUE for the agent (repeatable; literals only)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
-	_ = c.RegisterFlagCompletionFunc("profile", completeNames(f, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.ProfileNames(ctx) }))
-	_ = c.RegisterFlagCompletionFunc("agent", completeNames(f, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.AgentNames(ctx) }))
+	_ = c.RegisterFlagCompletionFunc("profile", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.ProfileNames(ctx) }))
+	_ = c.RegisterFlagCompletionFunc("agent", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.AgentNames(ctx) }))
 	return c
-}
-
-func completeNames(f *cmdutil.Factory, list func(*executor.Executor, context.Context) ([]string, error)) cobra.CompletionFunc {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		ex, err := f.Executor()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		names, err := list(ex, context.Background())
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	}
 }
 
 func launchRun(ctx context.Context, o *LaunchOptions) error {

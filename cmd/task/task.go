@@ -44,21 +44,9 @@ func viewOf(t *executor.Task) View {
 	return v
 }
 
+// completeTasks completes task IDs from local state (first argument only).
 func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ex, err := f.Executor()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		ids, err := ex.TaskIDs(context.Background())
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		return ids, cobra.ShellCompDirectiveNoFileComp
-	}
+	return cmdutil.CompleteNames(f, 1, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.TaskIDs(ctx) })
 }
 
 // progress prints launch steps on stderr.
