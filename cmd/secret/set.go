@@ -62,6 +62,10 @@ and never printed.`,
 		},
 	}
 	c.Flags().StringVar(&opts.FromFile, "from-file", "", "read the value from `FILE`")
+	// A mistyped flag may be a pasted value: never echo it back.
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return cmdutil.FlagErrorf("secret set takes only NAME and --from-file (the unknown flag is not shown: it may hold a value; pipe secrets on stdin)")
+	})
 	return c
 }
 
