@@ -117,6 +117,9 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		return fail(err)
 	}
 	defer c.Close()
+	// A silent link closes the client, so no step below can hang on it.
+	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
+	defer wd.Stop()
 
 	step = StepDetecting
 	progress(step)
