@@ -96,7 +96,13 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		return nil, err
 	}
 	step := StepConnecting
+	var wd *ssh.Watchdog
 	launchErr := func(err error) error {
+		if wd != nil {
+			// A link that died is exit 7 and says so, not a step's EOF.
+			err = linkLost(wd, t.Host, err, "launching task "+t.ID, "the launch did not finish",
+				fmt.Sprintf("`kandev-exec task show %s` settles it once the host answers", t.ID))
+		}
 		return &LaunchError{TaskID: t.ID, Host: t.Host, SessionID: s.ID, Step: step, Err: err}
 	}
 	fail := func(err error) (*Session, error) {
@@ -118,7 +124,7 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 	}
 	defer c.Close()
 	// A silent link closes the client, so no step below can hang on it.
-	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
+	wd = c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
 	defer wd.Stop()
 
 	step = StepDetecting
