@@ -28,6 +28,8 @@ const (
 	CodeVerifyFailed   = "verify_failed"
 	CodeTimeout        = "timeout"
 	CodeIO             = "io_error"
+	CodeUnsafeCheckout = "unsafe_checkout" // detached commits or an unfinished rebase/merge a checkout could lose
+	CodeBusy           = "busy"            // another prepare or run-script holds the task dir's lock
 )
 
 // maxRequest bounds stdin: a request is a few KiB even with a large env.

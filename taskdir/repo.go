@@ -2,6 +2,8 @@ package taskdir
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +14,8 @@ import (
 // an existing checkout of the same origin, and creates taskBranch from
 // origin/<base> only when it is missing: an existing branch is checked out
 // as it is, and nothing is ever reset, so local commits and untracked
-// work survive every later session.
+// work survive every later session. An existing checkout that a checkout
+// could lose work from (safeToCheckout) is refused, never repaired.
 func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
 	isRepo, err := isDir(filepath.Join(dir, ".git"))
 	if err != nil {
@@ -37,6 +40,11 @@ func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
 	}
 	if _, err := git(ctx, dir, "fetch", "--quiet", "origin"); err != nil {
 		return err
+	}
+	if isRepo {
+		if err := safeToCheckout(ctx, dir, taskBranch); err != nil {
+			return err
+		}
 	}
 	if _, exists, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch); err != nil {
 		return err
@@ -63,6 +71,46 @@ func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
 	// --no-track: pushing the task branch must never update the base.
 	_, err = git(ctx, dir, "checkout", "--quiet", "--no-track", "-b", taskBranch, start)
 	return err
+}
+
+// inProgress names the state git keeps in .git while an operation is
+// unfinished; a checkout in the middle of one would abandon it.
+var inProgress = []struct{ file, what string }{
+	{"rebase-merge", "a rebase"},
+	{"rebase-apply", "a rebase (or git am)"},
+	{"MERGE_HEAD", "a merge"},
+	{"CHERRY_PICK_HEAD", "a cherry-pick"},
+	{"REVERT_HEAD", "a revert"},
+	{"BISECT_LOG", "a bisect"},
+}
+
+// safeToCheckout refuses an existing checkout that a checkout of the task
+// branch could lose work from: one in the middle of a rebase, merge,
+// cherry-pick, revert or bisect, or one whose HEAD is detached anywhere
+// but at the tip of the task branch (commits made there would be left
+// dangling). It never resets or discards anything: the user decides.
+func safeToCheckout(ctx context.Context, dir, taskBranch string) error {
+	for _, s := range inProgress {
+		path := filepath.Join(dir, ".git", s.file)
+		if _, err := os.Lstat(path); err == nil {
+			return errorf(CodeUnsafeCheckout, "%s: %s is in progress (%s); finish or abort it yourself, then resume", dir, s.what, path)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return errorf(CodeIO, "inspect %s: %v", path, err)
+		}
+	}
+	if _, onBranch, err := gitQuery(ctx, dir, "symbolic-ref", "--quiet", "HEAD"); err != nil || onBranch {
+		return err
+	}
+	head, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil || !ok {
+		return err
+	}
+	tip, _, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch+"^{commit}")
+	if err != nil || tip == head {
+		return err
+	}
+	return errorf(CodeUnsafeCheckout, "%s: HEAD is detached at %s, which is not the tip of task branch %q, and checking the branch out would leave any commits made there behind; create a branch for it or check out the task branch yourself, then resume",
+		dir, head, taskBranch)
 }
 
 // defaultBranch asks origin which branch its HEAD names.
