@@ -12,17 +12,26 @@ import (
 // seen from the host) over its own direct-tcpip channel, until ctx ends or
 // the SSH connection dies. Channel opens are serialised: parallel opens
 // have been seen to fail with EOF on some servers.
+// When ctx ends, open connections are closed too: Ctrl-C must not wait
+// for a client that keeps its connection open.
 func (c *Client) Forward(ctx context.Context, ln net.Listener, remoteAddr string, onErr func(error)) error {
 	var openMu sync.Mutex
 	var wg sync.WaitGroup
+	var live sync.Map // net.Conn -> struct{}: both sides of every carried connection
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	// However Forward ends, the connections it carries end with it.
+	defer func() { close(stop); <-done; wg.Wait() }()
 	go func() {
+		defer close(done)
 		select {
 		case <-ctx.Done():
 		case <-c.Done():
+		case <-stop:
 		}
 		ln.Close()
+		live.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
 	}()
-	defer wg.Wait()
 	for {
 		local, err := ln.Accept()
 		if err != nil {
@@ -37,8 +46,13 @@ func (c *Client) Forward(ctx context.Context, ln net.Listener, remoteAddr string
 			return err
 		}
 		wg.Add(1)
+		live.Store(local, struct{}{})
+		if ctx.Err() != nil { // raced with the shutdown's sweep
+			local.Close()
+		}
 		go func() {
 			defer wg.Done()
+			defer live.Delete(local)
 			openMu.Lock()
 			remote, err := c.Dial("tcp", remoteAddr)
 			openMu.Unlock()
@@ -48,6 +62,11 @@ func (c *Client) Forward(ctx context.Context, ln net.Listener, remoteAddr string
 					onErr(err)
 				}
 				return
+			}
+			live.Store(remote, struct{}{})
+			defer live.Delete(remote)
+			if ctx.Err() != nil {
+				remote.Close()
 			}
 			Splice(local, remote)
 		}()

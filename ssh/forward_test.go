@@ -60,3 +60,52 @@ func TestForwardCarriesHTTP(t *testing.T) {
 		t.Fatal("Forward did not return after cancel")
 	}
 }
+
+// Regression: cancelling a forward ends it even while a client keeps its
+// connection open (Ctrl-C must not wait for the client).
+func TestForwardCancelClosesOpenConnections(t *testing.T) {
+	s := sshtest.NewServer(t)
+	c, err := Dial(context.Background(), targetFor(t, s), DialOptions{Mode: Record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	svc, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	go func() { // a service that never closes its side
+		for {
+			conn, err := svc.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Forward(ctx, ln, svc.Addr().String(), nil) }()
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.Write([]byte("x"))
+	time.Sleep(300 * time.Millisecond) // let the channel open
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Forward still running after cancel with a connection open")
+	}
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil {
+		t.Error("the open client connection should have been closed")
+	}
+}
