@@ -32,7 +32,7 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 			x.State = SessionRunning
 			return
 		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode = st.State, st.ExitCode
+			x.State, x.ExitCode, x.Signal = st.State, st.ExitCode, st.Signal
 			if st.EndedAt != nil {
 				x.EndedAt = st.EndedAt
 			}

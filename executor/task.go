@@ -72,6 +72,7 @@ type Session struct {
 	Host        string     `json:"host"`
 	State       string     `json:"state"`
 	ExitCode    *int       `json:"exit_code"`
+	Signal      string     `json:"signal,omitempty"` // what ended the agent when no exit code did
 	PID         int        `json:"pid"`
 	StartTime   uint64     `json:"pid_start_time"`
 	RemotePort  int        `json:"remote_port"`

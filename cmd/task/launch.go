@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
@@ -103,8 +104,24 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 			return err
 		}
 	}
-	if final.ExitCode != nil && *final.ExitCode != 0 {
-		return &cmdutil.ExitCodeError{Code: *final.ExitCode, JSON: "error"}
+	return agentOutcome(final)
+}
+
+// agentOutcome turns how the agent ended into this command's exit: its
+// own code, 128+N for a signal (as shells report it), and an error when
+// the session was lost and nobody knows.
+func agentOutcome(s *executor.Session) error {
+	switch {
+	case s.ExitCode != nil && *s.ExitCode != 0:
+		return &cmdutil.ExitCodeError{Code: *s.ExitCode, JSON: "error"}
+	case s.Signal != "":
+		code := 128 + int(unix.SignalNum(s.Signal))
+		if code == 128 {
+			code = 1
+		}
+		return &cmdutil.ExitCodeError{Code: code, JSON: "error", Msg: fmt.Sprintf("the agent of session %s was killed by %s", s.ID, s.Signal)}
+	case s.State == executor.SessionLost:
+		return cmdutil.WithHint(fmt.Errorf("session %s was lost: %s", s.ID, s.Error), fmt.Sprintf("`kandev-exec session show %s`; the task directory stays: `kandev-exec task resume %s`", s.ID, s.TaskID))
 	}
 	return nil
 }
