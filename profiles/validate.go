@@ -88,7 +88,7 @@ func (p *Profile) Validate(knownHost func(string) bool) error {
 	v.entries(p.Env, "env", "env", false)
 	v.repositories(p.Repositories)
 	if p.PrepareTimeout != "" {
-		if d, err := time.ParseDuration(p.PrepareTimeout); err != nil || d <= 0 || d > 24*time.Hour {
+		if d, err := time.ParseDuration(p.PrepareTimeout); err != nil || d < time.Second || d > 24*time.Hour {
 			v.add("prepare_timeout", "prepare_timeout", `"prepare_timeout" must be a duration like 10m, between 1s and 24h`)
 		}
 	}

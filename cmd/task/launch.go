@@ -70,7 +70,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	if err != nil {
 		return err
 	}
-	o.Launch.Progress = progress(o.IO.ErrOut)
+	o.Launch.Progress = progress(o.IO.ErrOut, o.JSON)
 	t, s, err := ex.Launch(ctx, o.Launch)
 	if err != nil {
 		return launchFailed(err, t)

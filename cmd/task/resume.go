@@ -44,7 +44,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
-	t, s, err := ex.Resume(ctx, o.ID, o.Command, progress(o.IO.ErrOut))
+	t, s, err := ex.Resume(ctx, o.ID, o.Command, progress(o.IO.ErrOut, o.JSON))
 	if err != nil {
 		return launchFailed(err, t)
 	}

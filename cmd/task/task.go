@@ -50,6 +50,11 @@ func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc {
 }
 
 // progress prints launch steps on stderr.
-func progress(w io.Writer) func(string) {
+// With --json they are left out: stderr then carries only the error
+// envelope, if any.
+func progress(w io.Writer, asJSON bool) func(string) {
+	if asJSON {
+		return nil
+	}
 	return func(step string) { fmt.Fprintf(w, "• %s\n", step) }
 }
