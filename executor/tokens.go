@@ -3,7 +3,6 @@ package executor
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 )
 
@@ -35,10 +34,4 @@ func (e *Executor) loadToken(sessionID string) (string, error) {
 	}
 	b, err := readValueFile(filepath.Join(dir, sessionID), true)
 	return string(b), err
-}
-
-func (e *Executor) dropToken(sessionID string) {
-	if dir, err := e.privateDir(tokensDirName, false); err == nil {
-		os.Remove(filepath.Join(dir, sessionID))
-	}
 }
