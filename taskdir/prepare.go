@@ -70,6 +70,12 @@ func Prepare(ctx context.Context, req PrepareRequest) (*PrepareResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Taken once the directory is provably ours, and held to the end.
+	release, err := lockTaskDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res := &PrepareResult{TaskDirAbs: dir, Created: created, Owner: owner}
 	if err := prepareRepos(ctx, dir, req); err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 // profile's shell. Env arrives here, on the helper's stdin, so secrets
 // never appear in a command line or on the host's disk.
 type RunScriptRequest struct {
-	Dir            string            `json:"dir"` // absolute or ~-prefixed
+	Dir            string            `json:"dir"` // the task dir, absolute or ~-prefixed
 	Shell          string            `json:"shell"`
 	Script         string            `json:"script"`
 	Env            map[string]string `json:"env,omitempty"`
@@ -45,6 +45,13 @@ func RunScript(ctx context.Context, req RunScriptRequest) (*RunScriptResult, err
 	}
 	ctx, cancel := requestContext(ctx, req.TimeoutSeconds)
 	defer cancel()
+	// dir is the task dir: its lock keeps this script from running next
+	// to another launch's prepare or script.
+	release, err := lockTaskDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	cmd := groupCommand(ctx, dir, req.Shell, "-l", "-c", req.Script)
 	cmd.Env = os.Environ()
 	for k, v := range req.Env {
