@@ -15,16 +15,31 @@ import (
 // killWait is how long a SIGKILLed agent gets to be reaped.
 const killWait = 5 * time.Second
 
+// groupPoll is how often the agent's process group is checked for members
+// once the agent has been reaped (see watchGroup).
+const groupPoll = 250 * time.Millisecond
+
 // startAgent runs `<shell> -l -c <command>` in the task dir, in its own
-// process group, with stdout and stderr appended to controller.log.
+// process group, with stdout and stderr appended to controller.log, the
+// request's redact values masked.
 func (s *server) startAgent() error {
 	cmd := exec.Command(s.req.Shell, "-l", "-c", s.req.Command)
 	cmd.Dir = s.req.TaskDir
 	cmd.Env = agentEnv(s.req.Env)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	// Its own group, so stop reaches everything it spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Our own pipe rather than an io.Writer, so Wait returns when the agent
+	// exits even if something it left behind still holds the output open.
+	out, w, err := os.Pipe()
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = w, w
+		// Its own group, so stop reaches everything it spawned.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = cmd.Start()
+		w.Close()
+		if err != nil {
+			out.Close()
+		}
+	}
+	if err != nil {
 		err = fmt.Errorf("start agent: %w", err)
 		s.event("%v", err)
 		s.mu.Lock()
@@ -35,9 +50,10 @@ func (s *server) startAgent() error {
 		return err
 	}
 	s.agentPGID = cmd.Process.Pid
+	go s.copyOutput(out)
 	s.mu.Lock()
 	s.st.State, s.st.AgentPID = StateRunning, cmd.Process.Pid
-	err := s.writeStatusLocked()
+	err = s.writeStatusLocked()
 	s.mu.Unlock()
 	s.event("agent started, pid %d", cmd.Process.Pid)
 	go s.waitAgent(cmd)
@@ -59,8 +75,48 @@ func agentEnv(extra map[string]string) []string {
 	return env
 }
 
+// outputWait is how long the agent's exit waits for the rest of its output,
+// so that it is in the log before the exit line.
+const outputWait = 200 * time.Millisecond
+
+// copyOutput appends the agent's output to the log through the redactor,
+// and what it held back once the output ends.
+func (s *server) copyOutput(r *os.File) {
+	defer close(s.outDone)
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.logMu.Lock()
+			_, _ = s.redact.Write(buf[:n])
+			s.logMu.Unlock()
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.logMu.Lock()
+	_ = s.redact.flush()
+	s.logMu.Unlock()
+}
+
+// awaitOutput waits a little for the agent's output to end. Processes the
+// agent left behind may keep it open; their output is logged as it comes.
+func (s *server) awaitOutput() {
+	select {
+	case <-s.outDone:
+	case <-time.After(outputWait):
+	}
+}
+
 func (s *server) waitAgent(cmd *exec.Cmd) {
 	_ = cmd.Wait()
+	s.awaitOutput() // shorter than groupPoll
+	// From here the agent's pid is free and its group id may be reused
+	// once the group empties: keep watching, so that is noticed in time.
+	s.groupLive()
+	go s.watchGroup()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,15 +156,13 @@ func (s *server) runStop() {
 	if s.settled() {
 		return
 	}
-	s.event("stopping: SIGTERM to agent process group %d", s.agentPGID)
-	s.signalGroup(syscall.SIGTERM)
+	s.signalGroup(syscall.SIGTERM, "stopping: SIGTERM to agent process group %d")
 	deadline := time.Now().Add(s.grace)
 	for !s.settled() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !s.settled() {
-		s.event("stop grace %s passed: SIGKILL to agent process group %d", s.grace, s.agentPGID)
-		s.signalGroup(syscall.SIGKILL)
+		s.signalGroup(syscall.SIGKILL, "stop grace "+s.grace.String()+" passed: SIGKILL to agent process group %d")
 	}
 	select {
 	case <-s.exited:
@@ -124,14 +178,59 @@ func (s *server) settled() bool {
 	default:
 		return false
 	}
-	return s.groupGone.Load() || !groupAlive(s.agentPGID)
+	return !s.groupLive()
 }
 
-func (s *server) signalGroup(sig syscall.Signal) {
+// groupLive reports whether the agent's process group has live members and
+// is provably still the agent's. The kernel never reuses a pgid while any
+// process is in that group (the unreaped agent itself holds it until
+// waitAgent), so while the group is continuously observed non-empty the id
+// is ours. The first time it is observed empty, it is marked gone for good:
+// a later non-empty group with that id may be a stranger that did setsid
+// and got pid == pgid, and must never be signalled. watchGroup keeps the
+// observations continuous after the agent is reaped; reusing the id within
+// one groupPoll would take the pid space wrapping around in that time.
+func (s *server) groupLive() bool {
 	if s.groupGone.Load() {
-		return
+		return false
 	}
-	if err := syscall.Kill(-s.agentPGID, sig); errors.Is(err, syscall.ESRCH) {
-		s.groupGone.Store(true)
+	if s.alive(s.agentPGID) {
+		return true
 	}
+	if !s.groupGone.Swap(true) {
+		s.event("agent process group %d is empty: it is never signalled again", s.agentPGID)
+	}
+	return false
+}
+
+// watchGroup polls the group after the agent was reaped until it is
+// observed empty or the controller is done.
+func (s *server) watchGroup() {
+	t := time.NewTicker(groupPoll)
+	defer t.Stop()
+	for s.groupLive() {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// signalGroup signals the agent's group only if it is still provably the
+// agent's, logging what (format, given the pgid) once it does; the check
+// right before kill leaves no gap for reuse to slip in. It reports whether
+// the signal was sent.
+func (s *server) signalGroup(sig syscall.Signal, format string) bool {
+	if !s.groupLive() {
+		return false
+	}
+	s.event(format, s.agentPGID)
+	if err := s.kill(-s.agentPGID, sig); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			s.groupGone.Store(true)
+		}
+		return false
+	}
+	return true
 }

@@ -37,8 +37,13 @@ type server struct {
 	log         *os.File
 	logMu       sync.Mutex
 	agentPGID   int
-	groupGone   atomic.Bool   // kill(-pgid) said ESRCH: never signal that id again
-	exited      chan struct{} // closed once the agent's end is recorded
+	groupGone   atomic.Bool                             // observed empty: never signal that id again
+	kill        func(pid int, sig syscall.Signal) error // syscall.Kill; tests swap it
+	alive       func(pgid int) bool                     // groupAlive; tests swap it
+	redact      *redactWriter                           // agent output into the log; under logMu
+	outDone     chan struct{}                           // closed once the agent's output has ended
+	done        chan struct{}                           // closed when serve returns
+	exited      chan struct{}                           // closed once the agent's end is recorded
 	stopOnce    sync.Once
 	stopDone    chan struct{}
 	drainMu     sync.Mutex
@@ -101,6 +106,7 @@ func newServer(sessionDir string, req StartRequest) (*server, error) {
 		return nil, errors.New("start request: session_dir does not match --session-dir")
 	}
 	return &server{req: req, dir: dir, grace: grace, linger: linger, pid: os.Getpid(),
+		kill: syscall.Kill, alive: groupAlive, outDone: make(chan struct{}), done: make(chan struct{}),
 		exited: make(chan struct{}), stopDone: make(chan struct{})}, nil
 }
 
@@ -129,6 +135,7 @@ func (s *server) start() error {
 	if s.log, err = os.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
+	s.redact = newRedactWriter(s.log, s.req.Redact)
 	if s.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return err
 	}
@@ -164,6 +171,8 @@ func (s *server) refuseSecondController() error {
 // of the agent's group and shuts down.
 func (s *server) serve(sigc <-chan os.Signal) error {
 	defer s.log.Close()
+	defer s.flushOutput()
+	defer close(s.done)
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(s.ln) }()
@@ -200,6 +209,15 @@ loop:
 		srv.Close()
 	}
 	return err
+}
+
+// flushOutput writes what the redactor still holds back, when the agent's
+// output has not ended by the time the controller exits.
+func (s *server) flushOutput() {
+	s.awaitOutput()
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_ = s.redact.flush()
 }
 
 // watchDir closes the returned channel when the session dir is removed or

@@ -31,6 +31,9 @@ type StartRequest struct {
 	// refuses, before anything is detached, if the agent's login shell
 	// cannot find it.
 	Require string `json:"require,omitempty"`
+	// Redact are values (secrets the env carries) masked as *** in the
+	// agent's output before it reaches controller.log; never on disk or argv.
+	Redact []string `json:"redact,omitempty"`
 }
 
 // StartResponse is what `controller start` prints once the controller is
