@@ -24,6 +24,8 @@ var remoteCodes = map[string]string{
 	taskdir.CodeVerifyFailed:   "checkout verification failed",
 	taskdir.CodeTimeout:        "timed out",
 	taskdir.CodeUnsafePath:     "unsafe path",
+	taskdir.CodeUnsafeCheckout: "checkout refused, it would lose work",
+	taskdir.CodeBusy:           "task directory busy",
 }
 
 func (e *RemoteError) Error() string {
