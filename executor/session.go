@@ -177,7 +177,8 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		return fail(err)
 	}
 	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: sessionDirOf(taskDir, s.ID),
-		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token, Require: programOf(lp.command)}
+		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token, Require: programOf(lp.command),
+		Redact: redactions(defs, env)}
 	// From here a controller may exist: recovery must ask the host.
 	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *Session) error {
 		now := time.Now().UTC()
