@@ -167,7 +167,17 @@ func (s helperState) path() string {
 // is in place. Only the marker line counts: anything else (a transport
 // error, a script that died) is an error, never "needs upload".
 func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperState, error) {
-	script := sum256 + `d=` + RemotePath(root, "bin/"+sha) + `
+	kv, err := runMarked(ctx, c, helperCheckScript(root, sha))
+	if err != nil {
+		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
+	}
+	return parseHelperState(kv, c.Target.Label())
+}
+
+// helperCheckScript prints dir= and state= for the helper with sha; it
+// ends the script, so callers put their own lines before it.
+func helperCheckScript(root, sha string) string {
+	return sum256 + `d=` + RemotePath(root, "bin/"+sha) + `
 case $d in /*) ;; *) d=$PWD/$d ;; esac
 f=$d/` + helperName + `
 printf 'dir=%s\n' "$d"
@@ -176,16 +186,16 @@ if [ ! -f "$f" ] || [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
 s=$(sum256 "$f") || exit 1
 case $s in ` + sha + `*) echo state=cached ;; *) echo state=corrupt ;; esac
 `
-	kv, err := runMarked(ctx, c, script)
-	if err != nil {
-		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
-	}
+}
+
+// parseHelperState reads the check's marker lines; only they count.
+func parseHelperState(kv map[string]string, host string) (helperState, error) {
 	st := helperState{dir: kv["dir"], cached: kv["state"] == "cached"}
 	switch {
 	case !path.IsAbs(st.dir):
-		return helperState{}, fmt.Errorf("check helper on %s: no absolute directory in the reply", c.Target.Label())
+		return helperState{}, fmt.Errorf("check helper on %s: no absolute directory in the reply", host)
 	case kv["state"] != "cached" && kv["state"] != "missing" && kv["state"] != "corrupt":
-		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", c.Target.Label(), kv["state"])
+		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, kv["state"])
 	}
 	return st, nil
 }

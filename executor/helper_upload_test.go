@@ -20,8 +20,6 @@ import (
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
-var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
-
 // uploadFixture is a real sshd that runs with umask 077, so a helper that
 // is not chmod'ed explicitly would come out 0700.
 type uploadFixture struct {

@@ -156,11 +156,11 @@ printf 'pid=%s\nport=%s\nstatus=%s\n' "$(cat "$d/controller.pid" 2>/dev/null)" "
 			return ignoreSettled(e.adopt(ctx, s.ID, dir, port, hl))
 		}
 	}
-	info, err := detect(ctx, c)
+	info, err := detect(ctx, c, t.Root)
 	if err != nil {
 		return cannotTell(err)
 	}
-	helper, _, err := e.EnsureHelper(ctx, c, t.Root, info.Platform)
+	helper, _, err := e.ensureHelper(ctx, c, t.Root, info)
 	if err != nil {
 		return cannotTell(err)
 	}

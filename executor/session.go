@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"runtime"
 	"strings"
 	"time"
 
@@ -53,23 +54,43 @@ func (e *Executor) dialHost(ctx context.Context, h *Host) (*ssh.Client, error) {
 type remoteInfo struct {
 	Platform string
 	Home     string
+	helper   *helperState // set when the host has this machine's platform
 }
 
-func detect(ctx context.Context, c *ssh.Client) (remoteInfo, error) {
-	out, _, err := c.Run(ctx, `printf 'os=%s\narch=%s\nhome=%s\n' "$(uname -s)" "$(uname -m)" "$HOME"`, nil)
+// localPlatform is this binary's platform, as NormalizePlatform names it.
+var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
+
+// detect learns the platform and home and, in the same round trip,
+// whether the helper this machine would upload to a host of its own
+// platform is in place: a warm launch then needs no separate check.
+func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error) {
+	script := `printf 'os=%s\narch=%s\nhome=%s\n' "$(uname -s)" "$(uname -m)" "$HOME"` + "\n"
+	sha := ""
+	if local, err := localHelper(localPlatform); err == nil {
+		if sha, err = fileSHA256(local); err == nil {
+			script += helperCheckScript(root, sha)
+		}
+	}
+	kv, err := runMarked(ctx, c, script)
 	if err != nil {
 		return remoteInfo{}, err
-	}
-	kv := map[string]string{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			kv[k] = v
-		}
 	}
 	if kv["home"] == "" {
 		return remoteInfo{}, errors.New("remote $HOME is empty")
 	}
-	return remoteInfo{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}, nil
+	info := remoteInfo{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
+	if st, err := parseHelperState(kv, c.Target.Label()); err == nil && sha != "" && info.Platform == localPlatform {
+		info.helper = &st
+	}
+	return info, nil
+}
+
+// ensureHelper uploads the helper unless detect already found it cached.
+func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, root string, info remoteInfo, uploading ...func()) (string, bool, error) {
+	if info.helper != nil && info.helper.cached {
+		return info.helper.path(), false, nil
+	}
+	return e.EnsureHelper(ctx, c, root, info.Platform, uploading...)
 }
 
 // absRoot expands a workdir root against the remote home.
@@ -129,11 +150,11 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 
 	step = StepDetecting
 	progress(step)
-	info, err := detect(ctx, c)
+	info, err := detect(ctx, c, t.Root)
 	if err != nil {
 		return fail(err)
 	}
-	helper, uploaded, err := e.EnsureHelper(ctx, c, t.Root, info.Platform, func() { progress(StepUploading) })
+	helper, uploaded, err := e.ensureHelper(ctx, c, t.Root, info, func() { progress(StepUploading) })
 	if err != nil {
 		if !errors.As(err, new(*UnsupportedPlatformError)) {
 			step = StepUploading

@@ -164,11 +164,11 @@ func (e *Executor) helperPathOnHost(ctx context.Context, a *attach) (string, err
 	if a.helper != "" {
 		return a.helper, nil
 	}
-	info, err := detect(ctx, a.c)
+	info, err := detect(ctx, a.c, a.t.Root)
 	if err != nil {
 		return "", err
 	}
-	p, _, err := e.EnsureHelper(ctx, a.c, a.t.Root, info.Platform)
+	p, _, err := e.ensureHelper(ctx, a.c, a.t.Root, info)
 	a.helper = p
 	return p, err
 }
