@@ -60,3 +60,11 @@ func ConfirmRemove(ios *IOStreams, yes bool, what, name string) error {
 	}
 	return nil
 }
+
+// Dash stands in for an empty table cell.
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

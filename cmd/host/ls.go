@@ -59,14 +59,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		if fp == "" {
 			fp = "(not trusted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%s\t%s\n", h.Name, h.Hostname, h.Port, h.User, dash(h.ProxyJump), h.Status, fp)
+		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%s\t%s\n", h.Name, h.Hostname, h.Port, h.User, cmdutil.Dash(h.ProxyJump), h.Status, fp)
 	}
 	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

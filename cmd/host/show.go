@@ -53,7 +53,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	fmt.Fprintf(w, "alias:        %s\n", h.Alias)
 	fmt.Fprintf(w, "address:      %s:%d\n", h.Hostname, h.Port)
 	fmt.Fprintf(w, "user:         %s\n", h.User)
-	fmt.Fprintf(w, "proxy jump:   %s\n", dash(h.ProxyJump))
+	fmt.Fprintf(w, "proxy jump:   %s\n", cmdutil.Dash(h.ProxyJump))
 	fmt.Fprintf(w, "workdir root: %s\n", h.WorkdirRoot)
 	fmt.Fprintf(w, "status:       %s\n", h.Status)
 	if h.StatusReason != "" {

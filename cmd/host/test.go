@@ -91,15 +91,15 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 			pin = "CHANGED"
 		}
 		if r.Error != nil && r.Fingerprint == "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tfailed (%s)\n", r.Name, dash(r.Address), r.Error.Code)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tfailed (%s)\n", r.Name, cmdutil.Dash(r.Address), r.Error.Code)
 			continue
 		}
-		platform := dash(r.Platform)
+		platform := cmdutil.Dash(r.Platform)
 		if r.Platform != "" && !r.Supported {
 			platform += " (unsupported)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", r.Name, r.Address, r.KeyType, r.Fingerprint, pin,
-			platform, dash(r.GitVersion), dash(r.Helper))
+			platform, cmdutil.Dash(r.GitVersion), cmdutil.Dash(r.Helper))
 	}
 	tw.Flush()
 	for _, r := range rows {

@@ -84,7 +84,7 @@ func writeExplain(ios *cmdutil.IOStreams, entries []profiles.ExplainEntry) error
 			v = `""` // an empty cell would read as a missing one
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", e.Key, e.Tier, strings.Join(e.Origins, ", "),
-			v, dash(strings.Join(e.Overridden, ", ")))
+			v, cmdutil.Dash(strings.Join(e.Overridden, ", ")))
 	}
 	return tw.Flush()
 }

@@ -62,15 +62,8 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		for i, r := range p.Repositories {
 			repos[i] = r.Name
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.Host, p.Shell, dash(strings.Join(repos, ",")),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.Host, p.Shell, cmdutil.Dash(strings.Join(repos, ",")),
 			len(p.Env), v.Revision, v.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
