@@ -200,7 +200,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*Task, *Session
 	if err := e.createRecord(ctx, KindTask, t.ID, "task.allocating", t); err != nil {
 		return nil, nil, err
 	}
-	s, err := e.startSession(ctx, t, lp, o.Progress, true)
+	s, err := e.startSession(ctx, t, lp, o.Progress)
 	if t2, _, gerr := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); gerr == nil {
 		t = t2
 	}

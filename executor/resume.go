@@ -75,7 +75,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 			return nil, nil, err
 		}
 	}
-	s, err := e.startSession(ctx, t, lp, progress, false)
+	s, err := e.startSession(ctx, t, lp, progress)
 	if t2, _, gerr := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); gerr == nil {
 		t = t2
 	}

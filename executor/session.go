@@ -107,7 +107,7 @@ func absRoot(root, home string) string {
 // startSession runs one session of t: connect, helper, task directory,
 // prepare script, controller. Every step's outcome lands in the records;
 // a session that may have a controller is never marked failed.
-func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, progress func(string), _ bool) (*Session, error) {
+func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, progress func(string)) (*Session, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}

@@ -261,11 +261,12 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*Session, er
 		return nil, err
 	}
 	defer a.Close()
-	st, err := e.liveness(ctx, a)
+	_, err = e.liveness(ctx, a)
 	switch {
 	case errors.Is(err, errControllerGone):
 		s, _, err = e.finalFromHost(ctx, a)
 	case err == nil:
+		var st controller.Status
 		if st, err = a.ctrl.Stop(ctx); err == nil {
 			s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 		}
