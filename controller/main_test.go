@@ -67,8 +67,8 @@ func randomToken(t *testing.T) string {
 // newRequest is a request for command in a fresh task dir.
 func newRequest(t *testing.T, command string) StartRequest {
 	t.Helper()
-	task := filepath.Join(t.TempDir(), "task")
-	if err := os.Mkdir(task, 0o755); err != nil {
+	task := filepath.Join(t.TempDir(), "tasks", "task-1")
+	if err := os.MkdirAll(task, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return StartRequest{SessionID: "sess-1", TaskID: "task-1", TaskDir: task,

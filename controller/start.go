@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 // StartRequest is what `controller start` reads on stdin.
@@ -73,6 +75,15 @@ var readyTimeout = 15 * time.Second
 func Start(req StartRequest, stdout io.Writer) error {
 	if _, _, err := req.normalize(); err != nil {
 		return err
+	}
+	// The task dir and every directory above it must be the login user's
+	// alone before anything is created or run there.
+	dir, err := taskdir.EnsureSessionDir(req.TaskDir, req.SessionID)
+	if err != nil {
+		return fmt.Errorf("start controller: %w", err)
+	}
+	if dir != req.SessionDir {
+		return fmt.Errorf("start request: session_dir %s is not %s", req.SessionDir, dir)
 	}
 	if err := req.checkRequire(); err != nil {
 		return err

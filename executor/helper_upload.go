@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/pkg/sftp"
 
@@ -38,46 +39,46 @@ func (e *UnsupportedPlatformError) Error() string {
 }
 
 // EnsureHelper makes <root>/bin/<sha256>/kandev-exec exist and verified on
-// the host; uploaded reports whether it had to upload. platform is the
-// probe's normalised "os/arch". The returned path is absolute and
-// unquoted.
+// the host; uploaded reports whether it had to upload. root is the
+// physical workdir root the bootstrap reported (detect), platform the
+// probe's normalised "os/arch".
 //
 // The fast path is one round trip. Otherwise a local lock per host and
 // binary serialises concurrent launches, and the check is repeated under
 // it, so a host gets at most one upload from this machine. uploading, if
 // given, is called just before an upload starts (progress output).
-func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platform string, uploading ...func()) (remotePath string, uploaded bool, err error) {
+func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platform string, uploading ...func()) (h remoteHelper, uploaded bool, err error) {
 	if !supportedPlatforms[platform] {
-		return "", false, &UnsupportedPlatformError{Platform: platform}
+		return h, false, &UnsupportedPlatformError{Platform: platform}
 	}
 	local, err := localHelper(platform)
 	if err != nil {
-		return "", false, err
+		return h, false, err
 	}
 	sha, err := fileSHA256(local)
 	if err != nil {
-		return "", false, fmt.Errorf("hash helper %s: %w", local, err)
+		return h, false, fmt.Errorf("hash helper %s: %w", local, err)
 	}
 	st, err := checkHelper(ctx, c, root, sha)
 	if err != nil || st.cached {
-		return st.path(), false, err
+		return st.helper, false, err
 	}
 	unlock, err := e.lockHelper(ctx, c.Target.Addr(), sha)
 	if err != nil {
-		return "", false, err
+		return h, false, err
 	}
 	defer unlock()
 	// Another launch may have uploaded it while this one waited.
 	if st, err = checkHelper(ctx, c, root, sha); err != nil || st.cached {
-		return st.path(), false, err
+		return st.helper, false, err
 	}
 	for _, f := range uploading {
 		f()
 	}
-	if err := uploadHelper(ctx, c, local, st.dir, sha); err != nil {
-		return "", false, fmt.Errorf("upload helper to %s: %w", c.Target.Label(), err)
+	if err := uploadHelper(ctx, c, local, st.helper); err != nil {
+		return h, false, fmt.Errorf("upload helper to %s: %w", c.Target.Label(), err)
 	}
-	return st.path(), true, nil
+	return st.helper, true, nil
 }
 
 // localHelper is the binary to run on a host of platform: this one when
@@ -151,79 +152,123 @@ const sum256 = `sum256() { if command -v sha256sum >/dev/null 2>&1; then sha256s
 	`else echo "neither sha256sum nor shasum is installed" >&2; return 127; fi; }
 `
 
+// remoteHelper is the helper with sha256 sha under the physical workdir
+// root of a host.
+type remoteHelper struct {
+	root, sha string
+}
+
+func (h remoteHelper) dir() string  { return path.Join(h.root, "bin", h.sha) }
+func (h remoteHelper) path() string { return path.Join(h.dir(), helperName) }
+
 type helperState struct {
-	dir    string // absolute <root>/bin/<sha>
+	helper remoteHelper
 	cached bool
 }
 
-func (s helperState) path() string {
-	if s.dir == "" {
-		return ""
-	}
-	return path.Join(s.dir, helperName)
-}
-
 // checkHelper asks the host, in one round trip, whether a verified copy
-// is in place. Only the marker line counts: anything else (a transport
-// error, a script that died) is an error, never "needs upload".
+// is in place, creating and checking the directories on its way. Only the
+// marker lines count: anything else (a transport error, a script that
+// died) is an error, never "needs upload".
 func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperState, error) {
 	kv, err := runMarked(ctx, c, helperCheckScript(root, sha))
 	if err != nil {
 		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
 	}
-	return parseHelperState(kv, c.Target.Label())
+	return parseHelperState(kv, c.Target.Label(), sha)
 }
 
-// helperCheckScript prints dir= and state= for the helper with sha; it
-// ends the script, so callers put their own lines before it.
+// rootScript makes the workdir root exist (0700, parents too) and checks
+// it and every directory above it; it leaves the physical root in $R and
+// prints it as root=.
+func rootScript(root string) string {
+	return hostCheckFuncs + `umask 077
+kx_root ` + remoteWord(root) + `
+printf 'root=%s\n' "$R"
+`
+}
+
+// helperCheckScript prints root= and state= for the helper with sha
+// under root, creating bin/ and bin/<sha>/ (0700) on its way; it ends the
+// script, so callers put their own lines before it.
 func helperCheckScript(root, sha string) string {
-	return sum256 + `d=` + RemotePath(root, "bin/"+sha) + `
-case $d in /*) ;; *) d=$PWD/$d ;; esac
-f=$d/` + helperName + `
-printf 'dir=%s\n' "$d"
-if [ ! -e "$f" ]; then echo state=missing; exit 0; fi
-if [ ! -f "$f" ] || [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
+	return sum256 + rootScript(root) + `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
+f=$R/bin/` + sha + `/` + helperName + `
+if [ ! -e "$f" ] && [ ! -L "$f" ]; then echo state=missing; exit 0; fi
+kx_own "$f" -
+if [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
 s=$(sum256 "$f") || exit 1
 case $s in ` + sha + `*) echo state=cached ;; *) echo state=corrupt ;; esac
 `
 }
 
 // parseHelperState reads the check's marker lines; only they count.
-func parseHelperState(kv map[string]string, host string) (helperState, error) {
-	st := helperState{dir: kv["dir"], cached: kv["state"] == "cached"}
-	switch {
-	case !path.IsAbs(st.dir):
-		return helperState{}, fmt.Errorf("check helper on %s: no absolute directory in the reply", host)
-	case kv["state"] != "cached" && kv["state"] != "missing" && kv["state"] != "corrupt":
-		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, kv["state"])
+func parseHelperState(kv map[string]string, host, sha string) (helperState, error) {
+	r, err := physicalRoot(kv, host)
+	if err != nil {
+		return helperState{}, err
+	}
+	st := helperState{helper: remoteHelper{root: r, sha: sha}, cached: kv["state"] == "cached"}
+	if s := kv["state"]; s != "cached" && s != "missing" && s != "corrupt" {
+		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
 	}
 	return st, nil
 }
 
-// runMarked runs a bootstrap script and reads its key=value lines.
+// physicalRoot is the root= line: absolute, and nothing a later script
+// could read as more than one word or line.
+func physicalRoot(kv map[string]string, host string) (string, error) {
+	r := kv["root"]
+	if !path.IsAbs(r) || strings.ContainsFunc(r, unicode.IsControl) {
+		return "", fmt.Errorf("check workdir root on %s: no usable absolute path in the reply (%q)", host, r)
+	}
+	return r, nil
+}
+
+// runMarked runs a bootstrap script and reads its key=value lines; a
+// path the script refused is a *HostPathError.
 func runMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
 	out, stderr, err := c.Run(ctx, script, nil)
+	kv := markers(out)
 	if err != nil {
+		if re := refused(c.Target.Label(), err, kv); re != nil {
+			return nil, re
+		}
 		if msg := strings.TrimSpace(string(stderr)); msg != "" {
 			return nil, fmt.Errorf("%w: %s", err, msg)
 		}
 		return nil, err
 	}
+	return kv, nil
+}
+
+func markers(out []byte) map[string]string {
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
 			kv[k] = v
 		}
 	}
-	return kv, nil
+	return kv
 }
 
-// uploadHelper puts local into dir under a unique temp name, makes it
-// 0755 whatever the remote umask, verifies its hash on the host, and
-// renames it into place atomically; the temp file goes on any failure.
-func uploadHelper(ctx context.Context, c *ssh.Client, local, dir, sha string) (err error) {
+// refused is the *HostPathError of a script that exited refusedExit.
+func refused(host string, err error, kv map[string]string) error {
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == refusedExit {
+		return refusal(host, kv)
+	}
+	return nil
+}
+
+// uploadHelper puts local into h's directory (created and checked by
+// checkHelper: only the login user can write there) under a unique temp
+// name, makes it 0700 whatever the remote umask, verifies its hash on the
+// host after checking the path again, and renames it into place
+// atomically; the temp file goes on any failure.
+func uploadHelper(ctx context.Context, c *ssh.Client, local string, h remoteHelper) (err error) {
 	sc, err := sftp.NewClient(c.Client, sftp.UseConcurrentWrites(true))
 	if err != nil {
 		return fmt.Errorf("start sftp: %w", err)
@@ -237,10 +282,7 @@ func uploadHelper(ctx context.Context, c *ssh.Client, local, dir, sha string) (e
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
 	}()
-	if err := sc.MkdirAll(dir); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	tmp := path.Join(dir, "."+helperName+".tmp."+rand.Text())
+	tmp := path.Join(h.dir(), "."+helperName+".tmp."+rand.Text())
 	defer func() {
 		if err != nil {
 			sc.Remove(tmp)
@@ -249,19 +291,19 @@ func uploadHelper(ctx context.Context, c *ssh.Client, local, dir, sha string) (e
 	if err := writeRemote(sc, local, tmp); err != nil {
 		return err
 	}
-	if err := sc.Chmod(tmp, 0o755); err != nil {
+	if err := sc.Chmod(tmp, 0o700); err != nil {
 		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}
-	kv, err := runMarked(ctx, c, sum256+`s=$(sum256 `+ssh.ShellQuote(tmp)+`) || exit 1
+	kv, err := runMarked(ctx, c, sum256+guardScript(h, ssh.ShellQuote(tmp))+`s=$(sum256 `+ssh.ShellQuote(tmp)+`) || exit 1
 printf 'sha=%s\n' "${s%% *}"
 `)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", tmp, err)
 	}
-	if kv["sha"] != sha {
-		return fmt.Errorf("verify %s: sha256 on the host is %q, want %s", tmp, kv["sha"], sha)
+	if kv["sha"] != h.sha {
+		return fmt.Errorf("verify %s: sha256 on the host is %q, want %s", tmp, kv["sha"], h.sha)
 	}
-	final := path.Join(dir, helperName)
+	final := h.path()
 	if _, ok := sc.HasExtension("posix-rename@openssh.com"); ok {
 		err = sc.PosixRename(tmp, final)
 	} else {

@@ -108,10 +108,11 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	c := f.dial(t)
 	ctx := context.Background()
 
-	remote, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
 	if err != nil || !uploaded {
-		t.Fatalf("first EnsureHelper = %q, %v, %v", remote, uploaded, err)
+		t.Fatalf("first EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
+	remote := h.path()
 	if want := filepath.Join(f.root, "bin", sha, "kandev-exec"); remote != want {
 		t.Fatalf("path = %s, want %s", remote, want)
 	}
@@ -120,12 +121,12 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode().Perm() != 0o755 {
-		t.Fatalf("mode = %v under umask 077, want 0755", fi.Mode().Perm())
+	if fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode = %v under umask 077, want 0700", fi.Mode().Perm())
 	}
 
 	again, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
-	if err != nil || uploaded || again != remote {
+	if err != nil || uploaded || again != h {
 		t.Fatalf("second EnsureHelper = %q, %v, %v", again, uploaded, err)
 	}
 	fi2, err := os.Stat(remote)
@@ -143,10 +144,11 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 	useLocalBinary(t, bin)
 	c := f.dial(t)
 	ctx := context.Background()
-	remote, _, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	h, _, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
 	if err != nil {
 		t.Fatal(err)
 	}
+	remote := h.path()
 	for name, damage := range map[string]func() error{
 		"bytes overwritten": func() error { return os.WriteFile(remote, []byte("truncated"), 0o755) },
 		"not executable":    func() error { return os.Chmod(remote, 0o644) },
@@ -155,11 +157,11 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
-		if err != nil || !uploaded || got != remote {
-			t.Fatalf("%s: EnsureHelper = %q, %v, %v", name, got, uploaded, err)
+		if err != nil || !uploaded || got != h {
+			t.Fatalf("%s: EnsureHelper = %+v, %v, %v", name, got, uploaded, err)
 		}
 		sameContent(t, bin, remote)
-		if fi, err := os.Stat(remote); err != nil || fi.Mode().Perm() != 0o755 {
+		if fi, err := os.Stat(remote); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Fatalf("%s: %v, %v", name, fi.Mode(), err)
 		}
 	}
@@ -195,7 +197,7 @@ func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 			if up {
 				uploads++
 			}
-			paths[p] = true
+			paths[p.path()] = true
 		}()
 	}
 	wg.Wait()
@@ -225,8 +227,8 @@ func TestEnsureHelperTransportFailure(t *testing.T) {
 	c := f.dial(t)
 	c.Close()
 	remote, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
-	if err == nil || uploaded || remote != "" {
-		t.Fatalf("EnsureHelper on a closed client = %q, %v, %v", remote, uploaded, err)
+	if err == nil || uploaded || remote != (remoteHelper{}) {
+		t.Fatalf("EnsureHelper on a closed client = %+v, %v, %v", remote, uploaded, err)
 	}
 	if _, err := os.Stat(f.root); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("root exists after a failed check: %v", err)
@@ -267,11 +269,11 @@ func TestEnsureHelperCrossPlatformBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		remote, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, other)
-		if err != nil || !uploaded || remote != filepath.Join(f.root, "bin", sha, "kandev-exec") {
-			t.Fatalf("with %s: %q, %v, %v", p, remote, uploaded, err)
+		h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, other)
+		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", sha, "kandev-exec") {
+			t.Fatalf("with %s: %+v, %v, %v", p, h, uploaded, err)
 		}
-		sameContent(t, p, remote)
+		sameContent(t, p, h.path())
 	}
 }
 
@@ -315,17 +317,9 @@ func gitRepo(t *testing.T) (bare, head string) {
 }
 
 // runHelperOp runs one helper request on the host, the way launches do.
-func runHelperOp(t *testing.T, c *ssh.Client, helper, op string, req, res any) error {
+func runHelperOp(t *testing.T, c *ssh.Client, helper remoteHelper, op string, req, res any) error {
 	t.Helper()
-	in, err := taskdir.EncodeRequest(op, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, stderr, err := c.Run(context.Background(), ssh.ShellQuote(helper)+" helper", bytes.NewReader(in))
-	if err != nil {
-		t.Fatalf("helper %s: %v\n%s", op, err, stderr)
-	}
-	return taskdir.DecodeResponse(out, res)
+	return callHelperOp(context.Background(), c, "test host", helper, op, req, res)
 }
 
 // The uploaded helper prepares a task directory on the host from JSON on
@@ -336,7 +330,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	c := f.dial(t)
 	helper, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
 	if err != nil || !uploaded {
-		t.Fatalf("EnsureHelper = %q, %v, %v", helper, uploaded, err)
+		t.Fatalf("EnsureHelper = %+v, %v, %v", helper, uploaded, err)
 	}
 	bare, head := gitRepo(t)
 	req := taskdir.PrepareRequest{
@@ -358,7 +352,7 @@ func TestHelperEndToEnd(t *testing.T) {
 
 	req.Owner.TaskID = "task-2"
 	err = runHelperOp(t, c, helper, taskdir.OpPrepare, req, &res)
-	var he *taskdir.Error
+	var he *RemoteError
 	if !errors.As(err, &he) || he.Code != taskdir.CodeOwnerMismatch {
 		t.Fatalf("other task's prepare: %v", err)
 	}

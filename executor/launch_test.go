@@ -23,6 +23,7 @@ type launchFixture struct {
 	exec  *Executor
 	root  string
 	state string
+	bare  string // the profile's primary repository
 }
 
 func newLaunchFixture(t *testing.T) *launchFixture {
@@ -45,12 +46,18 @@ func newLaunchFixture(t *testing.T) *launchFixture {
 	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "prod", Yes: true}); err != nil {
 		t.Fatal(err)
 	}
-	bare, _ := gitRepo(t)
-	profile := fmt.Sprintf("name: web\nhost: prod\nworkdir_root: %s\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\n", f.root, bare)
-	if _, err := f.exec.ApplyProfile(ctx, "web.yaml", []byte(profile)); err != nil {
+	f.bare, _ = gitRepo(t)
+	f.useRoot(t, f.root)
+	return f
+}
+
+// useRoot (re)applies the profile "web" with root as its workdir_root.
+func (f *launchFixture) useRoot(t *testing.T, root string) {
+	t.Helper()
+	profile := fmt.Sprintf("name: web\nhost: prod\nworkdir_root: %s\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\n", root, f.bare)
+	if _, err := f.exec.ApplyProfile(context.Background(), "web.yaml", []byte(profile)); err != nil {
 		t.Fatal(err)
 	}
-	return f
 }
 
 // open is another kandev-exec process on the same state dir.

@@ -29,7 +29,7 @@ func (e *PrepareScriptError) Error() string {
 	return what
 }
 
-func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper string, info remoteInfo) (string, error) {
+func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper remoteHelper, info remoteInfo) (string, error) {
 	if _, err := e.updateTask(ctx, t.ID, "task.preparing", func(x *Task) error {
 		if x.Phase == PhaseAllocating {
 			x.Phase = PhasePreparing
@@ -42,7 +42,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	if err != nil {
 		return "", err
 	}
-	req := taskdir.PrepareRequest{Root: absRoot(t.Root, info.Home), TaskDir: t.DirName,
+	req := taskdir.PrepareRequest{Root: info.Root, TaskDir: t.DirName,
 		Owner:      taskdir.Owner{InstallationID: inst, TaskID: t.ID, OperationID: t.OperationID, Created: t.CreatedAt},
 		TaskBranch: t.Branch, BaseBranch: t.BaseBranch, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
 	for i, r := range lp.profile.Repositories {
@@ -72,7 +72,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	return resp.TaskDirAbs, nil
 }
 
-func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper, dir string, env map[string]string, redact []string) error {
+func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper remoteHelper, dir string, env map[string]string, redact []string) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
 		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
 	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)

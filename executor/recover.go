@@ -160,7 +160,7 @@ printf 'pid=%s\nport=%s\nstatus=%s\n' "$(cat "$d/controller.pid" 2>/dev/null)" "
 	if err != nil {
 		return cannotTell(err)
 	}
-	helper, _, err := e.ensureHelper(ctx, c, t.Root, info)
+	helper, _, err := e.ensureHelper(ctx, c, info)
 	if err != nil {
 		return cannotTell(err)
 	}

@@ -26,6 +26,7 @@ var remoteCodes = map[string]string{
 	taskdir.CodeUnsafePath:     "unsafe path",
 	taskdir.CodeUnsafeCheckout: "checkout refused, it would lose work",
 	taskdir.CodeBusy:           "task directory busy",
+	taskdir.CodeNotPrivate:     "refusing a path another user could change",
 }
 
 func (e *RemoteError) Error() string {
@@ -47,7 +48,7 @@ func (e *helperExit) Error() string { return fmt.Sprintf("%s on %s failed: %s", 
 func (e *helperExit) Unwrap() error { return e.Err }
 
 // callHelperOp runs one taskdir operation through `kandev-exec helper`.
-func callHelperOp(ctx context.Context, c *ssh.Client, host, helper, op string, req, resp any) error {
+func callHelperOp(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, req, resp any) error {
 	in, err := taskdir.EncodeRequest(op, req)
 	if err != nil {
 		return err
@@ -56,7 +57,7 @@ func callHelperOp(ctx context.Context, c *ssh.Client, host, helper, op string, r
 }
 
 // callHelper runs one batched helper step with req as its JSON input.
-func callHelper(ctx context.Context, c *ssh.Client, host, helper string, args []string, req, resp any) error {
+func callHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, args []string, req, resp any) error {
 	in, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -73,14 +74,21 @@ func callHelper(ctx context.Context, c *ssh.Client, host, helper string, args []
 
 // runHelper runs the helper with in on stdin (where secrets may travel:
 // never argv, never disk) and decodes its one JSON answer; what names the
-// step in errors.
-func runHelper(ctx context.Context, c *ssh.Client, host, helper, what string, args []string, in []byte, resp any) error {
-	cmd := ssh.ShellQuote(helper)
+// step in errors. The whole path to the helper is checked on the host
+// first, in the same round trip (hostcheck.go): once every directory on
+// it is the login user's alone, nobody else can swap the file between the
+// check and the exec.
+func runHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, what string, args []string, in []byte, resp any) error {
+	cmd := guardScript(helper, `"$f"`) + `exec "$f"`
 	for _, a := range args {
 		cmd += " " + ssh.ShellQuote(a)
 	}
+	cmd = `f=` + ssh.ShellQuote(helper.path()) + "\n" + cmd
 	out, errb, err := c.Run(ctx, cmd, bytes.NewReader(in))
 	if err != nil {
+		if re := refused(host, err, markers(out)); re != nil {
+			return re
+		}
 		tail := strings.TrimPrefix(lastLines(strings.TrimSpace(string(errb)), 5), "error: ")
 		var ee *ssh.ExitError
 		if errors.As(err, &ee) && ee.Signal == "" && tail != "" {

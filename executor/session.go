@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path"
 	"runtime"
 	"strings"
 	"time"
@@ -54,22 +53,28 @@ func (e *Executor) dialHost(ctx context.Context, h *Host) (*ssh.Client, error) {
 type remoteInfo struct {
 	Platform string
 	Home     string
+	Root     string       // the workdir root, physical (no symlinks), checked
 	helper   *helperState // set when the host has this machine's platform
 }
 
 // localPlatform is this binary's platform, as NormalizePlatform names it.
 var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
 
-// detect learns the platform and home and, in the same round trip,
-// whether the helper this machine would upload to a host of its own
-// platform is in place: a warm launch then needs no separate check.
+// detect learns the platform and home, makes the workdir root exist and
+// checks it and every directory above it (hostcheck.go) and, in the same
+// round trip, whether the helper this machine would upload to a host of
+// its own platform is in place: a warm launch then needs no separate
+// check.
 func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error) {
 	script := `printf 'os=%s\narch=%s\nhome=%s\n' "$(uname -s)" "$(uname -m)" "$HOME"` + "\n"
 	sha := ""
 	if local, err := localHelper(localPlatform); err == nil {
-		if sha, err = fileSHA256(local); err == nil {
-			script += helperCheckScript(root, sha)
-		}
+		sha, _ = fileSHA256(local)
+	}
+	if sha != "" {
+		script += helperCheckScript(root, sha)
+	} else {
+		script += rootScript(root)
 	}
 	kv, err := runMarked(ctx, c, script)
 	if err != nil {
@@ -79,29 +84,21 @@ func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error)
 		return remoteInfo{}, errors.New("remote $HOME is empty")
 	}
 	info := remoteInfo{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
-	if st, err := parseHelperState(kv, c.Target.Label()); err == nil && sha != "" && info.Platform == localPlatform {
+	if info.Root, err = physicalRoot(kv, c.Target.Label()); err != nil {
+		return remoteInfo{}, err
+	}
+	if st, err := parseHelperState(kv, c.Target.Label(), sha); err == nil && sha != "" && info.Platform == localPlatform {
 		info.helper = &st
 	}
 	return info, nil
 }
 
 // ensureHelper uploads the helper unless detect already found it cached.
-func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, root string, info remoteInfo, uploading ...func()) (string, bool, error) {
+func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteInfo, uploading ...func()) (remoteHelper, bool, error) {
 	if info.helper != nil && info.helper.cached {
-		return info.helper.path(), false, nil
+		return info.helper.helper, false, nil
 	}
-	return e.EnsureHelper(ctx, c, root, info.Platform, uploading...)
-}
-
-// absRoot expands a workdir root against the remote home.
-func absRoot(root, home string) string {
-	switch {
-	case root == "~":
-		return home
-	case strings.HasPrefix(root, "~/"):
-		return path.Join(home, root[2:])
-	}
-	return root
+	return e.EnsureHelper(ctx, c, info.Root, info.Platform, uploading...)
 }
 
 // startSession runs one session of t: connect, helper, task directory,
@@ -154,7 +151,7 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 	if err != nil {
 		return fail(err)
 	}
-	helper, uploaded, err := e.ensureHelper(ctx, c, t.Root, info, func() { progress(StepUploading) })
+	helper, uploaded, err := e.ensureHelper(ctx, c, info, func() { progress(StepUploading) })
 	if err != nil {
 		if !errors.As(err, new(*UnsupportedPlatformError)) {
 			step = StepUploading

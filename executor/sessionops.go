@@ -22,7 +22,7 @@ type attach struct {
 	c      *ssh.Client
 	wd     *ssh.Watchdog
 	ctrl   *controller.Client // nil when this state dir holds no token
-	helper string
+	helper *remoteHelper
 	orphan int // the agent's live process group, once its controller is found gone
 }
 
@@ -151,7 +151,7 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 
 func (e *Executor) probeController(ctx context.Context, a *attach, verb string) (controller.Identity, error) {
 	var id controller.Identity
-	helper, err := e.helperPathOnHost(ctx, a)
+	helper, err := e.helperOnHost(ctx, a)
 	if err != nil {
 		return id, err
 	}
@@ -160,17 +160,19 @@ func (e *Executor) probeController(ctx context.Context, a *attach, verb string) 
 	return id, err
 }
 
-func (e *Executor) helperPathOnHost(ctx context.Context, a *attach) (string, error) {
-	if a.helper != "" {
-		return a.helper, nil
+func (e *Executor) helperOnHost(ctx context.Context, a *attach) (remoteHelper, error) {
+	if a.helper != nil {
+		return *a.helper, nil
 	}
 	info, err := detect(ctx, a.c, a.t.Root)
 	if err != nil {
-		return "", err
+		return remoteHelper{}, err
 	}
-	p, _, err := e.ensureHelper(ctx, a.c, a.t.Root, info)
-	a.helper = p
-	return p, err
+	h, _, err := e.ensureHelper(ctx, a.c, info)
+	if err == nil {
+		a.helper = &h
+	}
+	return h, err
 }
 
 // RefreshSession asks the host how the session is doing and records it.

@@ -27,7 +27,7 @@ const lockPoll = 50 * time.Millisecond
 // The returned release closes it, dropping the lock.
 func lockTaskDir(ctx context.Context, taskDir string) (release func(), err error) {
 	meta := filepath.Join(taskDir, metaDir)
-	if _, err := ensureDir(meta); err != nil {
+	if _, err := ensurePrivateDir(meta); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(meta, lockFile)

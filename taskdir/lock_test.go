@@ -115,7 +115,7 @@ func TestTaskDirLockWaitIsBounded(t *testing.T) {
 // A symlink planted at the lock file is never followed (the lock would
 // otherwise create or write wherever it points).
 func TestTaskDirLockRefusesSymlink(t *testing.T) {
-	dir := t.TempDir()
+	dir := emptyTaskDir(t)
 	if err := os.Mkdir(filepath.Join(dir, ".kandev"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestTaskDirLockRefusesSymlink(t *testing.T) {
 	}
 
 	// A symlinked .kandev is refused as well.
-	dir2 := t.TempDir()
+	dir2 := emptyTaskDir(t)
 	if err := os.Symlink(t.TempDir(), filepath.Join(dir2, ".kandev")); err != nil {
 		t.Fatal(err)
 	}

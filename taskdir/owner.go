@@ -54,7 +54,7 @@ func claimOwner(taskDir string, want Owner) (Owner, error) {
 	if err := unclaimedIsEmpty(taskDir); err != nil {
 		return Owner{}, err
 	}
-	if _, err := ensureDir(meta); err != nil {
+	if _, err := ensurePrivateDir(meta); err != nil {
 		return Owner{}, err
 	}
 	if want.Created.IsZero() {

@@ -2,7 +2,6 @@ package taskdir
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -48,21 +47,16 @@ func Prepare(ctx context.Context, req PrepareRequest) (*PrepareResult, error) {
 	if err := req.validate(ctx); err != nil {
 		return nil, err
 	}
-	root, err := expandPath(req.Root)
+	root, err := privateRoot(req.Root)
 	if err != nil {
 		return nil, err
 	}
-	// The root is the user's to place (it may be a symlink); everything
-	// below it is ours and is checked component by component.
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, errorf(CodeIO, "create %s: %v", root, err)
-	}
 	tasks := filepath.Join(root, "tasks")
-	if _, err := ensureDir(tasks); err != nil {
+	if _, err := ensurePrivateDir(tasks); err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(tasks, req.TaskDir)
-	created, err := ensureDir(dir)
+	created, err := ensurePrivateDir(dir)
 	if err != nil {
 		return nil, err
 	}

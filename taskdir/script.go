@@ -43,6 +43,9 @@ func RunScript(ctx context.Context, req RunScriptRequest) (*RunScriptResult, err
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckTaskDir(dir); err != nil {
+		return nil, err
+	}
 	ctx, cancel := requestContext(ctx, req.TimeoutSeconds)
 	defer cancel()
 	// dir is the task dir: its lock keeps this script from running next

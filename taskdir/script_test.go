@@ -11,8 +11,19 @@ import (
 	"time"
 )
 
+// emptyTaskDir makes <root>/tasks/t-1 (0700) the way Prepare would,
+// without a checkout, for the ops that run in a task directory.
+func emptyTaskDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tasks", "t-1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestRunScriptExitCodeAndRedactedTail(t *testing.T) {
-	dir := t.TempDir()
+	dir := emptyTaskDir(t)
 	res, err := RunScript(context.Background(), RunScriptRequest{
 		Dir:    dir,
 		Shell:  "/bin/sh",
@@ -37,7 +48,7 @@ func TestRunScriptExitCodeAndRedactedTail(t *testing.T) {
 // A timeout kills the script's whole process group, background children
 // included.
 func TestRunScriptTimeoutKillsGroup(t *testing.T) {
-	dir := t.TempDir()
+	dir := emptyTaskDir(t)
 	pidFile := filepath.Join(dir, "child.pid")
 	start := time.Now()
 	res, err := RunScript(context.Background(), RunScriptRequest{
