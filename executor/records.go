@@ -83,15 +83,20 @@ func listRecords[T any](ctx context.Context, st state.Store, kind state.Kind) ([
 	if err != nil {
 		return nil, nil, err
 	}
+	out, err := decodeRecords[T](recs)
+	return out, recs, err
+}
+
+func decodeRecords[T any](recs []state.Record) ([]*T, error) {
 	out := make([]*T, 0, len(recs))
 	for _, rec := range recs {
 		v, err := decodeRecord[T](rec)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		out = append(out, v)
 	}
-	return out, recs, nil
+	return out, nil
 }
 
 func (e *Executor) recordNames(ctx context.Context, kind state.Kind) ([]string, error) {
@@ -106,36 +111,44 @@ func (e *Executor) recordNames(ctx context.Context, kind state.Kind) ([]string, 
 	return names, nil
 }
 
-// applyRecord creates the record, or updates it at the revision read if
-// any field differs. A concurrent writer makes the update a
-// *state.ConflictError rather than a lost write.
-func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any) (ApplyResult, error) {
-	res := ApplyResult{Kind: string(kind), Name: name, Changed: []string{},
-		EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}}
+// applyRecord creates the record, or updates it if any field differs,
+// in one transaction with check (nil: none), so what check verified
+// still holds when the write lands.
+func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any, check func(state.Tx) error) (ApplyResult, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return res, err
+		return ApplyResult{}, err
 	}
-	st := e.cfg.Store
-	old, err := st.Get(ctx, kind, name)
-	if errors.Is(err, state.ErrNotFound) {
-		rec, err := st.Create(ctx, kind, name, data, state.Event{Type: string(kind) + ".created"})
-		res.Action, res.Revision = ActionCreated, rec.Revision
-		return res, err
-	}
-	if err != nil {
-		return res, err
-	}
-	if err := diffRecord(old.Data, data, &res); err != nil {
-		return res, fmt.Errorf("%s %q: corrupt record in the state store: %w", kind, name, err)
-	}
-	if len(res.Changed) == 0 {
-		res.Action, res.Revision = ActionUnchanged, old.Revision
-		return res, nil
-	}
-	detail, _ := json.Marshal(map[string][]string{"changed": res.Changed})
-	rec, err := st.Update(ctx, kind, name, old.Revision, data, state.Event{Type: string(kind) + ".updated", Detail: detail})
-	res.Action, res.Revision = ActionUpdated, rec.Revision
+	var res ApplyResult
+	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+		res = ApplyResult{Kind: string(kind), Name: name, Changed: []string{},
+			EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}}
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
+		old, err := tx.Get(kind, name)
+		if errors.Is(err, state.ErrNotFound) {
+			rec, err := tx.Create(kind, name, data, state.Event{Type: string(kind) + ".created"})
+			res.Action, res.Revision = ActionCreated, rec.Revision
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if err := diffRecord(old.Data, data, &res); err != nil {
+			return fmt.Errorf("%s %q: corrupt record in the state store: %w", kind, name, err)
+		}
+		if len(res.Changed) == 0 {
+			res.Action, res.Revision = ActionUnchanged, old.Revision
+			return nil
+		}
+		detail, _ := json.Marshal(map[string][]string{"changed": res.Changed})
+		rec, err := tx.Update(kind, name, old.Revision, data, state.Event{Type: string(kind) + ".updated", Detail: detail})
+		res.Action, res.Revision = ActionUpdated, rec.Revision
+		return err
+	})
 	return res, err
 }
 

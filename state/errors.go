@@ -9,6 +9,9 @@ import (
 // ErrNotFound is matched with errors.Is on a *NotFoundError.
 var ErrNotFound = errors.New("not found")
 
+// ErrTxnWritten: a Tx was used after its one write.
+var ErrTxnWritten = errors.New("state: a transaction makes one write, as its last call")
+
 // NotFoundError names the record that is missing.
 type NotFoundError struct {
 	Kind Kind

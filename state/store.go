@@ -70,6 +70,25 @@ type Claim struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// Tx is what a Txn's fn reads and writes through. Get and List see the
+// store as of the transaction; Create, Update and Delete are checked
+// against that same view when called and fail as the Store's would.
+//
+// A Tx makes at most one write call (a refused one included), as its
+// last call: any call after it fails with ErrTxnWritten. The write is
+// applied when fn returns nil.
+// One write is all a cross-record check needs ("delete the host unless a
+// profile names it", "create the task while its host exists"), and it
+// keeps a crash as harmless as for a lone write: no transaction is ever
+// half applied.
+type Tx interface {
+	Get(kind Kind, name string) (Record, error)
+	List(kind Kind) ([]Record, error)
+	Create(kind Kind, name string, data json.RawMessage, ev Event) (Record, error)
+	Update(kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
+	Delete(kind Kind, name string, expected uint64, ev Event) error
+}
+
 // Store is the backend-neutral API; state/statetest checks any
 // implementation against it.
 type Store interface {
@@ -87,6 +106,24 @@ type Store interface {
 	Update(ctx context.Context, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
 	// Delete removes the record if the stored revision equals expected.
 	Delete(ctx context.Context, kind Kind, name string, expected uint64, ev Event) error
+
+	// Txn runs fn as one serializable transaction: the write fn makes
+	// through tx lands only if nothing fn read through tx has changed
+	// meanwhile, so a check made by reading ("no profile names this
+	// host") still holds when the write ("delete the host") lands. fn
+	// must be quick, local and free of effects outside tx: a backend may
+	// run it more than once, and only the run whose write lands counts.
+	// An error from fn (or from a call of tx it passes on) is returned
+	// unchanged, and then nothing was written.
+	//
+	// The file store runs fn once, under its lock. A backend without a
+	// lock, such as etcd, records what fn read (each record's revision,
+	// and for each kind listed, the keyspace revision of the read), and
+	// commits the write and its journal entry as one etcd transaction
+	// comparing them (or simply the journal counter, which every write
+	// advances); when a compare fails it re-runs fn on fresh reads, a
+	// bounded number of times within ctx.
+	Txn(ctx context.Context, fn func(tx Tx) error) error
 
 	// AcquireClaim takes the claim on an existing record for ttl. Refused
 	// with *ClaimedError while another live holder has it; a holder that
