@@ -59,7 +59,7 @@ func (e *Executor) ShowAgent(ctx context.Context, name string) (AgentView, error
 // RemoveAgent forgets an agent preset; refused while tasks use it unless
 // force (tasks name their preset in an "agent" field).
 func (e *Executor) RemoveAgent(ctx context.Context, name string, force bool) error {
-	return e.removeUnused(ctx, KindAgent, name, force, func(tx state.Tx) ([]string, error) {
+	return removeUnused[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name, force, func(tx state.Tx) ([]string, error) {
 		return tasksUsing(tx, "agent", name)
 	})
 }

@@ -85,17 +85,13 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 
 // ListHosts returns every host, sorted by name ([] when none).
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
-	recs, err := e.cfg.Store.List(ctx, KindHost)
+	hs, recs, err := listRecords[Host](ctx, e.cfg.Store, KindHost)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]HostView, 0, len(recs))
-	for _, rec := range recs {
-		var h Host
-		if err := json.Unmarshal(rec.Data, &h); err != nil {
-			return nil, fmt.Errorf("host %q: corrupt record in the state store: %w", rec.Name, err)
-		}
-		out = append(out, e.view(ctx, &h, rec))
+	for i, h := range hs {
+		out = append(out, e.view(ctx, h, recs[i]))
 	}
 	return out, nil
 }
@@ -126,8 +122,8 @@ func (e *Executor) ShowHost(ctx context.Context, name string) (HostView, error) 
 // It is refused while profiles point at the host or tasks live on it
 // (their directories would become unreachable), unless force.
 func (e *Executor) RemoveHost(ctx context.Context, name string, force bool) error {
-	return e.removeUnused(ctx, KindHost, name, force, func(tx state.Tx) ([]string, error) {
-		users, err := profilesUsing(tx, name)
+	return removeUnused[Host](ctx, e.cfg.Store, KindHost, name, force, func(tx state.Tx) ([]string, error) {
+		users, err := profilesUsing(e.cfg.Store, tx, name)
 		if err != nil {
 			return nil, err
 		}

@@ -51,12 +51,12 @@ func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
 }
 
 // profilesUsing lists the profiles naming host.
-func profilesUsing(tx state.Tx, host string) ([]string, error) {
+func profilesUsing(st state.Store, tx state.Tx, host string) ([]string, error) {
 	recs, err := tx.List(KindProfile)
 	if err != nil {
-		return nil, err
+		return nil, withRemedy(err)
 	}
-	ps, err := decodeRecords[profiles.Profile](recs)
+	ps, err := decodeRecords[profiles.Profile](st, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -69,21 +69,26 @@ func profilesUsing(tx state.Tx, host string) ([]string, error) {
 	return users, nil
 }
 
-// removeUnused deletes a record, in one transaction with the check that
-// nothing uses it (skipped when force). users lists what uses it.
-func (e *Executor) removeUnused(ctx context.Context, kind state.Kind, name string, force bool, users func(state.Tx) ([]string, error)) error {
+// removeUnused deletes a record of type T, in one transaction with the
+// check that nothing uses it (users lists what does). force skips the
+// check, and is needed to remove a record that cannot be read: a file
+// that is not a record is discarded, data that is not a T deleted.
+func removeUnused[T any](ctx context.Context, st state.Store, kind state.Kind, name string, force bool, users func(state.Tx) ([]string, error)) error {
 	if err := checkName(kind, name); err != nil {
 		return err
 	}
-	return e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+	err := st.Txn(ctx, func(tx state.Tx) error {
 		rec, err := tx.Get(kind, name)
 		if errors.Is(err, state.ErrNotFound) {
 			return &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
 		}
 		if err != nil {
-			return err
+			return withRemedy(err)
 		}
 		if !force {
+			if _, err := decodeRecord[T](st, rec); err != nil {
+				return err
+			}
 			names, err := users(tx)
 			if err != nil {
 				return err
@@ -94,6 +99,11 @@ func (e *Executor) removeUnused(ctx context.Context, kind state.Kind, name strin
 		}
 		return tx.Delete(kind, name, rec.Revision, state.Event{Type: string(kind) + ".removed"})
 	})
+	var corrupt *state.CorruptRecordError
+	if force && errors.As(err, &corrupt) {
+		return st.Discard(ctx, kind, name, state.Event{Type: string(kind) + ".discarded"})
+	}
+	return err
 }
 
 // refersTo names the records a new record points at: it is created only

@@ -81,7 +81,7 @@ func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, e
 // RemoveProfile forgets a profile. While tasks use it the answer is an
 // *InUseError, unless force.
 func (e *Executor) RemoveProfile(ctx context.Context, name string, force bool) error {
-	return e.removeUnused(ctx, KindProfile, name, force, func(tx state.Tx) ([]string, error) {
+	return removeUnused[profiles.Profile](ctx, e.cfg.Store, KindProfile, name, force, func(tx state.Tx) ([]string, error) {
 		return tasksUsing(tx, "profile", name)
 	})
 }

@@ -63,34 +63,71 @@ func getRecord[T any](ctx context.Context, st state.Store, kind state.Kind, name
 		return nil, rec, &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
 	}
 	if err != nil {
-		return nil, rec, err
+		return nil, rec, withRemedy(err)
 	}
-	v, err := decodeRecord[T](rec)
+	v, err := decodeRecord[T](st, rec)
 	return v, rec, err
 }
 
-func decodeRecord[T any](rec state.Record) (*T, error) {
+// decodeRecord reads a record's data into a T. Data that does not decode
+// into one, or that names another record than the one stored (its "id",
+// else its "name"), is a *state.CorruptRecordError naming where it is
+// kept: shown as a blank or foreign row it would go unnoticed.
+func decodeRecord[T any](st state.Store, rec state.Record) (*T, error) {
+	corrupt := func(reason string) error {
+		return withRemedy(&state.CorruptRecordError{Kind: rec.Kind, Name: rec.Name, Where: st.Locate(rec.Kind, rec.Name), Reason: reason})
+	}
+	var key struct {
+		ID   *string `json:"id"`
+		Name *string `json:"name"`
+	}
+	if err := json.Unmarshal(rec.Data, &key); err != nil {
+		return nil, corrupt("its data does not decode: " + err.Error())
+	}
 	v := new(T)
 	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, fmt.Errorf("%s %q: corrupt record in the state store: %w", rec.Kind, rec.Name, err)
+		return nil, corrupt("its data does not decode: " + err.Error())
+	}
+	named := key.ID
+	if named == nil {
+		named = key.Name
+	}
+	switch {
+	case named == nil:
+		return nil, corrupt("its data names no " + string(rec.Kind))
+	case *named != rec.Name:
+		return nil, corrupt(fmt.Sprintf("its data names %s %q", rec.Kind, *named))
 	}
 	return v, nil
+}
+
+// withRemedy adds to an unreadable record's error the command that
+// removes it, for the kinds that have one.
+func withRemedy(err error) error {
+	var ce *state.CorruptRecordError
+	if errors.As(err, &ce) && ce.Remedy == "" {
+		switch ce.Kind {
+		case KindHost, KindProfile, KindAgent:
+			ce.Remedy = fmt.Sprintf("kandev-exec %s rm --force %s", ce.Kind, ce.Name)
+		}
+	}
+	return err
 }
 
 // listRecords reads every record of kind.
 func listRecords[T any](ctx context.Context, st state.Store, kind state.Kind) ([]*T, []state.Record, error) {
 	recs, err := st.List(ctx, kind)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, withRemedy(err)
 	}
-	out, err := decodeRecords[T](recs)
+	out, err := decodeRecords[T](st, recs)
 	return out, recs, err
 }
 
-func decodeRecords[T any](recs []state.Record) ([]*T, error) {
+func decodeRecords[T any](st state.Store, recs []state.Record) ([]*T, error) {
 	out := make([]*T, 0, len(recs))
 	for _, rec := range recs {
-		v, err := decodeRecord[T](rec)
+		v, err := decodeRecord[T](st, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -129,6 +166,7 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 			}
 		}
 		old, err := tx.Get(kind, name)
+		err = withRemedy(err)
 		if errors.Is(err, state.ErrNotFound) {
 			rec, err := tx.Create(kind, name, data, state.Event{Type: string(kind) + ".created"})
 			res.Action, res.Revision = ActionCreated, rec.Revision
@@ -138,7 +176,8 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 			return err
 		}
 		if err := diffRecord(old.Data, data, &res); err != nil {
-			return fmt.Errorf("%s %q: corrupt record in the state store: %w", kind, name, err)
+			return withRemedy(&state.CorruptRecordError{Kind: kind, Name: name, Where: e.cfg.Store.Locate(kind, name),
+				Reason: "its data does not decode: " + err.Error()})
 		}
 		if len(res.Changed) == 0 {
 			res.Action, res.Revision = ActionUnchanged, old.Revision

@@ -36,6 +36,25 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s %q changed concurrently: expected revision %d, found %d", e.Kind, e.Name, e.Expected, e.Actual)
 }
 
+// CorruptRecordError: a stored record that cannot be read, or whose
+// contents name another record. Where is its location (Store.Locate);
+// Remedy, when set, is the command that removes it.
+type CorruptRecordError struct {
+	Kind   Kind
+	Name   string
+	Where  string
+	Reason string
+	Remedy string
+}
+
+func (e *CorruptRecordError) Error() string {
+	msg := fmt.Sprintf("%s %q: record %s is unreadable: %s; ", e.Kind, e.Name, e.Where, e.Reason)
+	if e.Remedy != "" {
+		msg += fmt.Sprintf("run `%s`, or ", e.Remedy)
+	}
+	return msg + fmt.Sprintf("move it aside (mv %s %[1]s.bad) and retry", e.Where)
+}
+
 // StaleClaimError is a write under a claim that is no longer current, or
 // with the wrong sequence (exit code 10).
 type StaleClaimError struct {

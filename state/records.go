@@ -47,13 +47,51 @@ func (s *FileStore) readRecord(kind Kind, name string) (*recordFile, error) {
 	}
 	var rf recordFile
 	if err := json.Unmarshal(b, &rf); err != nil {
-		return nil, fmt.Errorf("corrupt record %s: %w", path, err)
+		return nil, &CorruptRecordError{Kind: kind, Name: name, Where: path, Reason: "not a record: " + err.Error()}
 	}
-	// On a case-insensitive filesystem "Web" and "web" share a file.
 	if rf.Kind != kind || rf.Name != name {
-		return nil, fmt.Errorf("record file %s holds %s %q, not %s %q (case-insensitive filesystem?)", path, rf.Kind, rf.Name, kind, name)
+		reason := fmt.Sprintf("it holds %s %q", rf.Kind, rf.Name)
+		if rf.Kind == "" && rf.Name == "" {
+			reason = "it names no record"
+		}
+		if rf.Kind == kind && strings.EqualFold(rf.Name, name) {
+			reason += " (a case-insensitive filesystem?)"
+		}
+		return &rf, &CorruptRecordError{Kind: kind, Name: name, Where: path, Reason: reason}
 	}
 	return &rf, nil
+}
+
+// Locate is the record's file.
+func (s *FileStore) Locate(kind Kind, name string) string { return s.recordPath(kind, name) }
+
+// Discard removes a record that cannot be read; see Store.Discard.
+func (s *FileStore) Discard(ctx context.Context, kind Kind, name string, ev Event) error {
+	if err := validateKey(kind, name); err != nil {
+		return err
+	}
+	ev, err := checkEvent(ev)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(t *tx) error {
+		rf, err := s.readRecord(kind, name)
+		var corrupt *CorruptRecordError
+		switch {
+		case err == nil:
+			return fmt.Errorf("%s %q is readable: delete it at its revision (%d), not by Discard", kind, name, rf.Revision)
+		case !errors.As(err, &corrupt):
+			return err
+		case rf != nil && rf.Kind == kind && strings.EqualFold(rf.Name, name):
+			// On a case-insensitive filesystem "Web" and "web" share a
+			// file, and the file is web's.
+			return err
+		}
+		if err := removeDurable(s.recordPath(kind, name)); err != nil {
+			return err
+		}
+		return t.record(kind, name, ev, 0)
+	})
 }
 
 func (s *FileStore) writeRecord(rf *recordFile) error {

@@ -92,9 +92,11 @@ type Tx interface {
 // Store is the backend-neutral API; state/statetest checks any
 // implementation against it.
 type Store interface {
-	// Get returns ErrNotFound (wrapped in *NotFoundError) when absent.
+	// Get returns ErrNotFound (wrapped in *NotFoundError) when absent,
+	// and *CorruptRecordError when what is stored is not that record.
 	Get(ctx context.Context, kind Kind, name string) (Record, error)
 	// List returns every record of a kind sorted by name; [] when none.
+	// One unreadable record fails it (*CorruptRecordError).
 	List(ctx context.Context, kind Kind) ([]Record, error)
 	// Create stores a new record at revision 1. Creating a record that
 	// already exists with byte-identical data is a no-op returning the
@@ -106,6 +108,13 @@ type Store interface {
 	Update(ctx context.Context, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
 	// Delete removes the record if the stored revision equals expected.
 	Delete(ctx context.Context, kind Kind, name string, expected uint64, ev Event) error
+	// Discard removes a record that Get reports as *CorruptRecordError,
+	// whose revision is unknown, journaled with revision 0. A readable
+	// record is refused (Delete it at its revision).
+	Discard(ctx context.Context, kind Kind, name string, ev Event) error
+	// Locate names where a record is kept (its file, its key), for
+	// messages that tell the user what to move aside.
+	Locate(kind Kind, name string) string
 
 	// Txn runs fn as one serializable transaction: the write fn makes
 	// through tx lands only if nothing fn read through tx has changed

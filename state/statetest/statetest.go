@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"ExpiredClaim", testExpiredClaim},
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"RefusedWritesChangeNothing", testRefusedWritesChangeNothing},
+		{"DiscardReadable", testDiscardReadable},
 		{"TxnCommitsItsWrite", testTxnCommitsItsWrite},
 		{"TxnErrorWritesNothing", testTxnErrorWritesNothing},
 		{"TxnOneWrite", testTxnOneWrite},
