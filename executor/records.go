@@ -109,6 +109,8 @@ func withRemedy(err error) error {
 		switch ce.Kind {
 		case KindHost, KindProfile, KindAgent:
 			ce.Remedy = fmt.Sprintf("kandev-exec %s rm --force %s", ce.Kind, ce.Name)
+		case KindSecret:
+			ce.Remedy = "kandev-exec secret rm " + ce.Name
 		}
 	}
 	return err
