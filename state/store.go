@@ -76,11 +76,10 @@ type Claim struct {
 //
 // A Tx makes at most one write call (a refused one included), as its
 // last call: any call after it fails with ErrTxnWritten. The write is
-// applied when fn returns nil.
-// One write is all a cross-record check needs ("delete the host unless a
-// profile names it", "create the task while its host exists"), and it
-// keeps a crash as harmless as for a lone write: no transaction is ever
-// half applied.
+// applied when fn returns nil. One write is all a cross-record check
+// needs ("delete the host unless a profile names it", "create the task
+// while its host exists"), and it keeps a crash as harmless as for a lone
+// write: no transaction is ever half applied.
 type Tx interface {
 	Get(kind Kind, name string) (Record, error)
 	List(kind Kind) ([]Record, error)
@@ -126,12 +125,13 @@ type Store interface {
 	// unchanged, and then nothing was written.
 	//
 	// The file store runs fn once, under its lock. A backend without a
-	// lock, such as etcd, records what fn read (each record's revision,
-	// and for each kind listed, the keyspace revision of the read), and
-	// commits the write and its journal entry as one etcd transaction
-	// comparing them (or simply the journal counter, which every write
-	// advances); when a compare fails it re-runs fn on fresh reads, a
-	// bounded number of times within ctx.
+	// lock, such as etcd, reads at one revision, records what fn read
+	// (each record's version; for each kind listed, that no key under its
+	// prefix changed past the read revision), and commits the write and
+	// its journal entry as one etcd transaction comparing them (or simply
+	// the journal counter, which every write advances); when a compare
+	// fails it re-runs fn on fresh reads, a bounded number of times
+	// within ctx, and then returns *ConflictError.
 	Txn(ctx context.Context, fn func(tx Tx) error) error
 
 	// AcquireClaim takes the claim on an existing record for ttl. Refused
