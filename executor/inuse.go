@@ -100,7 +100,7 @@ func removeUnused[T any](ctx context.Context, st state.Store, kind state.Kind, n
 		return tx.Delete(kind, name, rec.Revision, state.Event{Type: string(kind) + ".removed"})
 	})
 	var corrupt *state.CorruptRecordError
-	if force && errors.As(err, &corrupt) {
+	if force && errors.As(err, &corrupt) && corrupt.Kind == kind && corrupt.Name == name {
 		return st.Discard(ctx, kind, name, state.Event{Type: string(kind) + ".discarded"})
 	}
 	return err

@@ -57,6 +57,9 @@ func (e *CorruptRecordError) Error() string {
 	return msg + fmt.Sprintf("move it aside (mv %s %[1]s.bad) and retry", e.Where)
 }
 
+// ExitCode: a plain error (exit 1); the message says what to do.
+func (e *CorruptRecordError) ExitCode() (int, string) { return 1, "error" }
+
 // StaleClaimError is a write under a claim that is no longer current, or
 // with the wrong sequence (exit code 10).
 type StaleClaimError struct {
