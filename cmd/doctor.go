@@ -18,7 +18,7 @@ type doctorOptions struct {
 func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check ssh-agent, the ssh config and the state directory",
+		Short: "Check ssh-agent, the ssh config, the state directory and stray secret files",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := f.Settings()

@@ -26,7 +26,7 @@ func (e *Executor) ApplyAgent(ctx context.Context, file string, data []byte) (Ap
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	return e.applyRecord(ctx, KindAgent, a.Name, a)
+	return e.applyRecord(ctx, KindAgent, a.Name, a, nil)
 }
 
 // ListAgents returns every agent preset, sorted by name ([] when none).
@@ -59,9 +59,7 @@ func (e *Executor) ShowAgent(ctx context.Context, name string) (AgentView, error
 // RemoveAgent forgets an agent preset; refused while tasks use it unless
 // force (tasks name their preset in an "agent" field).
 func (e *Executor) RemoveAgent(ctx context.Context, name string, force bool) error {
-	_, rec, err := getRecord[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name)
-	if err != nil {
-		return err
-	}
-	return e.removeUnused(ctx, KindAgent, name, rec.Revision, force)
+	return removeUnused[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name, force, func(tx state.Tx) ([]string, error) {
+		return tasksUsing(tx, "agent", name)
+	})
 }

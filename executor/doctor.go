@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,7 +32,8 @@ type DoctorInput struct {
 
 // Doctor checks the local prerequisites, one line each.
 func Doctor(ctx context.Context, in DoctorInput) []Check {
-	return []Check{checkSSHClient(), checkAgent(), checkSSHConfig(ctx, in.SSHConfig), checkStateDir(ctx, in), checkGit()}
+	return []Check{checkSSHClient(), checkAgent(), checkSSHConfig(ctx, in.SSHConfig), checkStateDir(ctx, in),
+		checkSecretFiles(ctx, in), checkGit()}
 }
 
 func checkSSHClient() Check {
@@ -113,6 +115,32 @@ func checkStateDir(ctx context.Context, in DoctorInput) Check {
 	c.Status, c.Detail = "ok", fmt.Sprintf("%s (%d host(s))", in.StateDir, len(n))
 	if fi.Mode().Perm()&0o077 != 0 {
 		c.Status, c.Detail = "warn", fmt.Sprintf("%s is mode %o; run `chmod 700 %s`", in.StateDir, fi.Mode().Perm(), in.StateDir)
+	}
+	return c
+}
+
+// checkSecretFiles reports value files no secret's record names: left
+// by an interrupted `secret set`, they may hold plaintext.
+func checkSecretFiles(ctx context.Context, in DoctorInput) Check {
+	c := Check{Name: "secret files", Status: "ok", Detail: "no stray value files"}
+	if _, err := os.Lstat(filepath.Join(in.StateDir, secretsDirName)); os.IsNotExist(err) {
+		return c
+	}
+	st, err := state.Open(in.StateDir, state.Options{LockTimeout: in.LockTimeout})
+	if err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	defer st.Close()
+	dir, strays, err := New(Config{Store: st}).StraySecretFiles(ctx)
+	switch {
+	case err != nil:
+		c.Status, c.Detail = "fail", err.Error()
+	case len(strays) > 0:
+		c.Status = "warn"
+		c.Detail = fmt.Sprintf("%d stray value file(s) in %s, left by an interrupted `secret set` (they may hold a value): %s; "+
+			"the next `kandev-exec secret set NAME` or `kandev-exec secret rm NAME` of that secret removes them",
+			len(strays), dir, strings.Join(strays, ", "))
 	}
 	return c
 }

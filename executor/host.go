@@ -2,8 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -139,18 +137,7 @@ func (e *NotFoundError) Error() string {
 }
 
 func (e *Executor) getHost(ctx context.Context, name string) (*Host, state.Record, error) {
-	rec, err := e.cfg.Store.Get(ctx, KindHost, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, rec, &NotFoundError{What: "host", Name: name, ListCmd: "host ls"}
-	}
-	if err != nil {
-		return nil, rec, err
-	}
-	var h Host
-	if err := json.Unmarshal(rec.Data, &h); err != nil {
-		return nil, rec, fmt.Errorf("host %q: corrupt record in the state store: %w", name, err)
-	}
-	return &h, rec, nil
+	return getRecord[Host](ctx, e.cfg.Store, KindHost, name)
 }
 
 func (e *Executor) resolveHost(ctx context.Context, h *Host) (*ssh.Target, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -86,17 +85,13 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 
 // ListHosts returns every host, sorted by name ([] when none).
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
-	recs, err := e.cfg.Store.List(ctx, KindHost)
+	hs, recs, err := listRecords[Host](ctx, e.cfg.Store, KindHost)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]HostView, 0, len(recs))
-	for _, rec := range recs {
-		var h Host
-		if err := json.Unmarshal(rec.Data, &h); err != nil {
-			return nil, fmt.Errorf("host %q: corrupt record in the state store: %w", rec.Name, err)
-		}
-		out = append(out, e.view(ctx, &h, rec))
+	for i, h := range hs {
+		out = append(out, e.view(ctx, h, recs[i]))
 	}
 	return out, nil
 }
@@ -127,33 +122,12 @@ func (e *Executor) ShowHost(ctx context.Context, name string) (HostView, error) 
 // It is refused while profiles point at the host or tasks live on it
 // (their directories would become unreachable), unless force.
 func (e *Executor) RemoveHost(ctx context.Context, name string, force bool) error {
-	_, rec, err := e.getHost(ctx, name)
-	if err != nil {
-		return err
-	}
-	if !force {
-		var users []string
-		ps, _, err := listRecords[profiles.Profile](ctx, e.cfg.Store, KindProfile)
+	return removeUnused[Host](ctx, e.cfg.Store, KindHost, name, force, func(tx state.Tx) ([]string, error) {
+		users, err := profilesUsing(e.cfg.Store, tx, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, p := range ps {
-			if p.Host == name {
-				users = append(users, "profile "+p.Name)
-			}
-		}
-		ts, err := e.ListTasks(ctx, name)
-		if err != nil {
-			return err
-		}
-		for _, t := range ts {
-			if t.Phase != PhaseAbsent {
-				users = append(users, "task "+t.ID)
-			}
-		}
-		if len(users) > 0 {
-			return &InUseError{What: "host", Name: name, Users: users}
-		}
-	}
-	return e.cfg.Store.Delete(ctx, KindHost, name, rec.Revision, state.Event{Type: "host.removed"})
+		tasks, err := tasksUsing(tx, "host", name)
+		return append(users, tasks...), err
+	})
 }

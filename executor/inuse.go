@@ -3,11 +3,18 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/state"
 )
+
+// Cross-record rules ("a host is removed only while nothing names it", "a
+// task is created only while its host exists") are checked inside the
+// store transaction of the write they guard, so a concurrent command
+// cannot slip a reference in between the check and the write.
 
 // InUseError refuses to remove what tasks still reference.
 type InUseError struct {
@@ -21,10 +28,10 @@ func (e *InUseError) Error() string {
 }
 
 // tasksUsing lists the tasks whose environment may still exist and whose
-// field (as the JSON names it: "profile", "agent") equals name. Archived
-// and deleted tasks (phase absent) need nothing any more.
-func (e *Executor) tasksUsing(ctx context.Context, field, name string) ([]string, error) {
-	recs, err := e.cfg.Store.List(ctx, KindTask)
+// field (as the JSON names it: "profile", "agent", "host") equals name.
+// Archived and deleted tasks (phase absent) need nothing any more.
+func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
+	recs, err := tx.List(KindTask)
 	if err != nil {
 		return nil, err
 	}
@@ -37,24 +44,102 @@ func (e *Executor) tasksUsing(ctx context.Context, field, name string) ([]string
 		var v, phase string
 		_ = json.Unmarshal(doc["phase"], &phase)
 		if json.Unmarshal(doc[field], &v) == nil && v == name && phase != PhaseAbsent {
-			users = append(users, r.Name)
+			users = append(users, "task "+r.Name)
 		}
 	}
 	return users, nil
 }
 
-// removeUnused deletes a record at the revision read, unless tasks use it
-// and force is false.
-func (e *Executor) removeUnused(ctx context.Context, kind state.Kind, name string, rev uint64, force bool) error {
-	users, err := e.tasksUsing(ctx, string(kind), name)
+// profilesUsing lists the profiles naming host.
+func profilesUsing(st state.Store, tx state.Tx, host string) ([]string, error) {
+	recs, err := tx.List(KindProfile)
 	if err != nil {
+		return nil, withRemedy(err)
+	}
+	ps, err := decodeRecords[profiles.Profile](st, recs)
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	for _, p := range ps {
+		if p.Host == host {
+			users = append(users, "profile "+p.Name)
+		}
+	}
+	return users, nil
+}
+
+// removeUnused deletes a record of type T, in one transaction with the
+// check that nothing uses it (users lists what does). force skips the
+// check, and is needed to remove a record that cannot be read: a file
+// that is not a record is discarded, data that is not a T deleted.
+func removeUnused[T any](ctx context.Context, st state.Store, kind state.Kind, name string, force bool, users func(state.Tx) ([]string, error)) error {
+	if err := checkName(kind, name); err != nil {
 		return err
 	}
-	if len(users) > 0 && !force {
-		for i, u := range users {
-			users[i] = "task " + u
+	err := st.Txn(ctx, func(tx state.Tx) error {
+		rec, err := tx.Get(kind, name)
+		if errors.Is(err, state.ErrNotFound) {
+			return &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
 		}
-		return &InUseError{What: string(kind), Name: name, Users: users}
+		if err != nil {
+			return withRemedy(err)
+		}
+		if !force {
+			if _, err := decodeRecord[T](st, rec); err != nil {
+				return err
+			}
+			names, err := users(tx)
+			if err != nil {
+				return err
+			}
+			if len(names) > 0 {
+				return &InUseError{What: string(kind), Name: name, Users: names}
+			}
+		}
+		return tx.Delete(kind, name, rec.Revision, state.Event{Type: string(kind) + ".removed"})
+	})
+	var corrupt *state.CorruptRecordError
+	if force && errors.As(err, &corrupt) && corrupt.Kind == kind && corrupt.Name == name {
+		return st.Discard(ctx, kind, name, state.Event{Type: string(kind) + ".discarded"})
 	}
-	return e.cfg.Store.Delete(ctx, kind, name, rev, state.Event{Type: string(kind) + ".removed"})
+	return err
+}
+
+// refersTo names the records a new record points at: it is created only
+// while they all exist.
+type refersTo interface{ references() []recordRef }
+
+type recordRef struct {
+	kind state.Kind
+	name string
+}
+
+func (t *Task) references() []recordRef {
+	refs := []recordRef{{KindHost, t.Host}, {KindProfile, t.Profile}}
+	if t.Agent != "" {
+		refs = append(refs, recordRef{KindAgent, t.Agent})
+	}
+	return refs
+}
+
+func (s *Session) references() []recordRef { return []recordRef{{KindTask, s.TaskID}} }
+
+// checkReferences fails with *NotFoundError when a record v points at is
+// gone (removed by a concurrent command since v was planned).
+func checkReferences(tx state.Tx, v any) error {
+	r, ok := v.(refersTo)
+	if !ok {
+		return nil
+	}
+	for _, ref := range r.references() {
+		_, err := tx.Get(ref.kind, ref.name)
+		if errors.Is(err, state.ErrNotFound) {
+			return &NotFoundError{What: string(ref.kind), Name: ref.name, ListCmd: string(ref.kind) + " ls"}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -45,11 +45,19 @@ func (e *Executor) updateSession(ctx context.Context, id, event string, change f
 	return mutate(ctx, e.cfg.Store, KindSession, id, event, change)
 }
 
+// createRecord stores a new record. One that points at others (a task at
+// its host, profile and agent; a session at its task) is created in one
+// transaction with the check that they still exist.
 func (e *Executor) createRecord(ctx context.Context, kind state.Kind, name, event string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = e.cfg.Store.Create(ctx, kind, name, data, state.Event{Type: event})
-	return err
+	return e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+		if err := checkReferences(tx, v); err != nil {
+			return err
+		}
+		_, err := tx.Create(kind, name, data, state.Event{Type: event})
+		return err
+	})
 }

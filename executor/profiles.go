@@ -2,7 +2,7 @@ package executor
 
 import (
 	"context"
-	"slices"
+	"errors"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -26,20 +26,29 @@ func (v ProfileView) MarshalJSON() ([]byte, error) {
 
 // ApplyProfile decodes a profile file strictly, checks its host against
 // the host records, and creates or updates the stored profile. Problems
-// are *profiles.DecodeError naming file and line.
+// are *profiles.DecodeError naming file and line. The host check is part
+// of the write's transaction, so a concurrent `host rm` either sees the
+// profile or makes this apply fail.
 func (e *Executor) ApplyProfile(ctx context.Context, file string, data []byte) (ApplyResult, error) {
 	p, err := profiles.DecodeProfile(file, data)
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	hosts, err := e.HostNames(ctx)
-	if err != nil {
-		return ApplyResult{}, err
-	}
-	if err := p.Validate(func(h string) bool { return slices.Contains(hosts, h) }); err != nil {
-		return ApplyResult{}, err
-	}
-	return e.applyRecord(ctx, KindProfile, p.Name, p)
+	return e.applyRecord(ctx, KindProfile, p.Name, p, func(tx state.Tx) error {
+		var lookupErr error
+		known := func(h string) bool {
+			_, err := tx.Get(KindHost, h)
+			if err != nil && !errors.Is(err, state.ErrNotFound) {
+				lookupErr = err
+			}
+			return err == nil
+		}
+		err := p.Validate(known)
+		if lookupErr != nil {
+			return lookupErr
+		}
+		return err
+	})
 }
 
 // ListProfiles returns every profile, sorted by name ([] when none).
@@ -72,11 +81,9 @@ func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, e
 // RemoveProfile forgets a profile. While tasks use it the answer is an
 // *InUseError, unless force.
 func (e *Executor) RemoveProfile(ctx context.Context, name string, force bool) error {
-	_, rec, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, name)
-	if err != nil {
-		return err
-	}
-	return e.removeUnused(ctx, KindProfile, name, rec.Revision, force)
+	return removeUnused[profiles.Profile](ctx, e.cfg.Store, KindProfile, name, force, func(tx state.Tx) ([]string, error) {
+		return tasksUsing(tx, "profile", name)
+	})
 }
 
 // EnvOptions select what `profile env` assembles.

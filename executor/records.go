@@ -63,35 +63,79 @@ func getRecord[T any](ctx context.Context, st state.Store, kind state.Kind, name
 		return nil, rec, &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
 	}
 	if err != nil {
-		return nil, rec, err
+		return nil, rec, withRemedy(err)
 	}
-	v, err := decodeRecord[T](rec)
+	v, err := decodeRecord[T](st, rec)
 	return v, rec, err
 }
 
-func decodeRecord[T any](rec state.Record) (*T, error) {
+// decodeRecord reads a record's data into a T. Data that does not decode
+// into one, or that names another record than the one stored (its "id",
+// else its "name"), is a *state.CorruptRecordError naming where it is
+// kept: shown as a blank or foreign row it would go unnoticed.
+func decodeRecord[T any](st state.Store, rec state.Record) (*T, error) {
+	corrupt := func(reason string) error {
+		return withRemedy(&state.CorruptRecordError{Kind: rec.Kind, Name: rec.Name, Where: st.Locate(rec.Kind, rec.Name), Reason: reason})
+	}
+	var key struct {
+		ID   *string `json:"id"`
+		Name *string `json:"name"`
+	}
+	if err := json.Unmarshal(rec.Data, &key); err != nil {
+		return nil, corrupt("its data does not decode: " + err.Error())
+	}
 	v := new(T)
 	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, fmt.Errorf("%s %q: corrupt record in the state store: %w", rec.Kind, rec.Name, err)
+		return nil, corrupt("its data does not decode: " + err.Error())
+	}
+	named := key.ID
+	if named == nil {
+		named = key.Name
+	}
+	switch {
+	case named == nil:
+		return nil, corrupt("its data names no " + string(rec.Kind))
+	case *named != rec.Name:
+		return nil, corrupt(fmt.Sprintf("its data names %s %q", rec.Kind, *named))
 	}
 	return v, nil
+}
+
+// withRemedy adds to an unreadable record's error the command that
+// removes it, for the kinds that have one.
+func withRemedy(err error) error {
+	var ce *state.CorruptRecordError
+	if errors.As(err, &ce) && ce.Remedy == "" {
+		switch ce.Kind {
+		case KindHost, KindProfile, KindAgent:
+			ce.Remedy = fmt.Sprintf("kandev-exec %s rm --force %s", ce.Kind, ce.Name)
+		case KindSecret:
+			ce.Remedy = "kandev-exec secret rm " + ce.Name
+		}
+	}
+	return err
 }
 
 // listRecords reads every record of kind.
 func listRecords[T any](ctx context.Context, st state.Store, kind state.Kind) ([]*T, []state.Record, error) {
 	recs, err := st.List(ctx, kind)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, withRemedy(err)
 	}
+	out, err := decodeRecords[T](st, recs)
+	return out, recs, err
+}
+
+func decodeRecords[T any](st state.Store, recs []state.Record) ([]*T, error) {
 	out := make([]*T, 0, len(recs))
 	for _, rec := range recs {
-		v, err := decodeRecord[T](rec)
+		v, err := decodeRecord[T](st, rec)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		out = append(out, v)
 	}
-	return out, recs, nil
+	return out, nil
 }
 
 func (e *Executor) recordNames(ctx context.Context, kind state.Kind) ([]string, error) {
@@ -106,36 +150,46 @@ func (e *Executor) recordNames(ctx context.Context, kind state.Kind) ([]string, 
 	return names, nil
 }
 
-// applyRecord creates the record, or updates it at the revision read if
-// any field differs. A concurrent writer makes the update a
-// *state.ConflictError rather than a lost write.
-func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any) (ApplyResult, error) {
-	res := ApplyResult{Kind: string(kind), Name: name, Changed: []string{},
-		EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}}
+// applyRecord creates the record, or updates it if any field differs,
+// in one transaction with check (nil: none), so what check verified
+// still holds when the write lands.
+func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any, check func(state.Tx) error) (ApplyResult, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return res, err
+		return ApplyResult{}, err
 	}
-	st := e.cfg.Store
-	old, err := st.Get(ctx, kind, name)
-	if errors.Is(err, state.ErrNotFound) {
-		rec, err := st.Create(ctx, kind, name, data, state.Event{Type: string(kind) + ".created"})
-		res.Action, res.Revision = ActionCreated, rec.Revision
-		return res, err
-	}
-	if err != nil {
-		return res, err
-	}
-	if err := diffRecord(old.Data, data, &res); err != nil {
-		return res, fmt.Errorf("%s %q: corrupt record in the state store: %w", kind, name, err)
-	}
-	if len(res.Changed) == 0 {
-		res.Action, res.Revision = ActionUnchanged, old.Revision
-		return res, nil
-	}
-	detail, _ := json.Marshal(map[string][]string{"changed": res.Changed})
-	rec, err := st.Update(ctx, kind, name, old.Revision, data, state.Event{Type: string(kind) + ".updated", Detail: detail})
-	res.Action, res.Revision = ActionUpdated, rec.Revision
+	var res ApplyResult
+	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+		res = ApplyResult{Kind: string(kind), Name: name, Changed: []string{},
+			EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}}
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
+		old, err := tx.Get(kind, name)
+		err = withRemedy(err)
+		if errors.Is(err, state.ErrNotFound) {
+			rec, err := tx.Create(kind, name, data, state.Event{Type: string(kind) + ".created"})
+			res.Action, res.Revision = ActionCreated, rec.Revision
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if err := diffRecord(old.Data, data, &res); err != nil {
+			return withRemedy(&state.CorruptRecordError{Kind: kind, Name: name, Where: e.cfg.Store.Locate(kind, name),
+				Reason: "its data does not decode: " + err.Error()})
+		}
+		if len(res.Changed) == 0 {
+			res.Action, res.Revision = ActionUnchanged, old.Revision
+			return nil
+		}
+		detail, _ := json.Marshal(map[string][]string{"changed": res.Changed})
+		rec, err := tx.Update(kind, name, old.Revision, data, state.Event{Type: string(kind) + ".updated", Detail: detail})
+		res.Action, res.Revision = ActionUpdated, rec.Revision
+		return err
+	})
 	return res, err
 }
 

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/profiles"
 )
 
@@ -18,17 +20,7 @@ import (
 func (e *Executor) Reveal(r profiles.Ref) (string, error) {
 	switch r.Kind {
 	case profiles.RefSecret:
-		dir, err := e.secretsDir(false)
-		if err == nil {
-			var b []byte
-			if b, err = readValueFile(filepath.Join(dir, r.Name), true); err == nil {
-				return string(b), nil
-			}
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("secret %q is not set (see `kandev-exec secret ls`)", r.Name)
-		}
-		return "", err
+		return e.revealSecret(context.Background(), r.Name)
 	case profiles.RefFromEnv:
 		v, ok := os.LookupEnv(r.Name)
 		if !ok {
@@ -44,7 +36,7 @@ func (e *Executor) Reveal(r profiles.Ref) (string, error) {
 			}
 			path = filepath.Join(home, rest)
 		}
-		b, err := readValueFile(path, false)
+		b, err := readValueFile(path)
 		if err != nil {
 			return "", err
 		}
@@ -53,4 +45,33 @@ func (e *Executor) Reveal(r profiles.Ref) (string, error) {
 		return strings.TrimSuffix(string(b), "\n"), nil
 	}
 	return "", fmt.Errorf("unknown reference kind %q", r.Kind)
+}
+
+// revealSecret reads the record, then the value file it names. A set
+// finishing in between may remove that file: the record then names a
+// newer one, and the read is tried again.
+func (e *Executor) revealSecret(ctx context.Context, name string) (string, error) {
+	prev := "\x00" // no version id
+	for range 3 {
+		rec, err := e.secretRecord(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if rec == nil {
+			return "", fmt.Errorf("secret %q is not set (see `kandev-exec secret ls`)", name)
+		}
+		if rec.Version == prev {
+			break // the file is missing, and no newer value replaced it
+		}
+		prev = rec.Version
+		dir, err := e.secretsDir(false)
+		var b []byte
+		if err == nil {
+			b, err = fsx.ReadFileMax(valuePath(dir, name, rec.Version), MaxSecretSize)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return string(b), err
+		}
+	}
+	return "", fmt.Errorf("secret %q: its value file is missing; set it again with `kandev-exec secret set %s`", name, name)
 }

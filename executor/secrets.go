@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -26,8 +23,28 @@ type Secret struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// SetSecret stores value under name, replacing any previous value. It
-// returns the metadata and whether the secret is new.
+// secretRecord is what the store keeps: the metadata and the version id
+// of the value in force ("" for a secret set before versions).
+type secretRecord struct {
+	Secret
+	Version string `json:"version,omitempty"`
+}
+
+// secretRecord reads a secret's record; nil when there is none.
+func (e *Executor) secretRecord(ctx context.Context, name string) (*secretRecord, error) {
+	r, _, err := getRecord[secretRecord](ctx, e.cfg.Store, KindSecret, name)
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		return nil, nil
+	}
+	return r, err
+}
+
+// SetSecret stores value under name, replacing any previous value, and
+// returns the metadata and whether the secret is new. The value is
+// written to a fresh file, then the record switched to it in one
+// transaction: after an error the value in force is the old one, and two
+// concurrent sets both land, journaled in order, the later one winning.
 func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Secret, bool, error) {
 	if err := checkName(KindSecret, name); err != nil {
 		return Secret{}, false, err
@@ -45,38 +62,57 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 	if err != nil {
 		return Secret{}, false, err
 	}
-	// The value first: metadata without a file would list a secret that
-	// cannot be revealed.
-	if err := writeSecretFile(dir, name, value); err != nil {
+	v, err := writeValue(dir, name, value)
+	if err != nil {
 		return Secret{}, false, fmt.Errorf("secret %q: %w", name, err)
 	}
+	var out secretRecord
+	var created bool
 	now := time.Now().UTC().Truncate(time.Second)
-	old, rec, err := getRecord[Secret](ctx, e.cfg.Store, KindSecret, name)
-	var nf *NotFoundError
-	if errors.As(err, &nf) {
-		s := Secret{Name: name, CreatedAt: now, UpdatedAt: now}
-		data, _ := json.Marshal(s)
-		_, err = e.cfg.Store.Create(ctx, KindSecret, name, data, state.Event{Type: "secret.set"})
-		return s, true, err
-	}
+	// The version id (random, nothing of the value) shows in the journal
+	// which of several concurrent sets is in force.
+	ev := state.Event{Type: "secret.set"}
+	ev.Detail, _ = json.Marshal(map[string]string{"version": v.vid})
+	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+		rec, err := tx.Get(KindSecret, name)
+		if errors.Is(err, state.ErrNotFound) {
+			out, created = secretRecord{Secret: Secret{Name: name, CreatedAt: now, UpdatedAt: now}, Version: v.vid}, true
+			data, _ := json.Marshal(out)
+			_, err = tx.Create(KindSecret, name, data, ev)
+			return err
+		}
+		if err != nil {
+			return withRemedy(err)
+		}
+		old, err := decodeRecord[secretRecord](e.cfg.Store, rec)
+		if err != nil {
+			return err
+		}
+		out, created = secretRecord{Secret: Secret{Name: name, CreatedAt: old.CreatedAt, UpdatedAt: now}, Version: v.vid}, false
+		data, _ := json.Marshal(out)
+		_, err = tx.Update(KindSecret, name, rec.Revision, data, ev)
+		return err
+	})
 	if err != nil {
+		v.abandon()
 		return Secret{}, false, err
 	}
-	old.UpdatedAt = now
-	data, _ := json.Marshal(old)
-	_, err = e.cfg.Store.Update(ctx, KindSecret, name, rec.Revision, data, state.Event{Type: "secret.set"})
-	return *old, false, err
+	v.done()
+	// Best effort: the new value is in force whatever happens here, and a
+	// file left behind is removed next time (doctor reports it meanwhile).
+	e.removeStrays(ctx, name)
+	return out.Secret, created, nil
 }
 
 // ListSecrets returns the metadata of every secret ([] when none).
 func (e *Executor) ListSecrets(ctx context.Context) ([]Secret, error) {
-	ss, _, err := listRecords[Secret](ctx, e.cfg.Store, KindSecret)
+	ss, _, err := listRecords[secretRecord](ctx, e.cfg.Store, KindSecret)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Secret, len(ss))
 	for i, s := range ss {
-		out[i] = *s
+		out[i] = s.Secret
 	}
 	return out, nil
 }
@@ -86,46 +122,48 @@ func (e *Executor) SecretNames(ctx context.Context) ([]string, error) {
 	return e.recordNames(ctx, KindSecret)
 }
 
-// RemoveSecret deletes a secret's value, then its metadata. It returns the
-// profiles and agent presets that still reference it: they will fail at
-// launch until it is set again.
+// RemoveSecret deletes a secret's record, then its value files (the
+// record first: a secret listed is a secret that can be revealed). A
+// name with no record but stray files has them removed. It returns the
+// profiles and agent presets that still reference the secret: they will
+// fail at launch until it is set again.
 func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, error) {
-	_, rec, err := getRecord[Secret](ctx, e.cfg.Store, KindSecret, name)
-	var nf *NotFoundError
-	if err != nil && !errors.As(err, &nf) {
+	if err := checkName(KindSecret, name); err != nil {
 		return nil, err
 	}
-	removed, ferr := e.removeSecretFile(name)
-	if ferr != nil {
-		return nil, ferr
+	users, err := e.secretUsers(ctx, name)
+	if err != nil {
+		return nil, err
 	}
-	if nf != nil {
-		if !removed {
-			return nil, &NotFoundError{What: "secret", Name: name, ListCmd: "secret ls"}
+	found := true
+	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+		rec, err := tx.Get(KindSecret, name)
+		if errors.Is(err, state.ErrNotFound) {
+			found = false
+			return nil
 		}
-	} else if err := e.cfg.Store.Delete(ctx, KindSecret, name, rec.Revision, state.Event{Type: "secret.removed"}); err != nil {
+		if err != nil {
+			return err
+		}
+		return tx.Delete(KindSecret, name, rec.Revision, state.Event{Type: "secret.removed"})
+	})
+	var corrupt *state.CorruptRecordError
+	if errors.As(err, &corrupt) {
+		err = e.cfg.Store.Discard(ctx, KindSecret, name, state.Event{Type: "secret.discarded"})
+	}
+	if err != nil {
 		return nil, err
 	}
-	return e.secretUsers(ctx, name)
-}
-
-// removeSecretFile deletes the value file; false when there was none.
-func (e *Executor) removeSecretFile(name string) (bool, error) {
-	dir, err := e.secretsDir(false)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+	removed, err := e.removeStrays(ctx, name)
+	switch {
+	case err != nil && found:
+		return nil, fmt.Errorf("secret %q is removed, but not all of its value files: %w (doctor lists what is left)", name, err)
+	case err != nil:
+		return nil, err
+	case !found && len(removed) == 0:
+		return nil, &NotFoundError{What: "secret", Name: name, ListCmd: "secret ls"}
 	}
-	if err != nil {
-		return false, err
-	}
-	err = os.Remove(filepath.Join(dir, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return true, syncDir(dir)
+	return users, nil
 }
 
 // secretUsers names the profiles and agent presets referencing a secret.

@@ -17,6 +17,30 @@ import (
 
 const secretValue = "s3cr3t-value-for-tests"
 
+// valueFiles lists the files of secret name in the secrets directory.
+func valueFiles(t *testing.T, e *Executor, name string) []string {
+	t.Helper()
+	_, files, err := e.secretFiles(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, vf := range files {
+		out = append(out, vf.file)
+	}
+	return out
+}
+
+// liveValuePath is the file the secret's record names.
+func liveValuePath(t *testing.T, e *Executor, name string) string {
+	t.Helper()
+	rec, err := e.secretRecord(context.Background(), name)
+	if err != nil || rec == nil {
+		t.Fatalf("record of %s: %+v, %v", name, rec, err)
+	}
+	return valuePath(filepath.Join(e.Store().Dir(), "secrets"), name, rec.Version)
+}
+
 func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
 	ctx := context.Background()
 	e := newTestExecutor(t)
@@ -25,7 +49,8 @@ func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
 		t.Fatalf("set: %+v %v %v", s, created, err)
 	}
 	dir := filepath.Join(e.Store().Dir(), "secrets")
-	fi, err := os.Stat(filepath.Join(dir, "tok"))
+	first := liveValuePath(t, e, "tok")
+	fi, err := os.Stat(first)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("file mode: %v %v", fi, err)
 	}
@@ -35,9 +60,14 @@ func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
 	if _, created, err := e.SetSecret(ctx, "tok", []byte(secretValue+"2")); err != nil || created {
 		t.Fatalf("update: %v %v", created, err)
 	}
-	// Nothing outside secrets/ holds the value: records, journal, temp files.
+	// The update went to a new file and removed the old one.
+	live := liveValuePath(t, e, "tok")
+	if files := valueFiles(t, e, "tok"); live == first || len(files) != 1 || filepath.Join(dir, files[0]) != live {
+		t.Fatalf("files after update: %v, record names %s (first was %s)", files, live, first)
+	}
+	// Nothing else holds the value: records, journal, temp files.
 	filepath.WalkDir(e.Store().Dir(), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Dir(p) == dir && d.Name() == "tok" {
+		if err != nil || d.IsDir() || p == live {
 			return err
 		}
 		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secretValue)) {
@@ -74,23 +104,33 @@ func TestSecretFilesRefuseSymlinks(t *testing.T) {
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(e.Store().Dir(), "secrets")
+	// A link planted where the record's value file is: reveal refuses it,
+	// and the next set neither writes through it nor follows it to remove.
 	outside := filepath.Join(t.TempDir(), "target")
 	os.WriteFile(outside, []byte("elsewhere"), 0o600)
-	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+	live := liveValuePath(t, e, "tok")
+	os.Remove(live)
+	if err := os.Symlink(outside, live); err != nil {
 		t.Fatal(err)
 	}
 	var unsafe *state.UnsafePathError
-	if _, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "link"}); !errors.As(err, &unsafe) {
+	if _, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}); !errors.As(err, &unsafe) {
 		t.Errorf("reveal through a link: %v", err)
 	}
-	if _, _, err := e.SetSecret(ctx, "link", []byte("new")); !errors.As(err, &unsafe) {
-		t.Errorf("write through a link: %v", err)
+	if _, _, err := e.SetSecret(ctx, "tok", []byte("new")); err != nil {
+		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "elsewhere" {
 		t.Errorf("link target changed: %q", b)
 	}
+	if _, err := os.Lstat(live); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link was left in place: %v", err)
+	}
+	if got, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}); err != nil || got != "new" {
+		t.Errorf("reveal after set: %q, %v", got, err)
+	}
 	// A linked secrets directory is refused as a whole.
+	dir := filepath.Dir(live)
 	os.RemoveAll(dir)
 	os.Symlink(t.TempDir(), dir)
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); !errors.As(err, &unsafe) {
@@ -138,8 +178,8 @@ func TestRemoveSecretNamesItsUsers(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(users, []string{"profile web"}) {
 		t.Fatalf("rm: %v %v", users, err)
 	}
-	if _, err := os.Lstat(filepath.Join(e.Store().Dir(), "secrets", "tok")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("file left behind: %v", err)
+	if files := valueFiles(t, e, "tok"); len(files) != 0 {
+		t.Fatalf("files left behind: %v", files)
 	}
 	var nf *NotFoundError
 	if _, err := e.RemoveSecret(ctx, "tok"); !errors.As(err, &nf) {

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"path/filepath"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // A session's controller token is a credential: it lives beside the
@@ -24,7 +26,7 @@ func (e *Executor) saveToken(sessionID, token string) error {
 	if err != nil {
 		return err
 	}
-	return writeSecretFile(dir, sessionID, []byte(token))
+	return fsx.WriteFile(filepath.Join(dir, sessionID), []byte(token), true)
 }
 
 func (e *Executor) loadToken(sessionID string) (string, error) {
@@ -32,6 +34,6 @@ func (e *Executor) loadToken(sessionID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := readValueFile(filepath.Join(dir, sessionID), true)
+	b, err := fsx.ReadFileMax(filepath.Join(dir, sessionID), MaxSecretSize)
 	return string(b), err
 }

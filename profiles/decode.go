@@ -103,12 +103,28 @@ func DecodeAgent(filename string, data []byte) (*AgentPreset, error) {
 	return a, nil
 }
 
-type decoder struct{ src source }
+// Input bounds. Profiles and agent presets are read whole and stored, and
+// every later `ls` decodes them again, so neither may grow without limit.
+const (
+	// MaxFileSize bounds a profile or agent preset file.
+	MaxFileSize = 1 << 20
+	// MaxEnvKeys bounds the env keys of one profile (its env and every
+	// repository's secrets together) or one agent preset.
+	MaxEnvKeys = 4096
+)
+
+type decoder struct {
+	src     source
+	envKeys int // env keys seen so far in this document
+}
 
 var yamlLine = regexp.MustCompile(`^line (\d+): `)
 
 func newDecoder(filename string, data []byte) (*decoder, *yaml.Node, error) {
 	d := &decoder{src: source{file: filename, lines: map[string]int{}}}
+	if len(data) > MaxFileSize {
+		return nil, nil, &DecodeError{File: filename, Msg: fmt.Sprintf("larger than %d bytes (1 MiB), the limit for a profile or agent file", MaxFileSize)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -256,6 +272,9 @@ func (d *decoder) command(n *yaml.Node, dst *[]string) error {
 // or two references are errors.
 func (d *decoder) env(n *yaml.Node, what, path string, dst *[]EnvEntry) error {
 	return d.mapping(n, what, path+".", func(key, _ string, v *yaml.Node) error {
+		if d.envKeys++; d.envKeys > MaxEnvKeys {
+			return d.errAt(v, key, "more than %d env keys, the limit for one profile or agent (env and repository secrets together)", MaxEnvKeys)
+		}
 		e := EnvEntry{Key: key}
 		switch {
 		case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null":

@@ -4,10 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // ErrNotFound is matched with errors.Is on a *NotFoundError.
 var ErrNotFound = errors.New("not found")
+
+// ErrTxnWritten: a Tx was used after its one write.
+var ErrTxnWritten = errors.New("state: a transaction makes one write, as its last call")
 
 // NotFoundError names the record that is missing.
 type NotFoundError struct {
@@ -32,6 +37,28 @@ func (e *ConflictError) Error() string {
 	}
 	return fmt.Sprintf("%s %q changed concurrently: expected revision %d, found %d", e.Kind, e.Name, e.Expected, e.Actual)
 }
+
+// CorruptRecordError: a stored record that cannot be read, or whose
+// contents name another record. Where is its location (Store.Locate);
+// Remedy, when set, is the command that removes it.
+type CorruptRecordError struct {
+	Kind   Kind
+	Name   string
+	Where  string
+	Reason string
+	Remedy string
+}
+
+func (e *CorruptRecordError) Error() string {
+	msg := fmt.Sprintf("%s %q: record %s is unreadable: %s; ", e.Kind, e.Name, e.Where, e.Reason)
+	if e.Remedy != "" {
+		msg += fmt.Sprintf("run `%s`, or ", e.Remedy)
+	}
+	return msg + fmt.Sprintf("move it aside (mv %s %[1]s.bad) and retry", e.Where)
+}
+
+// ExitCode: a plain error (exit 1); the message says what to do.
+func (e *CorruptRecordError) ExitCode() (int, string) { return 1, "error" }
 
 // StaleClaimError is a write under a claim that is no longer current, or
 // with the wrong sequence (exit code 10).
@@ -58,31 +85,12 @@ func (e *ClaimedError) Error() string {
 }
 
 // LockedError: the store lock was not obtained within the wait bound
-// (exit code 11). Holder is what the lock file said, when readable.
-type LockedError struct {
-	Path   string
-	Waited time.Duration
-	Holder *Holder
-}
-
-func (e *LockedError) Error() string {
-	if e.Holder == nil {
-		return fmt.Sprintf("state store %s is locked by another process (waited %s)", e.Path, e.Waited)
-	}
-	return fmt.Sprintf("state store %s is locked by pid %d (%s) since %s (waited %s)", e.Path,
-		e.Holder.PID, e.Holder.Command, e.Holder.Since.UTC().Format(time.RFC3339), e.Waited)
-}
+// (exit code 11). It is fsx's, so every bounded lock maps the same way.
+type LockedError = fsx.LockedError
 
 // UnsafePathError: a symlink or non-regular file sits where a state file
 // or directory should be; the store refuses to follow it.
-type UnsafePathError struct {
-	Path   string
-	Reason string
-}
-
-func (e *UnsafePathError) Error() string {
-	return fmt.Sprintf("refusing unsafe state path %s: %s", e.Path, e.Reason)
-}
+type UnsafePathError = fsx.UnsafePathError
 
 // SchemaError: the store was written by a newer kandev-exec.
 type SchemaError struct {

@@ -47,13 +47,51 @@ func (s *FileStore) readRecord(kind Kind, name string) (*recordFile, error) {
 	}
 	var rf recordFile
 	if err := json.Unmarshal(b, &rf); err != nil {
-		return nil, fmt.Errorf("corrupt record %s: %w", path, err)
+		return nil, &CorruptRecordError{Kind: kind, Name: name, Where: path, Reason: "not a record: " + err.Error()}
 	}
-	// On a case-insensitive filesystem "Web" and "web" share a file.
 	if rf.Kind != kind || rf.Name != name {
-		return nil, fmt.Errorf("record file %s holds %s %q, not %s %q (case-insensitive filesystem?)", path, rf.Kind, rf.Name, kind, name)
+		reason := fmt.Sprintf("it holds %s %q", rf.Kind, rf.Name)
+		if rf.Kind == "" && rf.Name == "" {
+			reason = "it names no record"
+		}
+		if rf.Kind == kind && strings.EqualFold(rf.Name, name) {
+			reason += " (a case-insensitive filesystem?)"
+		}
+		return &rf, &CorruptRecordError{Kind: kind, Name: name, Where: path, Reason: reason}
 	}
 	return &rf, nil
+}
+
+// Locate is the record's file.
+func (s *FileStore) Locate(kind Kind, name string) string { return s.recordPath(kind, name) }
+
+// Discard removes a record that cannot be read; see Store.Discard.
+func (s *FileStore) Discard(ctx context.Context, kind Kind, name string, ev Event) error {
+	if err := validateKey(kind, name); err != nil {
+		return err
+	}
+	ev, err := checkEvent(ev)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(t *tx) error {
+		rf, err := s.readRecord(kind, name)
+		var corrupt *CorruptRecordError
+		switch {
+		case err == nil:
+			return fmt.Errorf("%s %q is readable: delete it at its revision (%d), not by Discard", kind, name, rf.Revision)
+		case !errors.As(err, &corrupt):
+			return err
+		case rf != nil && rf.Kind == kind && strings.EqualFold(rf.Name, name):
+			// On a case-insensitive filesystem "Web" and "web" share a
+			// file, and the file is web's.
+			return err
+		}
+		if err := removeDurable(s.recordPath(kind, name)); err != nil {
+			return err
+		}
+		return t.record(kind, name, ev, 0)
+	})
 }
 
 func (s *FileStore) writeRecord(rf *recordFile) error {
@@ -124,6 +162,10 @@ func (s *FileStore) Get(ctx context.Context, kind Kind, name string) (Record, er
 	if err := s.ready(ctx); err != nil {
 		return Record{}, err
 	}
+	return s.get(kind, name)
+}
+
+func (s *FileStore) get(kind Kind, name string) (Record, error) {
 	if err := validateKey(kind, name); err != nil {
 		return Record{}, err
 	}
@@ -139,6 +181,10 @@ func (s *FileStore) List(ctx context.Context, kind Kind) ([]Record, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
+	return s.list(kind)
+}
+
+func (s *FileStore) list(kind Kind) ([]Record, error) {
 	if err := validateKind(kind); err != nil {
 		return nil, err
 	}
@@ -172,56 +218,21 @@ func (s *FileStore) List(ctx context.Context, kind Kind) ([]Record, error) {
 	return recs, nil
 }
 
-// Create stores a new record at revision 1; see Store.Create.
-func (s *FileStore) Create(ctx context.Context, kind Kind, name string, data json.RawMessage, ev Event) (Record, error) {
-	data, ev, err := checkWrite(kind, name, data, ev)
-	if err != nil {
-		return Record{}, err
-	}
-	var out Record
-	err = s.update(ctx, func(t *tx) error {
-		rf, err := s.readRecord(kind, name)
-		if err == nil {
-			if !bytes.Equal(rf.Data, data) {
-				return &ConflictError{Kind: kind, Name: name, Actual: rf.Revision}
-			}
-			out = rf.Record
-			return nil
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		rf = &recordFile{Record: Record{Kind: kind, Name: name, Revision: 1, SchemaVersion: SchemaVersion, UpdatedAt: t.now, Data: data}}
-		if err := s.writeRecord(rf); err != nil {
-			return err
-		}
-		out = rf.Record
-		return t.record(kind, name, ev, rf.Revision)
+// Create stores a new record at revision 1; see Store.Create. Like
+// Update and Delete, it is a transaction of that one write.
+func (s *FileStore) Create(ctx context.Context, kind Kind, name string, data json.RawMessage, ev Event) (out Record, err error) {
+	err = s.Txn(ctx, func(tx Tx) error {
+		out, err = tx.Create(kind, name, data, ev)
+		return err
 	})
 	return out, err
 }
 
 // Update replaces the data at revision expected; see Store.Update.
-func (s *FileStore) Update(ctx context.Context, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error) {
-	data, ev, err := checkWrite(kind, name, data, ev)
-	if err != nil {
-		return Record{}, err
-	}
-	var out Record
-	err = s.update(ctx, func(t *tx) error {
-		rf, err := s.readUnclaimed(t, kind, name, expected)
-		if err != nil {
-			return err
-		}
-		rf.Revision++
-		rf.SchemaVersion = SchemaVersion
-		rf.UpdatedAt = t.now
-		rf.Data = data
-		if err := s.writeRecord(rf); err != nil {
-			return err
-		}
-		out = rf.Record
-		return t.record(kind, name, ev, rf.Revision)
+func (s *FileStore) Update(ctx context.Context, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (out Record, err error) {
+	err = s.Txn(ctx, func(tx Tx) error {
+		out, err = tx.Update(kind, name, expected, data, ev)
+		return err
 	})
 	return out, err
 }
@@ -229,23 +240,81 @@ func (s *FileStore) Update(ctx context.Context, kind Kind, name string, expected
 // Delete removes the record at revision expected; see Store.Delete. The
 // journal entry carries the revision that was deleted.
 func (s *FileStore) Delete(ctx context.Context, kind Kind, name string, expected uint64, ev Event) error {
-	if err := validateKey(kind, name); err != nil {
-		return err
+	return s.Txn(ctx, func(tx Tx) error { return tx.Delete(kind, name, expected, ev) })
+}
+
+// pending is a checked write waiting for its transaction to end well.
+type pending struct {
+	kind     Kind
+	name     string
+	rf       *recordFile // nil deletes the record
+	ev       Event
+	revision uint64 // what the journal entry names
+}
+
+func (s *FileStore) apply(t *tx, p *pending) error {
+	var err error
+	if p.rf == nil {
+		err = removeDurable(s.recordPath(p.kind, p.name))
+	} else {
+		err = s.writeRecord(p.rf)
 	}
-	ev, err := checkEvent(ev)
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, func(t *tx) error {
-		rf, err := s.readUnclaimed(t, kind, name, expected)
-		if err != nil {
-			return err
+	return t.record(p.kind, p.name, p.ev, p.revision)
+}
+
+// planCreate checks a Create; a nil pending means the same data is
+// already stored, which is not a write.
+func (s *FileStore) planCreate(t *tx, kind Kind, name string, data json.RawMessage, ev Event) (*pending, Record, error) {
+	data, ev, err := checkWrite(kind, name, data, ev)
+	if err != nil {
+		return nil, Record{}, err
+	}
+	rf, err := s.readRecord(kind, name)
+	if err == nil {
+		if !bytes.Equal(rf.Data, data) {
+			return nil, Record{}, &ConflictError{Kind: kind, Name: name, Actual: rf.Revision}
 		}
-		if err := removeDurable(s.recordPath(kind, name)); err != nil {
-			return err
-		}
-		return t.record(kind, name, ev, rf.Revision)
-	})
+		return nil, rf.Record, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, Record{}, err
+	}
+	rf = &recordFile{Record: Record{Kind: kind, Name: name, Revision: 1, SchemaVersion: SchemaVersion, UpdatedAt: t.now, Data: data}}
+	return &pending{kind: kind, name: name, rf: rf, ev: ev, revision: 1}, rf.Record, nil
+}
+
+func (s *FileStore) planUpdate(t *tx, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (*pending, Record, error) {
+	data, ev, err := checkWrite(kind, name, data, ev)
+	if err != nil {
+		return nil, Record{}, err
+	}
+	rf, err := s.readUnclaimed(t, kind, name, expected)
+	if err != nil {
+		return nil, Record{}, err
+	}
+	rf.Revision++
+	rf.SchemaVersion = SchemaVersion
+	rf.UpdatedAt = t.now
+	rf.Data = data
+	return &pending{kind: kind, name: name, rf: rf, ev: ev, revision: rf.Revision}, rf.Record, nil
+}
+
+func (s *FileStore) planDelete(t *tx, kind Kind, name string, expected uint64, ev Event) (*pending, error) {
+	if err := validateKey(kind, name); err != nil {
+		return nil, err
+	}
+	ev, err := checkEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	rf, err := s.readUnclaimed(t, kind, name, expected)
+	if err != nil {
+		return nil, err
+	}
+	return &pending{kind: kind, name: name, ev: ev, revision: rf.Revision}, nil
 }
 
 // readUnclaimed is the check shared by Update and Delete: the record

@@ -70,12 +70,32 @@ type Claim struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// Tx is what a Txn's fn reads and writes through. Get and List see the
+// store as of the transaction; Create, Update and Delete are checked
+// against that same view when called and fail as the Store's would.
+//
+// A Tx makes at most one write call (a refused one included), as its
+// last call: any call after it fails with ErrTxnWritten. The write is
+// applied when fn returns nil. One write is all a cross-record check
+// needs ("delete the host unless a profile names it", "create the task
+// while its host exists"), and it keeps a crash as harmless as for a lone
+// write: no transaction is ever half applied.
+type Tx interface {
+	Get(kind Kind, name string) (Record, error)
+	List(kind Kind) ([]Record, error)
+	Create(kind Kind, name string, data json.RawMessage, ev Event) (Record, error)
+	Update(kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
+	Delete(kind Kind, name string, expected uint64, ev Event) error
+}
+
 // Store is the backend-neutral API; state/statetest checks any
 // implementation against it.
 type Store interface {
-	// Get returns ErrNotFound (wrapped in *NotFoundError) when absent.
+	// Get returns ErrNotFound (wrapped in *NotFoundError) when absent,
+	// and *CorruptRecordError when what is stored is not that record.
 	Get(ctx context.Context, kind Kind, name string) (Record, error)
 	// List returns every record of a kind sorted by name; [] when none.
+	// One unreadable record fails it (*CorruptRecordError).
 	List(ctx context.Context, kind Kind) ([]Record, error)
 	// Create stores a new record at revision 1. Creating a record that
 	// already exists with byte-identical data is a no-op returning the
@@ -87,6 +107,32 @@ type Store interface {
 	Update(ctx context.Context, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
 	// Delete removes the record if the stored revision equals expected.
 	Delete(ctx context.Context, kind Kind, name string, expected uint64, ev Event) error
+	// Discard removes a record that Get reports as *CorruptRecordError,
+	// whose revision is unknown, journaled with revision 0. A readable
+	// record is refused (Delete it at its revision).
+	Discard(ctx context.Context, kind Kind, name string, ev Event) error
+	// Locate names where a record is kept (its file, its key), for
+	// messages that tell the user what to move aside.
+	Locate(kind Kind, name string) string
+
+	// Txn runs fn as one serializable transaction: the write fn makes
+	// through tx lands only if nothing fn read through tx has changed
+	// meanwhile, so a check made by reading ("no profile names this
+	// host") still holds when the write ("delete the host") lands. fn
+	// must be quick, local and free of effects outside tx: a backend may
+	// run it more than once, and only the run whose write lands counts.
+	// An error from fn (or from a call of tx it passes on) is returned
+	// unchanged, and then nothing was written.
+	//
+	// The file store runs fn once, under its lock. A backend without a
+	// lock, such as etcd, reads at one revision, records what fn read
+	// (each record's version; for each kind listed, that no key under its
+	// prefix changed past the read revision), and commits the write and
+	// its journal entry as one etcd transaction comparing them (or simply
+	// the journal counter, which every write advances); when a compare
+	// fails it re-runs fn on fresh reads, a bounded number of times
+	// within ctx, and then returns *ConflictError.
+	Txn(ctx context.Context, fn func(tx Tx) error) error
 
 	// AcquireClaim takes the claim on an existing record for ttl. Refused
 	// with *ClaimedError while another live holder has it; a holder that

@@ -24,6 +24,9 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 	c := &cobra.Command{
 		Use:   "apply -f FILE",
 		Short: "Create or update an agent preset from a YAML file; prints what changed",
+		Long: `Create or update an agent preset (name, command, env) from a YAML file (or
+stdin), decoded as strictly as a profile. A file may be at most 1 MiB and
+hold at most 4096 env keys.`,
 		Example: `  # claude.yaml:
   #   name: claude
   #   command: [claude, --dangerously-skip-permissions]

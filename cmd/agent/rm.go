@@ -40,7 +40,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 			return removeRun(c.Context(), opts)
 		},
 	}
-	c.Flags().BoolVar(&opts.Force, "force", false, "remove even while tasks use it")
+	c.Flags().BoolVar(&opts.Force, "force", false, "remove even while tasks use it, or when its record is unreadable")
 	return c
 }
 

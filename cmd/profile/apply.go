@@ -23,6 +23,10 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 	c := &cobra.Command{
 		Use:   "apply -f FILE",
 		Short: "Create or update a profile from a YAML file; prints what changed",
+		Long: `Create or update a profile from a YAML file (or stdin), decoded strictly: an
+unknown key, a wrong type or a host that ` + "`host add`" + ` never added is an error
+naming file and line. A file may be at most 1 MiB and hold at most 4096 env
+keys (env and every repository's secrets together).`,
 		Example: `  kandev-exec profile apply -f prod.yaml
   kandev-exec profile show prod | kandev-exec profile apply -f -`,
 		Args: cmdutil.ExactArgs(0, "profile apply takes the file with -f FILE"),

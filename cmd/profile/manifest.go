@@ -8,26 +8,38 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/profiles"
 )
 
 // ReadManifest reads an -f argument: a file, or stdin for "-". The name
-// returned is what file:line errors will show.
+// returned is what file:line errors will show. At most one byte past
+// profiles.MaxFileSize is read, so an oversized file is refused by the
+// decoder, naming the limit, without being read whole.
 func ReadManifest(ios *cmdutil.IOStreams, file string) (string, []byte, error) {
 	if file == "" {
 		return "", nil, cmdutil.FlagErrorf("-f FILE is required (use -f - for stdin)")
 	}
 	if file == "-" {
-		b, err := io.ReadAll(ios.In)
+		b, err := readBounded(ios.In)
 		if err != nil {
 			return "", nil, cmdutil.FlagErrorf("reading stdin: %v", err)
 		}
 		return "<stdin>", b, nil
 	}
-	b, err := os.ReadFile(file)
+	f, err := os.Open(file)
+	if err != nil {
+		return "", nil, &cmdutil.FlagError{Err: err}
+	}
+	defer f.Close()
+	b, err := readBounded(f)
 	if err != nil {
 		return "", nil, &cmdutil.FlagError{Err: err}
 	}
 	return file, b, nil
+}
+
+func readBounded(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, profiles.MaxFileSize+1))
 }
 
 // PrintApply reports an apply: the action, then the names of the changed

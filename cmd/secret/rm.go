@@ -25,7 +25,7 @@ func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions)
 	return &cobra.Command{
 		Use:               "rm NAME",
 		Aliases:           []string{"remove"},
-		Short:             "Delete a secret's value and its record",
+		Short:             "Delete a secret's record, then its value files",
 		Args:              cmdutil.ExactArgs(1, "secret rm needs a NAME"),
 		ValidArgsFunction: completeSecrets(f, 1),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -38,7 +38,10 @@ func NewCmdSet(f *cmdutil.Factory, runF func(context.Context, *SetOptions) error
 		Long: `Store a secret under NAME, replacing any previous value. The value is read from
 --from-file, else from stdin (typed without echo on a terminal). Exactly one
 trailing newline is dropped. It is kept in the state directory with mode 0600
-and never printed.`,
+and never printed. Each value is written whole to a new file before the
+secret switches to it, so a set that fails or is interrupted leaves the
+previous value in force; what an interrupted set leaves behind is removed by
+the next set or rm of that secret, and ` + "`kandev-exec doctor`" + ` reports it.`,
 		Example: `  kandev-exec secret set api-token < token.txt
   pass show api | kandev-exec secret set api-token
   kandev-exec secret set deploy-key --from-file ~/.config/deploy.key`,

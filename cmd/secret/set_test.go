@@ -2,13 +2,12 @@ package secret
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -35,7 +34,8 @@ func TestSetReadsHiddenOnATerminal(t *testing.T) {
 	if strings.Contains(out.String()+errb.String(), "typed-VALUE") {
 		t.Errorf("value echoed: %q %q", out.String(), errb.String())
 	}
-	if b, _ := os.ReadFile(filepath.Join(st.Dir(), "secrets", "tok")); string(b) != "typed-VALUE" {
-		t.Errorf("stored %q", b)
+	ex := executor.New(executor.Config{Store: st})
+	if v, err := ex.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}); v != "typed-VALUE" {
+		t.Errorf("stored %q (%v)", v, err)
 	}
 }

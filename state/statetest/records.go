@@ -216,3 +216,24 @@ func testConcurrentIncrements(t *testing.T, s state.Store) {
 	}
 	checkContiguous(t, journal(t, s, 0), workers*each+1)
 }
+
+// testDiscardReadable: Discard is only for records Get cannot read; a
+// readable one is left alone, a missing one is not found.
+func testDiscardReadable(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	r := create(t, s, "a", data(`{}`))
+	n := len(journal(t, s, 0))
+	if err := s.Discard(ctx, kind, "a", ev("widget.discarded")); err == nil {
+		t.Fatal("Discard removed a readable record")
+	}
+	sameRecord(t, "after refused Discard", get(t, s, "a"), r)
+	if err := s.Discard(ctx, kind, "ghost", ev("widget.discarded")); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("Discard of a missing record: %v", err)
+	}
+	if got := len(journal(t, s, 0)); got != n {
+		t.Fatalf("refused Discards journaled: %d entries, want %d", got, n)
+	}
+	if s.Locate(kind, "a") == s.Locate(kind, "b") || s.Locate(kind, "a") == "" {
+		t.Fatalf("Locate does not tell records apart: %q", s.Locate(kind, "a"))
+	}
+}

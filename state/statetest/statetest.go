@@ -1,6 +1,7 @@
 // Package statetest is the conformance suite for state.Store backends:
-// idempotent create, compare-and-swap, claim fencing, journal order and
-// the rule that a refused write changes nothing.
+// idempotent create, compare-and-swap, claim fencing, journal order,
+// transactions whose reads still hold when their write lands, and the rule
+// that a refused write changes nothing.
 package statetest
 
 import (
@@ -40,6 +41,12 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"ExpiredClaim", testExpiredClaim},
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"RefusedWritesChangeNothing", testRefusedWritesChangeNothing},
+		{"DiscardReadable", testDiscardReadable},
+		{"TxnCommitsItsWrite", testTxnCommitsItsWrite},
+		{"TxnErrorWritesNothing", testTxnErrorWritesNothing},
+		{"TxnOneWrite", testTxnOneWrite},
+		{"TxnWriteChecks", testTxnWriteChecks},
+		{"TxnChecksHoldAtCommit", testTxnChecksHoldAtCommit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
