@@ -3,21 +3,26 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kdlbs/kandev-exec/taskdir"
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 )
 
-// newCmdHelper is the remote side: the uploaded binary runs
-// `kandev-exec helper` on the host with one JSON request on stdin and
-// answers with one JSON response on stdout. It never touches the local
-// store or config, which do not exist on the host.
-func newCmdHelper() *cobra.Command {
+// newCmdHostSide keeps the helper's own commands (`serve`, `controller
+// run`) in the CLI, so that a build without separate helpers can still
+// serve a host of its own platform. People never type them; the helper
+// binary (cmd/kandev-exec-helper) answers the same arguments.
+func newCmdHostSide(use string) *cobra.Command {
 	return &cobra.Command{
-		Use:    "helper",
-		Short:  "Serve one remote request (JSON on stdin, JSON on stdout)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return taskdir.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		Use:                use,
+		Short:              "Remote side of kandev-exec (runs on the host)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code := hostops.Main(cmd.Context(), append([]string{use}, args...), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if code != 0 {
+				return &cmdutil.ExitCodeError{Code: code}
+			}
+			return nil
 		},
 	}
 }

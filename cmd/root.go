@@ -43,8 +43,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))
-	root.AddCommand(newCmdController(f))
-	root.AddCommand(newCmdHelper())
+	root.AddCommand(newCmdHostSide("serve"), newCmdHostSide("controller"))
 	root.SetHelpCommand(newCmdHelp(root, f))
 	return root
 }

@@ -36,7 +36,10 @@ func helperMain(args []string) int {
 	case len(args) == 1 && args[0] == "start":
 		var req StartRequest
 		if err = json.NewDecoder(os.Stdin).Decode(&req); err == nil {
-			err = Start(req, os.Stdout)
+			var resp *StartResponse
+			if resp, err = Start(req); err == nil {
+				err = json.NewEncoder(os.Stdout).Encode(resp)
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown helper arguments %q", args)
@@ -79,16 +82,12 @@ func newRequest(t *testing.T, command string) StartRequest {
 // start starts a controller and makes sure it is gone when the test ends.
 func start(t *testing.T, req StartRequest) *session {
 	t.Helper()
-	var out bytes.Buffer
-	if err := Start(req, &out); err != nil {
+	resp, err := Start(req)
+	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	var resp StartResponse
-	if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
-		t.Fatalf("decode %q: %v", out.String(), err)
-	}
 	t.Cleanup(func() { reap(t, req.SessionDir, resp.StartTime) })
-	return &session{req: req, resp: resp, c: NewClient(nil, resp.Port, req.Token)}
+	return &session{req: req, resp: *resp, c: NewClient(nil, resp.Port, req.Token)}
 }
 
 func reap(t *testing.T, dir string, startTime uint64) {

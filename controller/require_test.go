@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,7 @@ func TestStartRequiresTheAgentProgram(t *testing.T) {
 	swapRunCommand(t, "touch "+marker)
 	req := newRequest(t, "no-such-agent-xyz --flag")
 	req.Require = "no-such-agent-xyz"
-	err := Start(req, io.Discard)
+	_, err := Start(req)
 	if err == nil || !strings.Contains(err.Error(), `agent command "no-such-agent-xyz" not found: sh -l in `+req.TaskDir) {
 		t.Fatalf("Start: %v", err)
 	}

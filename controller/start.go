@@ -69,38 +69,38 @@ var runCommand = func(sessionDir string) (string, []string, error) {
 // readyTimeout bounds how long Start waits for the controller to be ready.
 var readyTimeout = 15 * time.Second
 
-// Start launches a detached controller for req and prints its StartResponse
-// as JSON on stdout. The request travels over a pipe, never argv, env or
-// disk. If the controller does not report ready in time it is killed.
-func Start(req StartRequest, stdout io.Writer) error {
+// Start launches a detached controller for req and returns once it is
+// ready. The request travels over a pipe, never argv, env or disk. If the
+// controller does not report ready in time it is killed.
+func Start(req StartRequest) (*StartResponse, error) {
 	if _, _, err := req.normalize(); err != nil {
-		return err
+		return nil, err
 	}
 	// The task dir and every directory above it must be the login user's
 	// alone before anything is created or run there.
 	dir, err := taskdir.EnsureSessionDir(req.TaskDir, req.SessionID)
 	if err != nil {
-		return fmt.Errorf("start controller: %w", err)
+		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	if dir != req.SessionDir {
-		return fmt.Errorf("start request: session_dir %s is not %s", req.SessionDir, dir)
+		return nil, fmt.Errorf("start request: session_dir %s is not %s", req.SessionDir, dir)
 	}
 	if err := req.checkRequire(); err != nil {
-		return err
+		return nil, err
 	}
 	path, args, err := runCommand(req.SessionDir)
 	if err != nil {
-		return fmt.Errorf("start controller: %w", err)
+		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		reqR.Close()
 		reqW.Close()
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir = "/" // pin no directory of the caller's
@@ -114,7 +114,7 @@ func Start(req StartRequest, stdout io.Writer) error {
 	if err != nil {
 		reqW.Close()
 		readyR.Close()
-		return fmt.Errorf("start controller: %w", err)
+		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	resp, err := handshake(reqW, readyR, runPayload{StartRequest: req, ReadyFD: 3})
 	if err != nil {
@@ -128,11 +128,11 @@ func Start(req StartRequest, stdout io.Writer) error {
 			}
 		case <-time.After(2 * time.Second):
 		}
-		return fmt.Errorf("start controller: %w", err)
+		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	// Reap it if it exits while we are still around (tests; the CLI exits now).
 	go cmd.Wait()
-	return json.NewEncoder(stdout).Encode(resp)
+	return &resp, nil
 }
 
 // handshake sends the request and reads the ready message, both bounded.

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +19,7 @@ func swapRunCommand(t *testing.T, script string) {
 func TestStartReportsEarlyExit(t *testing.T) {
 	swapRunCommand(t, "exit 4")
 	t0 := time.Now()
-	err := Start(newRequest(t, "true"), io.Discard)
+	_, err := Start(newRequest(t, "true"))
 	if err == nil || !strings.Contains(err.Error(), "exited before reporting ready") || !strings.Contains(err.Error(), "exit status 4") {
 		t.Fatalf("Start: %v", err)
 	}
@@ -36,7 +35,7 @@ func TestStartKillsControllerThatIsNeverReady(t *testing.T) {
 	readyTimeout = 300 * time.Millisecond
 	t.Cleanup(func() { readyTimeout = old })
 	t0 := time.Now()
-	err := Start(newRequest(t, "true"), io.Discard)
+	_, err := Start(newRequest(t, "true"))
 	if err == nil || !strings.Contains(err.Error(), "not ready after 300ms") {
 		t.Fatalf("Start: %v", err)
 	}
@@ -58,7 +57,7 @@ func TestStartRejectsBadRequests(t *testing.T) {
 	} {
 		req := newRequest(t, "true")
 		mutate(&req)
-		if err := Start(req, io.Discard); err == nil {
+		if _, err := Start(req); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 		if _, err := os.Stat(req.SessionDir); err == nil {
@@ -71,7 +70,7 @@ func TestAgentThatCannotStart(t *testing.T) {
 	t.Parallel()
 	req := newRequest(t, "true")
 	req.Shell = "/nonexistent/shell"
-	err := Start(req, io.Discard)
+	_, err := Start(req)
 	if err == nil || !strings.Contains(err.Error(), "start agent") {
 		t.Fatalf("Start: %v", err)
 	}
@@ -90,7 +89,7 @@ func TestPIDFileBeforePort(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(req.SessionDir, portFile, "blocker"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := Start(req, io.Discard); err == nil {
+	if _, err := Start(req); err == nil {
 		t.Fatal("Start succeeded without a port file")
 	}
 	if _, err := readPID(req.SessionDir); err != nil {
@@ -111,7 +110,7 @@ func TestPIDFileBeforePort(t *testing.T) {
 func TestSecondControllerRefused(t *testing.T) {
 	t.Parallel()
 	s := start(t, newRequest(t, "sleep 30"))
-	err := Start(s.req, io.Discard)
+	_, err := Start(s.req)
 	if err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Fatalf("second Start: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
@@ -342,7 +343,7 @@ func TestHelperEndToEnd(t *testing.T) {
 		BaseBranch:   "main",
 	}
 	var res taskdir.PrepareResult
-	if err := runHelperOp(t, c, helper, taskdir.OpPrepare, req, &res); err != nil {
+	if err := runHelperOp(t, c, helper, hostops.OpPrepare, req, &res); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(f.root, "tasks", "fix-flaky-test")
@@ -351,7 +352,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	}
 
 	req.Owner.TaskID = "task-2"
-	err = runHelperOp(t, c, helper, taskdir.OpPrepare, req, &res)
+	err = runHelperOp(t, c, helper, hostops.OpPrepare, req, &res)
 	var he *RemoteError
 	if !errors.As(err, &he) || he.Code != taskdir.CodeOwnerMismatch {
 		t.Fatalf("other task's prepare: %v", err)
@@ -360,7 +361,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	var run taskdir.RunScriptResult
 	script := taskdir.RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: `echo "using $TOKEN in $(pwd)"; exit 3`,
 		Env: map[string]string{"TOKEN": "hunter2"}, Redact: []string{"hunter2"}}
-	if err := runHelperOp(t, c, helper, taskdir.OpRunScript, script, &run); err != nil {
+	if err := runHelperOp(t, c, helper, hostops.OpRunScript, script, &run); err != nil {
 		t.Fatal(err)
 	}
 	if run.ExitCode != 3 || run.OutputTail != "using *** in "+dir+"\n" {

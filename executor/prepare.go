@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -58,7 +59,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)
 	defer cancel()
 	var resp taskdir.PrepareResult
-	if err := callHelperOp(ctx, c, t.Host, helper, taskdir.OpPrepare, req, &resp); err != nil {
+	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpPrepare, req, &resp); err != nil {
 		return "", err
 	}
 	// Recorded now, so a failed prepare script can be inspected with
@@ -78,7 +79,7 @@ func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *Task,
 	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)
 	defer cancel()
 	var resp taskdir.RunScriptResult
-	if err := callHelperOp(ctx, c, t.Host, helper, taskdir.OpRunScript, req, &resp); err != nil {
+	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpRunScript, req, &resp); err != nil {
 		return err
 	}
 	if resp.ExitCode != 0 || resp.TimedOut {

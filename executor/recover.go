@@ -2,14 +2,12 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
-	"strconv"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -132,30 +130,6 @@ func (e *Executor) settleOnHost(ctx context.Context, t *Task, s *Session) error 
 		return cannotTell(err)
 	}
 	defer c.Close()
-	dir := sessionDirOf(t.TaskDir, s.ID)
-	kv, err := runMarked(ctx, c, `d=`+ssh.ShellQuote(dir)+`
-printf 'pid=%s\nport=%s\nstatus=%s\n' "$(cat "$d/controller.pid" 2>/dev/null)" "$(cat "$d/controller.port" 2>/dev/null)" "$(tr -d '\n' <"$d/status.json" 2>/dev/null)"
-`)
-	if err != nil {
-		return cannotTell(err)
-	}
-	if kv["pid"] == "" {
-		// `controller start` may still be at work on the host after its
-		// client died; it gives up well within the bound.
-		if s.ControllerStartAt != nil && time.Since(*s.ControllerStartAt) < controllerStartBound {
-			return cannotTell(fmt.Errorf("its controller start began %s ago and may still finish; ask again in a minute", time.Since(*s.ControllerStartAt).Round(time.Second)))
-		}
-		e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
-		return nil
-	}
-	port, _ := strconv.Atoi(kv["port"])
-	if token, err := e.loadToken(s.ID); err == nil && port > 0 {
-		probe := *s
-		probe.RemotePort = port
-		if hl, err := e.controllerClient(c, &probe, token).Health(ctx); err == nil {
-			return ignoreSettled(e.adopt(ctx, s.ID, dir, port, hl))
-		}
-	}
 	info, err := detect(ctx, c, t.Root)
 	if err != nil {
 		return cannotTell(err)
@@ -164,15 +138,38 @@ printf 'pid=%s\nport=%s\nstatus=%s\n' "$(cat "$d/controller.pid" 2>/dev/null)" "
 	if err != nil {
 		return cannotTell(err)
 	}
+	dir := sessionDirOf(t.TaskDir, s.ID)
+	var files hostops.SessionFiles
+	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: dir}, &files); err != nil {
+		return cannotTell(err)
+	}
+	if files.PID == 0 {
+		// `controller start` may still be at work on the host after its
+		// client died; it gives up well within the bound.
+		if s.ControllerStartAt != nil && time.Since(*s.ControllerStartAt) < controllerStartBound {
+			return cannotTell(fmt.Errorf("its controller start began %s ago and may still finish; ask again in a minute", time.Since(*s.ControllerStartAt).Round(time.Second)))
+		}
+		e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
+		return nil
+	}
+	if token, err := e.loadToken(s.ID); err == nil && files.Port > 0 {
+		probe := *s
+		probe.RemotePort = files.Port
+		if hl, err := e.controllerClient(c, &probe, token).Health(ctx); err == nil {
+			return ignoreSettled(e.adopt(ctx, s.ID, dir, files.Port, hl))
+		}
+	}
 	var id controller.Identity
-	if err := callHelper(ctx, c, t.Host, helper, []string{"controller", "probe", "--session-dir", dir, "--start-time", "0"}, struct{}{}, &id); err != nil {
+	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpControllerProbe, hostops.SessionRequest{SessionDir: dir}, &id); err != nil {
 		return cannotTell(err)
 	}
 	if id.Alive {
 		return cannotTell(fmt.Errorf("pid %d from %s is alive but does not answer; not touching it (check: `kandev-exec task exec %s -- ps -p %d`)", id.PID, dir, t.ID, id.PID))
 	}
 	var st controller.Status
-	_ = json.Unmarshal([]byte(kv["status"]), &st)
+	if files.Status != nil {
+		st = *files.Status
+	}
 	return ignoreSettled(e.settleGone(ctx, s.ID, dir, st))
 }
 

@@ -3,11 +3,12 @@ package executor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -34,7 +35,7 @@ func (e *RemoteError) Error() string {
 	if words := remoteCodes[e.Code]; words != "" {
 		msg = words + ": " + msg
 	}
-	return fmt.Sprintf("%s on %s failed: %s", e.Op, e.Host, msg)
+	return fmt.Sprintf("%s on %s failed: %s", strings.ReplaceAll(e.Op, "-", " "), e.Host, msg)
 }
 
 // helperExit is the helper exiting non-zero with its reason on stderr: it
@@ -44,32 +45,23 @@ type helperExit struct {
 	Err             error // the *ssh.ExitError
 }
 
-func (e *helperExit) Error() string { return fmt.Sprintf("%s on %s failed: %s", e.What, e.Host, e.Msg) }
+func (e *helperExit) Error() string {
+	return fmt.Sprintf("%s on %s failed: %s", strings.ReplaceAll(e.What, "-", " "), e.Host, e.Msg)
+}
 func (e *helperExit) Unwrap() error { return e.Err }
 
-// callHelperOp runs one taskdir operation through `kandev-exec helper`.
-func callHelperOp(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, req, resp any) error {
-	in, err := taskdir.EncodeRequest(op, req)
+// callHelperOp runs one operation of the helper protocol (hostops) on
+// the host; progress, if not nil, gets the helper's progress lines.
+func callHelperOp(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, req, resp any, progress ...func(hostops.Progress)) error {
+	in, err := hostops.EncodeRequest(op, req)
 	if err != nil {
 		return err
 	}
-	return runHelper(ctx, c, host, helper, "helper "+op, []string{"helper"}, in, resp)
-}
-
-// callHelper runs one batched helper step with req as its JSON input.
-func callHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, args []string, req, resp any) error {
-	in, err := json.Marshal(req)
-	if err != nil {
-		return err
+	var pf func(hostops.Progress)
+	if len(progress) > 0 {
+		pf = progress[0]
 	}
-	what := args
-	for i, a := range args {
-		if strings.HasPrefix(a, "-") {
-			what = args[:i] // flags say nothing the reader needs
-			break
-		}
-	}
-	return runHelper(ctx, c, host, helper, strings.Join(what, " "), args, in, resp)
+	return runHelper(ctx, c, host, helper, op, in, resp, pf)
 }
 
 // runHelper runs the helper with in on stdin (where secrets may travel:
@@ -78,45 +70,56 @@ func callHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHe
 // first, in the same round trip (hostcheck.go): once every directory on
 // it is the login user's alone, nobody else can swap the file between the
 // check and the exec.
-func runHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, what string, args []string, in []byte, resp any) error {
-	cmd := guardScript(helper, `"$f"`) + `exec "$f"`
-	for _, a := range args {
-		cmd += " " + ssh.ShellQuote(a)
-	}
-	cmd = `f=` + ssh.ShellQuote(helper.path()) + "\n" + cmd
-	out, errb, err := c.Run(ctx, cmd, bytes.NewReader(in))
+func runHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, in []byte, resp any, progress func(hostops.Progress)) error {
+	cmd := `f=` + ssh.ShellQuote(helper.path()) + "\n" + guardScript(helper, `"$f"`) + `exec "$f" serve`
+	// The answer is read as it arrives, so progress lines reach the caller
+	// while the operation runs; the output is kept too, for the guard's
+	// refuse lines.
+	pr, pw := io.Pipe()
+	answered := make(chan error, 1)
+	go func() {
+		answered <- hostops.ReadAnswer(pr, resp, progress)
+		io.Copy(io.Discard, pr)
+	}()
+	var out, errb bytes.Buffer
+	err := c.Stream(ctx, cmd, bytes.NewReader(in), io.MultiWriter(pw, &limitedBuffer{b: &out, n: 64 << 10}), &errb)
+	pw.Close()
+	aerr := <-answered
 	if err != nil {
-		if re := refused(host, err, markers(out)); re != nil {
+		if re := refused(host, err, markers(out.Bytes())); re != nil {
 			return re
 		}
-		tail := strings.TrimPrefix(lastLines(strings.TrimSpace(string(errb)), 5), "error: ")
+		tail := strings.TrimPrefix(lastLines(strings.TrimSpace(errb.String()), 5), "error: ")
 		var ee *ssh.ExitError
 		if errors.As(err, &ee) && ee.Signal == "" && tail != "" {
-			return &helperExit{What: what, Host: host, Msg: tail, Err: err}
+			return &helperExit{What: op, Host: host, Msg: tail, Err: err}
 		}
 		if tail != "" {
-			return fmt.Errorf("%s on %s: %w: %s", what, host, err, tail)
+			return fmt.Errorf("%s on %s: %w: %s", op, host, err, tail)
 		}
-		return fmt.Errorf("%s on %s: %w", what, host, err)
+		return fmt.Errorf("%s on %s: %w", op, host, err)
 	}
-	var env struct {
-		OK    *bool `json:"ok"`
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+	var he *hostops.Error
+	if errors.As(aerr, &he) {
+		return &RemoteError{Host: host, Op: op, Code: he.Code, Message: he.Message}
 	}
-	if err := json.Unmarshal(out, &env); err != nil {
-		return fmt.Errorf("%s on %s: unreadable answer from the helper: %v", what, host, err)
+	if aerr != nil {
+		return fmt.Errorf("%s on %s: %w", op, host, aerr)
 	}
-	if env.Error != nil || (env.OK != nil && !*env.OK) {
-		re := &RemoteError{Host: host, Op: what}
-		if env.Error != nil {
-			re.Code, re.Message = env.Error.Code, env.Error.Message
-		}
-		return re
+	return nil
+}
+
+// limitedBuffer keeps the first n bytes written to it.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
 	}
-	return json.Unmarshal(out, resp)
+	return len(p), nil
 }
 
 func lastLines(s string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
@@ -206,7 +207,7 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		return fail(err)
 	}
 	var started controller.StartResponse
-	if err := callHelper(ctx, c, t.Host, helper, []string{"controller", "start"}, req, &started); err != nil {
+	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpControllerStart, req, &started); err != nil {
 		if startRefused(err) {
 			return fail(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -128,7 +129,7 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 			return a.ctrl.Status(ctx)
 		}
 	}
-	id, err := e.probeController(ctx, a, "probe")
+	id, err := e.probeController(ctx, a, hostops.OpControllerProbe)
 	if err != nil {
 		return controller.Status{}, err
 	}
@@ -149,14 +150,13 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 	return controller.Status{}, errControllerGone
 }
 
-func (e *Executor) probeController(ctx context.Context, a *attach, verb string) (controller.Identity, error) {
+func (e *Executor) probeController(ctx context.Context, a *attach, op string) (controller.Identity, error) {
 	var id controller.Identity
 	helper, err := e.helperOnHost(ctx, a)
 	if err != nil {
 		return id, err
 	}
-	args := []string{"controller", verb, "--session-dir", a.s.SessionDir, "--start-time", fmt.Sprint(a.s.StartTime)}
-	err = callHelper(ctx, a.c, a.s.Host, helper, args, struct{}{}, &id)
+	err = callHelperOp(ctx, a.c, a.s.Host, helper, op, hostops.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
 	return id, err
 }
 

@@ -31,6 +31,11 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	// Tests fan out many concurrent connections and sessions; the defaults (10:30:100, 10) drop them.
 	line("MaxStartups 100:30:200")
 	line("MaxSessions 50")
+	// The login user's shell runs their startup files, and on the project's
+	// machines those run `pyenv rehash`, which waits 60 s on a lock that a
+	// shell killed mid-rehash (tests kill remote commands) leaves behind.
+	// Bound that wait: it is the machine's, not what a test measures.
+	line("SetEnv PYENV_REHASH_TIMEOUT=1")
 	path := filepath.Join(s.dir, "sshd_config")
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }

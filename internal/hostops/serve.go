@@ -1,0 +1,163 @@
+package hostops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/buildinfo"
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// VersionInfo is the answer to OpVersion, and what `version` prints.
+type VersionInfo struct {
+	Protocol int    `json:"protocol"`
+	Version  string `json:"version"`
+	Commit   string `json:"commit"`
+	Platform string `json:"platform"`
+}
+
+func versionInfo() VersionInfo {
+	return VersionInfo{Protocol: Protocol(), Version: buildinfo.Version, Commit: buildinfo.CommitID(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
+// SessionRequest names a session directory, and the controller start
+// time recorded for it (0 when none was recorded).
+type SessionRequest struct {
+	SessionDir string `json:"session_dir"`
+	StartTime  uint64 `json:"start_time"`
+}
+
+// SessionFiles is what a session directory says of its controller, read
+// without asking the controller: recovery of an interrupted launch.
+type SessionFiles struct {
+	PID    int                `json:"pid"`  // 0: no pid file, no controller ever ran there
+	Port   int                `json:"port"` // 0: it never bound
+	Status *controller.Status `json:"status,omitempty"`
+}
+
+// handler runs one operation on the request's bytes.
+type handler func(ctx context.Context, b []byte, progress func(Progress)) (any, error)
+
+// op adapts a typed operation.
+func op[Req any](run func(context.Context, Req) (any, error)) handler {
+	return func(ctx context.Context, b []byte, _ func(Progress)) (any, error) {
+		var req Req
+		if err := json.Unmarshal(b, &req); err != nil {
+			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("decode request: %v", err)}
+		}
+		return run(ctx, req)
+	}
+}
+
+var handlers = map[string]handler{
+	OpVersion: op(func(context.Context, struct{}) (any, error) { return versionInfo(), nil }),
+	OpPrepare: op(func(ctx context.Context, r taskdir.PrepareRequest) (any, error) { return taskdir.Prepare(ctx, r) }),
+	OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
+		return taskdir.RunScript(ctx, r)
+	}),
+	OpStat: op(func(_ context.Context, r taskdir.StatRequest) (any, error) { return taskdir.Stat(r) }),
+	OpControllerStart: op(func(_ context.Context, r controller.StartRequest) (any, error) {
+		return controller.Start(r)
+	}),
+	OpControllerProbe: op(func(_ context.Context, r SessionRequest) (any, error) {
+		return identity(controller.Probe(r.SessionDir, r.StartTime))
+	}),
+	OpControllerKill: op(func(_ context.Context, r SessionRequest) (any, error) {
+		return identity(controller.KillIfOurs(r.SessionDir, r.StartTime))
+	}),
+	OpSessionFiles: op(func(_ context.Context, r SessionRequest) (any, error) { return sessionFiles(r.SessionDir) }),
+}
+
+// identity: no pid file means the session dir is gone or no controller
+// ever ran in it, and a controller whose dir is gone stops itself:
+// nothing alive to prove.
+func identity(id controller.Identity, err error) (any, error) {
+	if errors.Is(err, os.ErrNotExist) {
+		return controller.Identity{}, nil
+	}
+	return id, err
+}
+
+func sessionFiles(dir string) (*SessionFiles, error) {
+	pid, port, err := controller.ReadPIDPort(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := &SessionFiles{PID: pid, Port: port}
+	if st, err := controller.ReadStatusFile(dir); err == nil {
+		out.Status = &st
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Serve reads one request from r and writes its progress lines and its
+// answer to w. It returns an error only when the request cannot be read
+// or the answer cannot be written; a failed operation is a normal answer.
+func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	b, err := io.ReadAll(io.LimitReader(r, MaxRequest+1))
+	if err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	if len(b) > MaxRequest {
+		return fmt.Errorf("read request: larger than %d bytes", MaxRequest)
+	}
+	var mu sync.Mutex
+	emit := func(line []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := w.Write(append(line, '\n'))
+		return err
+	}
+	progress := func(p Progress) {
+		line, _ := json.Marshal(struct {
+			Progress Progress `json:"progress"`
+		}{p})
+		_ = emit(line)
+	}
+	res, opErr := dispatch(ctx, b, progress)
+	out, err := encodeAnswer(res, opErr)
+	if err != nil {
+		return err
+	}
+	return emit(out)
+}
+
+func dispatch(ctx context.Context, b []byte, progress func(Progress)) (any, error) {
+	var h head
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("decode request: %v", err)}
+	}
+	if h.V != Protocol() {
+		return nil, &Error{Code: CodeProtocol, Protocol: Protocol(),
+			Message: fmt.Sprintf("this helper (kandev-exec %s) speaks protocol %d, the request is protocol %d", buildinfo.Version, Protocol(), h.V)}
+	}
+	run, ok := handlers[h.Op]
+	if !ok {
+		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("unknown operation %q", h.Op)}
+	}
+	return run(ctx, b, progress)
+}
+
+// asError gives any failure the protocol's shape: a code the CLI can act
+// on and a message that names what failed.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var te *taskdir.Error
+	if errors.As(err, &te) {
+		return &Error{Code: te.Code, Message: te.Message}
+	}
+	return &Error{Code: CodeIO, Message: err.Error()}
+}
