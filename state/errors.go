@@ -93,3 +93,20 @@ type SchemaError struct {
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("state store %s has schema_version %d; this kandev-exec understands up to %d (upgrade kandev-exec)", e.Path, e.Found, SchemaVersion)
 }
+
+// OpenError: the store cannot be opened or created. Err names the path and
+// why; Fix says what to do about it.
+type OpenError struct {
+	Dir string
+	Err error
+	Fix string
+}
+
+func (e *OpenError) Error() string {
+	if e.Fix == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + "; " + e.Fix
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }

@@ -91,6 +91,7 @@ func classify(err error) ExitInfo {
 		tr      *ssh.TrustRequiredError
 		hk      *ssh.HostKeyChangedError
 		locked  *state.LockedError
+		open    *state.OpenError
 		cas     *state.ConflictError
 		stale   *state.StaleClaimError
 		claimed *state.ClaimedError
@@ -121,6 +122,8 @@ func classify(err error) ExitInfo {
 		return ExitInfo{Exit: 3, Code: "partial"}
 	case errors.As(err, &locked):
 		return ExitInfo{Exit: 11, Code: "locked", Hint: "wait for the other kandev-exec to finish, or raise --lock-timeout"}
+	case errors.As(err, &open):
+		return ExitInfo{Exit: 1, Code: "error", Hint: "the state directory comes from --state-dir, KANDEV_EXEC_STATE_DIR or the config file's state-dir"}
 	case errors.As(err, &cas), errors.As(err, &stale), errors.As(err, &claimed):
 		return ExitInfo{Exit: 10, Code: "conflict", Hint: "another kandev-exec changed it concurrently: re-read and retry"}
 	case errors.As(err, &unsafe):

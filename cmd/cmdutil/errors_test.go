@@ -33,6 +33,7 @@ func TestClassify(t *testing.T) {
 		{&state.ConflictError{Kind: "host", Name: "a"}, 10, "conflict"},
 		{&state.StaleClaimError{Kind: "task", Name: "a"}, 10, "conflict"},
 		{&state.ClaimedError{Kind: "task", Name: "a"}, 10, "conflict"},
+		{&state.OpenError{Dir: "p", Err: &state.SchemaError{Path: "p", Found: 9}}, 1, "error"},
 		{&profiles.ConflictError{Key: "K", Origins: []string{"a", "b"}}, 10, "conflict"},
 		{ErrInterrupted, 130, "interrupted"},
 		{context.Canceled, 130, "interrupted"},

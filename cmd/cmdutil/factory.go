@@ -180,7 +180,13 @@ func (f *Factory) Store() (state.Store, error) {
 			f.storeErr = err
 			return
 		}
-		f.store, f.storeErr = state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
+		// Never a nil *FileStore inside the interface: Close would panic.
+		st, err := state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
+		if err != nil {
+			f.storeErr = err
+			return
+		}
+		f.store = st
 	})
 	return f.store, f.storeErr
 }
