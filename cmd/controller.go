@@ -19,7 +19,6 @@ func newCmdController(f *cmdutil.Factory) *cobra.Command {
 		Use:    "controller",
 		Short:  "Session controller (runs on the remote host)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
 	}
 	c.AddCommand(newCmdControllerStart(f), newCmdControllerRun(f),
 		newCmdControllerIdentity(f, "probe", "Print the recorded controller's identity", controller.Probe),
@@ -32,7 +31,7 @@ func newCmdControllerStart(f *cmdutil.Factory) *cobra.Command {
 		Use:    "start",
 		Short:  "Start a detached controller from a JSON request on stdin",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   cmdutil.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var req controller.StartRequest
 			if err := json.NewDecoder(f.IO.In).Decode(&req); err != nil {
@@ -49,13 +48,15 @@ func newCmdControllerRun(f *cmdutil.Factory) *cobra.Command {
 		Use:    "run",
 		Short:  "Run a controller in the foreground (started by `controller start`)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Args:   cmdutil.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := cmdutil.RequireFlags(c, "session-dir"); err != nil {
+				return err
+			}
 			return controller.Run(dir, f.IO.In)
 		},
 	}
 	c.Flags().StringVar(&dir, "session-dir", "", "absolute session directory")
-	_ = c.MarkFlagRequired("session-dir")
 	return c
 }
 
@@ -66,8 +67,11 @@ func newCmdControllerIdentity(f *cmdutil.Factory, use, short string, op func(str
 		Use:    use,
 		Short:  short,
 		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Args:   cmdutil.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := cmdutil.RequireFlags(c, "session-dir", "start-time"); err != nil {
+				return err
+			}
 			id, err := op(dir, start)
 			if errors.Is(err, os.ErrNotExist) {
 				// No pid file: the session dir is gone, and a controller
@@ -82,7 +86,5 @@ func newCmdControllerIdentity(f *cmdutil.Factory, use, short string, op func(str
 	}
 	c.Flags().StringVar(&dir, "session-dir", "", "absolute session directory")
 	c.Flags().Uint64Var(&start, "start-time", 0, "start time recorded when the controller started")
-	_ = c.MarkFlagRequired("session-dir")
-	_ = c.MarkFlagRequired("start-time")
 	return c
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -15,7 +16,7 @@ func newCmdHelper() *cobra.Command {
 		Use:    "helper",
 		Short:  "Serve one remote request (JSON on stdin, JSON on stdout)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return taskdir.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},

@@ -31,12 +31,15 @@ func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) err
 fingerprint, platform, git version and whether the helper is cached.
 A host whose pinned key differs fails with exit code 5. With several hosts,
 exit code 3 means some failed and others did not.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if opts.All == (len(args) > 0) {
+				return cmdutil.WithHint(cmdutil.FlagErrorf("host test needs host names or --all (not both)"), "usage: "+c.UseLine())
+			}
+			return nil
+		},
 		ValidArgsFunction: cmdutil.CompleteNames(f, 0, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Names, opts.JSON = args, f.JSON()
-			if opts.All == (len(args) > 0) {
-				return cmdutil.FlagErrorf("host test needs host names or --all (not both)")
-			}
 			if opts.Parallel < 1 {
 				return cmdutil.FlagErrorf("--parallel must be at least 1, got %d", opts.Parallel)
 			}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,10 +23,12 @@ type Options struct {
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
 	opts := &Options{IO: f.IO, Executor: f.Executor}
+	verb, params, _ := strings.Cut(use, " ")
+	need := strings.Replace(strings.Join(strings.Fields(params), " and "), "ID", "a session ID", 1)
 	c := &cobra.Command{
 		Use:               use,
 		Short:             short,
-		Args:              cobra.ExactArgs(nargs),
+		Args:              cmdutil.ExactArgs(nargs, "session "+verb+" needs "+need),
 		ValidArgsFunction: completeSessions(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID, opts.JSON = args[0], f.JSON()

@@ -41,6 +41,7 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 ` + "`task resume`" + `.`,
 		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
   kandev-exec task launch --profile prod --agent claude --follow -- -p "fix it"`,
+		Args: cmdutil.CommandArgs(0, false, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.JSON, opts.Launch.Command = f.JSON(), args
 			if opts.Launch.Profile == "" {

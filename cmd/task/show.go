@@ -24,7 +24,7 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 	return &cobra.Command{
 		Use:               "show ID",
 		Short:             "Show a task",
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.ExactArgs(1, "task show needs a task ID"),
 		ValidArgsFunction: completeTasks(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID, opts.JSON = args[0], f.JSON()
