@@ -42,7 +42,7 @@ func newLaunchFixture(t *testing.T) *launchFixture {
 		IdentityFiles: []string{srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: f.root}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "prod", Yes: true}); err != nil {
+	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "prod", AcceptNew: true}); err != nil {
 		t.Fatal(err)
 	}
 	bare, _ := gitRepo(t)
