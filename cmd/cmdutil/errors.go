@@ -79,8 +79,9 @@ func PrintError(ios *IOStreams, err error, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	fmt.Fprintf(w, "%s %v\n", ios.ColorScheme(w).Red("error:"), err)
+	// Messages may quote what a host said: escaped for the terminal.
+	fmt.Fprintf(w, "%s %s\n", ios.ColorScheme(w).Red("error:"), SafeText(err.Error()))
 	if info.Hint != "" {
-		fmt.Fprintf(w, "hint: %s\n", info.Hint)
+		fmt.Fprintf(w, "hint: %s\n", SafeText(info.Hint))
 	}
 }

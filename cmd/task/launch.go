@@ -85,7 +85,7 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		if asJSON {
 			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t), "session": s})
 		}
-		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, t.TaskDir)
+		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, cmdutil.Safe(t.TaskDir))
 		fmt.Fprintf(ios.ErrOut, "Follow it: kandev-exec session logs -f %s\n", s.ID)
 		return nil
 	}
