@@ -6,6 +6,7 @@ package cmdutil
 // 0 for `kandev-exec host bogus`.
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -84,7 +85,7 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 	}
-	return WithHint(&FlagError{Err: fmt.Errorf("%s", msg)}, fmt.Sprintf("`%s --help` lists its commands", c.CommandPath()))
+	return WithHint(&FlagError{Err: errors.New(msg)}, fmt.Sprintf("`%s --help` lists its commands", c.CommandPath()))
 }
 
 // verb names c as users type it after the program name: "task exec".
