@@ -16,12 +16,7 @@ func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
   zsh:   kandev-exec completion zsh > "${fpath[1]}/_kandev-exec"
   fish:  kandev-exec completion fish > ~/.config/fish/completions/kandev-exec.fish`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
-		Args: func(c *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(c, args); err != nil {
-				return cmdutil.FlagErrorf("completion needs one shell: bash, zsh, fish or powershell")
-			}
-			return nil
-		},
+		Args:      cmdutil.ExactArgs(1, "completion needs one shell: bash, zsh, fish or powershell"),
 		RunE: func(c *cobra.Command, args []string) error {
 			root, out := c.Root(), f.IO.Out
 			switch args[0] {

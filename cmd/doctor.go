@@ -19,7 +19,7 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 	return &cobra.Command{
 		Use:   "doctor",
 		Short: "Check ssh-agent, the ssh config, the state directory and stray secret files",
-		Args:  cobra.NoArgs,
+		Args:  cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := f.Settings()
 			if err != nil {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -18,9 +19,9 @@ func newCmdHelp(root *cobra.Command, f *cmdutil.Factory) *cobra.Command {
 			if len(args) == 1 && args[0] == "exit-codes" {
 				return printExitCodes(f)
 			}
-			target, _, err := root.Find(args)
-			if err != nil || target == nil {
-				return cmdutil.FlagErrorf("unknown help topic %q: try `kandev-exec help`", args)
+			target, rest, err := root.Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				return cmdutil.FlagErrorf("unknown help topic %q: try `kandev-exec help`", strings.Join(args, " "))
 			}
 			return target.Help()
 		},
@@ -36,18 +37,14 @@ func printExitCodes(f *cmdutil.Factory) error {
 		}
 		rows := []row{}
 		for _, e := range cmdutil.ExitCodes {
-			rows = append(rows, row{e.Code, e.Name, e.Meaning})
+			rows = append(rows, row{e.Status, e.Code, e.Meaning})
 		}
 		return cmdutil.WriteJSON(f.IO.Out, rows)
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CODE\tJSON CODE\tMEANING")
 	for _, e := range cmdutil.ExitCodes {
-		name := e.Name
-		if name == "" {
-			name = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", e.Code, name, e.Meaning)
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", e.Status, cmdutil.Dash(e.Code), e.Meaning)
 	}
 	fmt.Fprintln(tw, "\ntask exec returns the remote command's status; 255 means the transport failed, as with ssh(1).")
 	return tw.Flush()

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -56,24 +57,41 @@ func (fx *fixture) cmdFishUser(ts *testscript.TestScript, neg bool, args []strin
 	}
 	fish, err := exec.LookPath("fish")
 	ts.Check(err)
-	if _, err := user.Lookup(fishUser); err != nil {
+	uid, gid := fx.loginUser(ts, fishUser, "", fish)
+	dir, err := os.MkdirTemp("", "kandev-fish")
+	ts.Check(err)
+	ts.Defer(func() { os.RemoveAll(dir) })
+	ts.Check(os.Chown(dir, uid, gid))
+	ts.Check(os.Chmod(dir, 0o755))
+	ts.Setenv(args[0], dir)
+}
+
+// loginUser makes sure the local user name exists with shell as its login
+// shell (and home as its home, when given) and can log in to target with
+// the fixture's user key; it returns its uid and gid. Needs root.
+func (fx *fixture) loginUser(ts *testscript.TestScript, name, home, shell string) (uid, gid int) {
+	if _, err := user.Lookup(name); err != nil {
+		args := []string{"-m", "-s", shell, name}
+		if home != "" {
+			args = append([]string{"-d", home}, args...)
+		}
 		// Another transcript may be creating it at the same time.
-		if out, err := exec.Command("useradd", "-m", "-s", fish, fishUser).CombinedOutput(); err != nil {
-			if _, lerr := user.Lookup(fishUser); lerr != nil {
+		if out, err := exec.Command("useradd", args...).CombinedOutput(); err != nil {
+			if _, lerr := user.Lookup(name); lerr != nil {
 				ts.Fatalf("useradd: %v\n%s", err, out)
 			}
 		}
 	}
 	// A locked password ("!") makes sshd refuse the account without PAM.
-	if out, err := exec.Command("usermod", "-p", "*", "-s", fish, fishUser).CombinedOutput(); err != nil {
+	if out, err := exec.Command("usermod", "-p", "*", "-s", shell, name).CombinedOutput(); err != nil {
 		ts.Fatalf("usermod: %v\n%s", err, out)
 	}
-	u, err := user.Lookup(fishUser)
+	u, err := user.Lookup(name)
 	ts.Check(err)
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
 	// sshd reads AuthorizedKeysFile as the user logging in: the fixture's
-	// file, shared by all users, must be reachable by kfish.
+	// file, shared by all users, must be reachable by this one.
 	keys := filepath.Join(filepath.Dir(fx.servers["target"].UserKeyPath), "authorized_keys")
 	for d := filepath.Dir(keys); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
@@ -81,10 +99,45 @@ func (fx *fixture) cmdFishUser(ts *testscript.TestScript, neg bool, args []strin
 		ts.Check(os.Chmod(d, fi.Mode().Perm()|0o011))
 	}
 	ts.Check(os.Chmod(keys, 0o644))
-	dir, err := os.MkdirTemp("", "kandev-fish")
-	ts.Check(err)
+	return uid, gid
+}
+
+// shimUser is the local account whose login shell puts programs a
+// transcript plants first in PATH: a host whose uname or git lie.
+const (
+	shimUser = "kshim"
+	shimHome = "/home/kshim"
+)
+
+// shimShell is kshim's login shell. The directory for the sshd port the
+// connection reached comes first in PATH, so transcripts running at the
+// same time plant their programs apart.
+const shimShell = `#!/bin/sh
+PATH="$HOME/port-${SSH_CONNECTION##* }:$PATH"
+export PATH
+exec /bin/sh "$@"
+`
+
+// shimuser VAR: make sure kshim exists and can log in to target, and set
+// VAR to the empty directory that comes first in its PATH there (removed
+// when the transcript ends). Needs root.
+func (fx *fixture) cmdShimUser(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: shimuser VAR")
+	}
+	if os.Geteuid() != 0 {
+		ts.Fatalf("shimuser creates the local user %s: run the tests as root", shimUser)
+	}
+	shell := filepath.Join(shimHome, ".login-shell")
+	fx.loginUser(ts, shimUser, shimHome, shell)
+	// Written aside and renamed: another transcript may be running it.
+	tmp := fmt.Sprintf("%s.%d", shell, os.Getpid())
+	ts.Check(os.WriteFile(tmp, []byte(shimShell), 0o755))
+	ts.Check(os.Chmod(tmp, 0o755))
+	ts.Check(os.Rename(tmp, shell))
+	dir := filepath.Join(shimHome, fmt.Sprintf("port-%d", fx.servers["target"].Port()))
+	ts.Check(os.RemoveAll(dir))
+	ts.Check(os.Mkdir(dir, 0o755))
 	ts.Defer(func() { os.RemoveAll(dir) })
-	ts.Check(os.Chown(dir, uid, gid))
-	ts.Check(os.Chmod(dir, 0o755))
 	ts.Setenv(args[0], dir)
 }

@@ -45,27 +45,33 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(newCmdCompletion(f))
 	root.AddCommand(newCmdHostSide("serve"), newCmdHostSide("controller"))
 	root.SetHelpCommand(newCmdHelp(root, f))
+	cmdutil.RequireSubcommands(root)
 	return root
 }
 
 // Execute runs the CLI and returns the process exit code.
 func Execute() int {
-	io := cmdutil.System()
-	f := cmdutil.NewFactory(io, version)
-	defer f.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return run(ctx, cmdutil.System(), os.Args[1:])
+}
+
+// run runs the command line args over io and returns the exit code.
+func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
+	f := cmdutil.NewFactory(io, version)
+	defer f.Close()
 	root := NewCmdRoot(f)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	err := root.ExecuteContext(ctx)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
 		err = cmdutil.ErrInterrupted
 	}
 	if err == nil {
 		return 0
 	}
-	cmdutil.PrintError(io, err, f.JSON())
+	cmdutil.PrintError(io, err, f.JSON() || cmdutil.WantsJSON(cmd, args))
 	return cmdutil.Classify(err).Exit
 }

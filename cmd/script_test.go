@@ -242,6 +242,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"waitfile": cmdWaitFile,
 		"require":  cmdRequire,
 		"fishuser": fx.cmdFishUser,
+		"shimuser": fx.cmdShimUser,
 		"capture":  cmdCapture,
 		"freeport": cmdFreePort,
 		"httpget":  cmdHTTPGet,

@@ -30,7 +30,7 @@ func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Args:  cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := &versionOptions{IO: f.IO, JSON: f.JSON(), Version: f.Version}
 			if runF != nil {

@@ -50,9 +50,6 @@ func (e *RefusedError) Error() string {
 	return msg + "; launch on another host, or " + next
 }
 
-// ExitCode maps to CONTRACT.md's "refused".
-func (e *RefusedError) ExitCode() (int, string) { return 9, "refused" }
-
 // launchPlan is everything checked locally before any remote effect.
 type launchPlan struct {
 	profile *profiles.Profile

@@ -43,9 +43,6 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-// ExitCode makes it a usage error for cmdutil.Classify.
-func (e *UsageError) ExitCode() (int, string) { return 2, "usage" }
-
 func checkName(kind state.Kind, name string) error {
 	if profiles.ValidName(name) {
 		return nil

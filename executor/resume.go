@@ -27,9 +27,6 @@ func (e *ActiveSessionError) Error() string {
 		e.TaskID, e.SessionID, e.SessionID, e.SessionID)
 }
 
-// ExitCode: a conflict with the running session.
-func (e *ActiveSessionError) ExitCode() (int, string) { return 10, "conflict" }
-
 // Resume starts a new session in the task's preserved directory, once
 // every earlier session is proven finished. If the host cannot tell (SSH
 // fails), nothing is started.
@@ -87,9 +84,6 @@ type ResumingError struct{ TaskID string }
 func (e *ResumingError) Error() string {
 	return fmt.Sprintf("task %s is being resumed by another kandev-exec right now; `kandev-exec task show %s` once it is done", e.TaskID, e.TaskID)
 }
-
-// ExitCode: a conflict with the other resume.
-func (e *ResumingError) ExitCode() (int, string) { return 10, "conflict" }
 
 // lockResume takes the task's resume lock (<state>/locks/resume-<id>.lock)
 // without waiting; the lock goes with the process, so a crash frees it.

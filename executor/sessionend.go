@@ -96,6 +96,3 @@ func (e *OrphanError) Error() string {
 	return fmt.Sprintf("task %s: session %s lost its controller, but its agent (process group %d) still runs in the task directory; stop it on the host first (`kandev-exec task exec %s -- pgrep -l -g %d`)",
 		e.TaskID, e.SessionID, e.PGID, e.TaskID, e.PGID)
 }
-
-// ExitCode: a conflict with what still runs.
-func (e *OrphanError) ExitCode() (int, string) { return 10, "conflict" }

@@ -112,9 +112,6 @@ func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("%s ID prefix %q is ambiguous: %s", e.What, e.Prefix, strings.Join(e.Matches, ", "))
 }
 
-// ExitCode makes it a usage error.
-func (e *AmbiguousError) ExitCode() (int, string) { return 2, "usage" }
-
 // resolveID finds the one record of kind whose name starts with prefix.
 func (e *Executor) resolveID(ctx context.Context, kind state.Kind, prefix string) (string, error) {
 	if err := checkName(kind, prefix); err != nil {

@@ -14,14 +14,17 @@ import (
 )
 
 // TrustOptions drive `host trust`. Every key not pinned yet (or, with
-// Replace, changed) must be confirmed: by Fingerprints, by Yes, or by
-// Confirm (nil when there is no terminal).
+// Replace, changed) must be confirmed: by Fingerprints, by AcceptNew, or
+// by Confirm (nil when there is no terminal). A general "yes" is never
+// one of them.
 type TrustOptions struct {
 	Name         string
 	Fingerprints []string
-	Yes          bool
-	Replace      bool
-	Confirm      func(c TrustChange) (bool, error)
+	// AcceptNew pins whatever key each hop presents now, unchecked: trust
+	// on first use, which pins whoever answers this connection.
+	AcceptNew bool
+	Replace   bool
+	Confirm   func(c TrustChange) (bool, error)
 }
 
 // TrustChange is what trusting does to one hop's pin.
@@ -188,10 +191,10 @@ func confirmChanges(o TrustOptions, changes []TrustChange) error {
 		switch {
 		case len(o.Fingerprints) > 0:
 			if !given[ch.New.Fingerprint] {
-				return fmt.Errorf("%s presents %s, which no --fingerprint names: add `--fingerprint %s` after checking it, or use --yes",
-					ch.Hop, ch.New, ch.New.Fingerprint)
+				return &UsageError{Msg: fmt.Sprintf("%s presents %s, which no --fingerprint names: check it out of band, then add `--fingerprint %s`",
+					ch.Hop, ch.New, ch.New.Fingerprint)}
 			}
-		case o.Yes:
+		case o.AcceptNew:
 		case o.Confirm != nil:
 			ok, err := o.Confirm(ch)
 			if err != nil {
@@ -201,7 +204,7 @@ func confirmChanges(o TrustOptions, changes []TrustChange) error {
 				return ErrTrustDeclined
 			}
 		default:
-			return fmt.Errorf("%s: confirming %s needs --fingerprint or --yes when not running interactively", ch.Hop, ch.New)
+			return &UsageError{Msg: fmt.Sprintf("%s: pinning %s needs --fingerprint or --accept-new when not running interactively", ch.Hop, ch.New)}
 		}
 	}
 	return nil

@@ -57,9 +57,6 @@ func (e *CorruptRecordError) Error() string {
 	return msg + fmt.Sprintf("move it aside (mv %s %[1]s.bad) and retry", e.Where)
 }
 
-// ExitCode: a plain error (exit 1); the message says what to do.
-func (e *CorruptRecordError) ExitCode() (int, string) { return 1, "error" }
-
 // StaleClaimError is a write under a claim that is no longer current, or
 // with the wrong sequence (exit code 10).
 type StaleClaimError struct {
@@ -101,3 +98,20 @@ type SchemaError struct {
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("state store %s has schema_version %d; this kandev-exec understands up to %d (upgrade kandev-exec)", e.Path, e.Found, SchemaVersion)
 }
+
+// OpenError: the store cannot be opened or created. Err names the path and
+// why; Fix says what to do about it.
+type OpenError struct {
+	Dir string
+	Err error
+	Fix string
+}
+
+func (e *OpenError) Error() string {
+	if e.Fix == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + "; " + e.Fix
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }

@@ -53,9 +53,10 @@ type FileStore struct {
 
 var _ Store = (*FileStore)(nil)
 
-// Open opens the store in dir, creating it (0700) if needed. A store
-// written by a newer schema is refused with *SchemaError; a symlink where
-// the directory should be with *UnsafePathError.
+// Open opens the store in dir, creating it (0700) if needed. Any failure
+// but a lock timeout (*LockedError) is an *OpenError that says what to do;
+// it wraps *SchemaError for a store written by a newer schema, and
+// *UnsafePathError for a symlink or a file where the directory should be.
 func Open(dir string, opts Options) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("state: empty store directory")
@@ -67,23 +68,66 @@ func Open(dir string, opts Options) (*FileStore, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	err := checkDir(s.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(s.dir, dirMode); err == nil {
-			err = checkDir(s.dir)
-		}
-	}
-	if err != nil {
+	if err := s.openDir(); err != nil {
 		return nil, err
 	}
-	_, err = s.readMeta()
+	_, err := s.readMeta()
 	if errors.Is(err, fs.ErrNotExist) {
 		err = s.initialize()
 	}
-	if err != nil {
+	var (
+		locked *LockedError
+		unsafe *UnsafePathError
+	)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.As(err, &locked):
 		return nil, err
+	case errors.As(err, &unsafe):
+		return nil, &OpenError{Dir: s.dir, Err: err, Fix: "move it away by hand, then retry"}
+	case errors.Is(err, errNoMeta):
+		return nil, &OpenError{Dir: s.dir, Err: fmt.Errorf("state store %s has %s but no %s", s.dir, journalFile, metaFile),
+			Fix: fmt.Sprintf("restore %s from a backup, or move %s away to start a new journal", s.path(metaFile), s.path(journalFile))}
+	case errors.Is(err, errCorruptMeta):
+		return nil, &OpenError{Dir: s.dir, Err: err,
+			Fix: fmt.Sprintf("restore %s from a backup, or move %s away to start an empty store", s.path(metaFile), s.dir)}
+	case errors.Is(err, fs.ErrPermission):
+		return nil, &OpenError{Dir: s.dir, Err: err, Fix: fmt.Sprintf("make %s yours and writable (`chmod 700 %[1]s`), or use another directory", s.dir)}
 	}
-	return s, nil
+	return nil, &OpenError{Dir: s.dir, Err: err}
+}
+
+// openDir makes sure the store directory exists and is a real directory,
+// creating it (and its parents) if needed.
+func (s *FileStore) openDir() error {
+	err := checkDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(s.dir, dirMode); err != nil {
+			return &OpenError{Dir: s.dir, Err: fmt.Errorf("cannot create state store %s: %w", s.dir, err),
+				Fix: fmt.Sprintf("create it yourself (`mkdir -p -m 700 %s`), or use a directory you can write", s.dir)}
+		}
+		err = checkDir(s.dir)
+	}
+	var unsafe *UnsafePathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unsafe) && isSymlink(s.dir):
+		fix := "replace the link with a directory, or use the directory itself"
+		if target, lerr := filepath.EvalSymlinks(s.dir); lerr == nil {
+			fix = fmt.Sprintf("use the directory itself (%s), or replace the link with a directory", target)
+		}
+		return &OpenError{Dir: s.dir, Err: err, Fix: fix}
+	case errors.As(err, &unsafe):
+		return &OpenError{Dir: s.dir, Err: err, Fix: "move it away, or use another directory"}
+	}
+	return &OpenError{Dir: s.dir, Err: err, Fix: "make its parent directories searchable by you, or use another directory"}
+}
+
+func isSymlink(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // initialize writes meta.json and an empty journal, under the lock so two
@@ -95,6 +139,14 @@ func (s *FileStore) initialize() error {
 	}
 	defer l.unlock()
 	if _, err := s.readMeta(); !errors.Is(err, fs.ErrNotExist) {
+		return err // another process initialised it meanwhile, or it is broken
+	}
+	// meta.json was removed: the old journal's epoch is unknown. Refuse
+	// before writing anything, so that the next open refuses too.
+	if _, err := os.Lstat(s.path(journalFile)); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			err = errNoMeta
+		}
 		return err
 	}
 	if err := ensureDir(s.path(recordsDir)); err != nil {
@@ -104,13 +156,7 @@ func (s *FileStore) initialize() error {
 	if err := s.writeMeta(m); err != nil {
 		return err
 	}
-	if err := s.createJournal(); errors.Is(err, fs.ErrExist) {
-		// meta.json was removed: the old journal's epoch is unknown.
-		return fmt.Errorf("state store %s has %s but no %s; restore %[3]s or move %[2]s away", s.dir, journalFile, metaFile)
-	} else if err != nil {
-		return err
-	}
-	return nil
+	return s.createJournal()
 }
 
 // Dir is the store directory.

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -15,6 +16,12 @@ type meta struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
+// Why Open refuses a store; OpenError says what to do about it.
+var (
+	errCorruptMeta = errors.New("corrupt " + metaFile)
+	errNoMeta      = errors.New(journalFile + " but no " + metaFile)
+)
+
 func (s *FileStore) readMeta() (meta, error) {
 	var m meta
 	b, err := readFileNoFollow(s.path(metaFile))
@@ -22,13 +29,13 @@ func (s *FileStore) readMeta() (meta, error) {
 		return m, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("state store %s: corrupt %s: %w", s.dir, metaFile, err)
+		return m, fmt.Errorf("state store %s: %w: %v", s.dir, errCorruptMeta, err)
 	}
 	if m.SchemaVersion > SchemaVersion {
 		return m, &SchemaError{Path: s.dir, Found: m.SchemaVersion}
 	}
 	if m.SchemaVersion < 1 || m.Epoch == 0 {
-		return m, fmt.Errorf("state store %s: corrupt %s: schema_version %d, epoch %d", s.dir, metaFile, m.SchemaVersion, m.Epoch)
+		return m, fmt.Errorf("state store %s: %w: schema_version %d, epoch %d", s.dir, errCorruptMeta, m.SchemaVersion, m.Epoch)
 	}
 	return m, nil
 }

@@ -77,7 +77,7 @@ func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "global settings file (default $XDG_CONFIG_HOME/kandev-exec/config.yaml)")
 	fs.String("ssh-config", "", "OpenSSH client config to resolve aliases from (default ~/.ssh/config)")
 	fs.Bool("json", false, "machine output on stdout")
-	fs.Bool("yes", false, "confirm destructive actions (required without a TTY)")
+	fs.Bool("yes", false, "confirm destructive actions (required without a TTY); never pins a host key")
 	fs.Bool("debug", false, "diagnostics on stderr (secrets redacted)")
 	fs.Bool("no-color", false, "no ANSI colour")
 	fs.Duration("lock-timeout", 10*time.Second, "how long to wait for the state store lock")
@@ -180,7 +180,13 @@ func (f *Factory) Store() (state.Store, error) {
 			f.storeErr = err
 			return
 		}
-		f.store, f.storeErr = state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
+		// Never a nil *FileStore inside the interface: Close would panic.
+		st, err := state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
+		if err != nil {
+			f.storeErr = err
+			return
+		}
+		f.store = st
 	})
 	return f.store, f.storeErr
 }

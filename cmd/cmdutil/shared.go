@@ -1,7 +1,7 @@
 package cmdutil
 
-// Helpers every noun shares: argument checks, completion from local
-// state, and the confirmation before a removal.
+// Helpers every noun shares: completion from local state and the
+// confirmation before a removal.
 
 import (
 	"context"
@@ -11,16 +11,6 @@ import (
 
 	"github.com/kdlbs/kandev-exec/executor"
 )
-
-// ExactArgs is cobra.ExactArgs with a usage error that says what is missing.
-func ExactArgs(n int, msg string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) != n {
-			return FlagErrorf("%s (got %d arguments)", msg, len(args))
-		}
-		return nil
-	}
-}
 
 // CompleteNames completes record names from local state only (no dial),
 // for the first max arguments (0 = a flag value).

@@ -30,13 +30,20 @@ func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) err
 		Long: `Dial each host without trusting anything new and report its host key
 fingerprint, platform, git version and whether the helper is cached.
 A host whose pinned key differs fails with exit code 5. With several hosts,
-exit code 3 means some failed and others did not.`,
+exit code 3 means some failed and others did not.
+
+The host is not trusted yet: what it reports is printed with control
+characters escaped (\r, \x1b, ...), so it cannot redraw the fingerprint you
+compare; --json carries it exact.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if opts.All == (len(args) > 0) {
+				return cmdutil.WithHint(cmdutil.FlagErrorf("host test needs host names or --all (not both)"), "usage: "+c.UseLine())
+			}
+			return nil
+		},
 		ValidArgsFunction: cmdutil.CompleteNames(f, 0, hostNames),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Names, opts.JSON = args, f.JSON()
-			if opts.All == (len(args) > 0) {
-				return cmdutil.FlagErrorf("host test needs host names or --all (not both)")
-			}
 			if opts.Parallel < 1 {
 				return cmdutil.FlagErrorf("--parallel must be at least 1, got %d", opts.Parallel)
 			}
@@ -79,8 +86,11 @@ func testRun(ctx context.Context, o *TestOptions) error {
 	return testOutcome(rows, o.JSON)
 }
 
+// printTestRows prints what each host said escaped (cmdutil.Safe): an
+// untrusted host must not be able to redraw the row the user compares.
 func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	safe := func(s string) string { return cmdutil.Safe(cmdutil.Dash(s)) }
 	fmt.Fprintln(tw, "NAME\tADDRESS\tKEY\tPIN\tPLATFORM\tGIT\tHELPER")
 	for _, r := range rows {
 		pin := "not pinned"
@@ -91,22 +101,22 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 			pin = "CHANGED"
 		}
 		if r.Error != nil && r.Fingerprint == "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tfailed (%s)\n", r.Name, cmdutil.Dash(r.Address), r.Error.Code)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tfailed (%s)\n", r.Name, safe(r.Address), r.Error.Code)
 			continue
 		}
-		platform := cmdutil.Dash(r.Platform)
+		platform := safe(r.Platform)
 		if r.Platform != "" && !r.Supported {
 			platform += " (unsupported)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", r.Name, r.Address, r.KeyType, r.Fingerprint, pin,
-			platform, cmdutil.Dash(r.GitVersion), cmdutil.Dash(r.Helper))
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", r.Name, safe(r.Address), safe(r.KeyType), safe(r.Fingerprint), pin,
+			platform, safe(r.GitVersion), safe(r.Helper))
 	}
 	tw.Flush()
 	for _, r := range rows {
 		if r.Error != nil {
-			fmt.Fprintln(io.ErrOut, r.Error.Message) // errors name their host
+			fmt.Fprintln(io.ErrOut, cmdutil.SafeText(r.Error.Message)) // errors name their host
 			if r.Error.Hint != "" {
-				fmt.Fprintf(io.ErrOut, "  hint: %s\n", r.Error.Hint)
+				fmt.Fprintf(io.ErrOut, "  hint: %s\n", cmdutil.SafeText(r.Error.Hint))
 			}
 		}
 	}

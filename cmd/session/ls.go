@@ -26,7 +26,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List sessions as last recorded (newest first); `session show` asks the host",
-		Args:    cobra.NoArgs,
+		Args:    cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,10 +23,12 @@ type Options struct {
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
 	opts := &Options{IO: f.IO, Executor: f.Executor}
+	verb, params, _ := strings.Cut(use, " ")
+	need := strings.Replace(strings.Join(strings.Fields(params), " and "), "ID", "a session ID", 1)
 	c := &cobra.Command{
 		Use:               use,
 		Short:             short,
-		Args:              cobra.ExactArgs(nargs),
+		Args:              cmdutil.ExactArgs(nargs, "session "+verb+" needs "+need),
 		ValidArgsFunction: completeSessions(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID, opts.JSON = args[0], f.JSON()
@@ -67,7 +70,7 @@ func printSession(o *Options, s *executor.Session) error {
 	}
 	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d\n", s.ID, s.TaskID, s.State, exitText(s.ExitCode), s.PID, s.RemotePort)
 	if s.Error != "" {
-		fmt.Fprintf(o.IO.Out, "error: %s\n", s.Error)
+		fmt.Fprintf(o.IO.Out, "error: %s\n", cmdutil.SafeText(s.Error)) // may quote the host
 	}
 	return nil
 }
@@ -83,7 +86,7 @@ func outcome(s *executor.Session) string {
 	case executor.SessionStopped:
 		return fmt.Sprintf("Session %s stopped; the task directory stays: kandev-exec task resume %s", s.ID, s.TaskID)
 	case executor.SessionLost, executor.SessionFailed:
-		return fmt.Sprintf("Session %s %s: %s; kandev-exec task resume %s starts a new one", s.ID, s.State, s.Error, s.TaskID)
+		return fmt.Sprintf("Session %s %s: %s; kandev-exec task resume %s starts a new one", s.ID, s.State, cmdutil.SafeText(s.Error), s.TaskID)
 	}
 	return fmt.Sprintf("Session %s is %s: kandev-exec session logs -f %s", s.ID, s.State, s.ID)
 }
@@ -183,6 +186,8 @@ func forwardRun(ctx context.Context, o *Options) error {
 		}
 		fmt.Fprintf(o.IO.ErrOut, "Forwarding %s -> 127.0.0.1:%d on the host of session %s (Ctrl-C to stop)\n", addr, remote, sessionID)
 	}
-	onErr := func(err error) { fmt.Fprintf(o.IO.ErrOut, "forward to 127.0.0.1:%d on the host: %v\n", remote, err) }
+	onErr := func(err error) {
+		fmt.Fprintf(o.IO.ErrOut, "forward to 127.0.0.1:%d on the host: %s\n", remote, cmdutil.SafeText(err.Error()))
+	}
 	return ex.ForwardSession(ctx, o.ID, local, remote, ready, onErr)
 }

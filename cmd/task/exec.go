@@ -26,12 +26,9 @@ func NewCmdExec(f *cmdutil.Factory, runF func(context.Context, *ExecOptions) err
 		Long: `Run a command in the task directory through the profile's login shell.
 stdout and stderr stay separate and the exit status is passed through;
 255 means the transport failed, as with ssh(1).`,
-		Args:              cobra.MinimumNArgs(2),
+		Args:              cmdutil.CommandArgs(1, true, "a task ID"),
 		ValidArgsFunction: completeTasks(f),
 		RunE: func(c *cobra.Command, args []string) error {
-			if c.ArgsLenAtDash() != 1 {
-				return cmdutil.FlagErrorf("usage: kandev-exec task exec ID -- CMD...")
-			}
 			opts.ID, opts.Command = args[0], args[1:]
 			if runF != nil {
 				return runF(c.Context(), opts)

@@ -41,6 +41,7 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 ` + "`task resume`" + `.`,
 		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
   kandev-exec task launch --profile prod --agent claude --follow -- -p "fix it"`,
+		Args: cmdutil.CommandArgs(0, false, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.JSON, opts.Launch.Command = f.JSON(), args
 			if opts.Launch.Profile == "" {
@@ -84,7 +85,7 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		if asJSON {
 			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t), "session": s})
 		}
-		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, t.TaskDir)
+		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, cmdutil.Safe(t.TaskDir))
 		fmt.Fprintf(ios.ErrOut, "Follow it: kandev-exec session logs -f %s\n", s.ID)
 		return nil
 	}

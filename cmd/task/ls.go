@@ -26,7 +26,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List tasks (newest first)",
-		Args:    cobra.NoArgs,
+		Args:    cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -52,7 +52,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	// the records prove it, and named when only the host can tell.
 	ts, pending, err := ex.RecoverTasks(ctx, ts, false)
 	if err != nil {
-		fmt.Fprintf(o.IO.ErrOut, "warning: %v\n", err)
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", cmdutil.SafeText(err.Error()))
 	}
 	for _, s := range pending {
 		fmt.Fprintf(o.IO.ErrOut, "note: task %s: the launch of session %s was interrupted; `kandev-exec task show %s` asks %s and settles it\n", s.TaskID, s.ID, s.TaskID, s.Host)

@@ -25,7 +25,7 @@ func NewCmdResume(f *cmdutil.Factory, runF func(context.Context, *ResumeOptions)
 	c := &cobra.Command{
 		Use:               "resume ID [-- CMD...]",
 		Short:             "Start a new session in the task's preserved directory",
-		Args:              cobra.MinimumNArgs(1),
+		Args:              cmdutil.CommandArgs(1, false, "a task ID"),
 		ValidArgsFunction: completeTasks(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID, opts.Command, opts.JSON = args[0], args[1:], f.JSON()

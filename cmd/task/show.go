@@ -24,7 +24,7 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 	return &cobra.Command{
 		Use:               "show ID",
 		Short:             "Show a task",
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.ExactArgs(1, "task show needs a task ID"),
 		ValidArgsFunction: completeTasks(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID, opts.JSON = args[0], f.JSON()
@@ -49,7 +49,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	// task is shown either way.
 	ts, _, err := ex.RecoverTasks(ctx, []*executor.Task{t}, true)
 	if err != nil {
-		fmt.Fprintf(o.IO.ErrOut, "warning: %v\n", err)
+		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", cmdutil.SafeText(err.Error()))
 	}
 	t = ts[0]
 	if o.JSON {
@@ -57,12 +57,12 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	}
 	w := o.IO.Out
 	fmt.Fprintf(w, "id:        %s\nname:      %s\nprofile:   %s\nhost:      %s\n", t.ID, t.Name, t.Profile, t.Host)
-	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", t.TaskDir, t.Branch, t.Phase, t.CreatedAt.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", cmdutil.Safe(t.TaskDir), t.Branch, t.Phase, t.CreatedAt.Format("2006-01-02 15:04:05Z"))
 	for _, s := range t.Sessions {
 		fmt.Fprintf(w, "session:   %s\n", s)
 	}
 	if t.Error != "" {
-		fmt.Fprintf(w, "error:     %s\n", t.Error)
+		fmt.Fprintf(w, "error:     %s\n", cmdutil.SafeText(t.Error)) // may quote the host
 	}
 	return nil
 }

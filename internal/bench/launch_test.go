@@ -94,7 +94,7 @@ git -C %[1]s/seed push -q %[1]s/app.git main`, work))
 	task := map[string]string{}
 	for _, h := range []string{"direct", "delayed"} {
 		e.run("host", "add", h, "--alias", h)
-		e.run("host", "trust", h, "--yes")
+		e.run("host", "trust", h, "--accept-new")
 		prof := filepath.Join(work, h+".yaml")
 		os.WriteFile(prof, []byte(fmt.Sprintf("name: %s\nhost: %s\nworkdir_root: %s/remote-%s\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
 			h, h, work, h, work)), 0o600)

@@ -19,10 +19,13 @@ func newCmdHostSide(use string) *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			code := hostops.Main(cmd.Context(), append([]string{use}, args...), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if code != 0 {
-				return &cmdutil.ExitCodeError{Code: code}
+			switch code {
+			case 0:
+				return nil
+			case 2:
+				return &cmdutil.ExitCodeError{Code: code, JSON: "usage"}
 			}
-			return nil
+			return &cmdutil.ExitCodeError{Code: code}
 		},
 	}
 }
