@@ -20,12 +20,12 @@ var lockWait = 5 * time.Second
 
 const lockPoll = 50 * time.Millisecond
 
-// lockTaskDir takes the exclusive flock on <taskDir>/.kandev/lock that
+// LockTaskDir takes the exclusive flock on <taskDir>/.kandev/lock that
 // prepare and run-script hold for their whole duration, so that a resume
 // never runs a second preparation next to one an earlier, crashed CLI
 // left running on the host. The holder's pid is written into the file.
 // The returned release closes it, dropping the lock.
-func lockTaskDir(ctx context.Context, taskDir string) (release func(), err error) {
+func LockTaskDir(ctx context.Context, taskDir string) (release func(), err error) {
 	meta := filepath.Join(taskDir, metaDir)
 	if _, err := ensurePrivateDir(meta); err != nil {
 		return nil, err
