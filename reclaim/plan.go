@@ -75,7 +75,7 @@ func planEntry(e Entry, v LocalView, olderThan time.Duration, path string) (Acti
 	switch {
 	case known && !endedPhases[phase]:
 		return Keep, LiveTask, fmt.Sprintf("task %s is %s here", m.TaskID, phase)
-	case time.Duration(e.AgeSeconds)*time.Second < olderThan:
+	case e.AgeSeconds < int64(olderThan/time.Second):
 		return Keep, TooRecent, fmt.Sprintf("changed %s ago, less than %s", time.Duration(e.AgeSeconds)*time.Second, olderThan)
 	case known:
 		return Remove, Archived, fmt.Sprintf("task %s is %s", m.TaskID, phase)
