@@ -169,3 +169,9 @@ func wantResult(t *testing.T, r Result, action Action, outcome Outcome, reason R
 		t.Fatalf("result = %s/%s/%s (%s), want %s/%s/%s", r.Action, r.Outcome, r.Reason, r.Detail, action, outcome, reason)
 	}
 }
+
+func gitCmd(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+	cmd.Dir = dir
+	return cmd
+}

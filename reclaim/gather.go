@@ -107,7 +107,7 @@ func applied(r Result, err error) Result {
 	case err != nil:
 		var re *removeError
 		r.Action, r.Outcome, r.Reason, r.Detail = Remove, Failed, RemoveFailed, err.Error()
-		if errors.As(err, &re) && re.stillPresent {
+		if errors.As(err, &re) && !re.stepFailed {
 			r.Reason = StillPresent
 		}
 	case r.Action == Remove:

@@ -21,7 +21,8 @@ import (
 type removeError struct {
 	paths        []string // the first few that failed, with why
 	more         int
-	stillPresent bool // the stat afterwards still finds the directory
+	stepFailed   bool // a removal step failed
+	stillPresent bool // the stat afterwards still finds the directory, with no step failing
 	mount        bool // stopped at a mount point
 }
 
@@ -36,9 +37,14 @@ func (e *removeError) Error() string {
 const maxReportedPaths = 5
 
 func (e *removeError) add(err error) {
+	e.stepFailed = true
 	if errors.Is(err, errMount) {
 		e.mount = true
 	}
+	e.note(err)
+}
+
+func (e *removeError) note(err error) {
 	if len(e.paths) < maxReportedPaths {
 		e.paths = append(e.paths, err.Error())
 	} else {
@@ -46,7 +52,7 @@ func (e *removeError) add(err error) {
 	}
 }
 
-func (e *removeError) failed() bool { return len(e.paths) > 0 || e.stillPresent }
+func (e *removeError) failed() bool { return e.stepFailed || e.stillPresent }
 
 // removeDir removes <root>/tasks/<dir>, which the proof just saw with
 // identity want: it is checked again, renamed to its trash name, emptied
@@ -112,19 +118,28 @@ func (h *host) emptyAndRemove(tasks *dirFD, name, dir string, want Identity) err
 		re.add(fmt.Errorf("%s changed just before its removal", d.path))
 		return re
 	}
+	// Everything but .kandev/, then .kandev/ but the marker, then the
+	// marker: a removal stopped by any failure still says whose it was.
 	removeAll(d, metaDir, re)
-	if !re.mount {
+	if !re.failed() {
 		if meta, err := d.open(metaDir); err == nil {
 			removeAll(meta, markerFile, re)
+			if !re.failed() {
+				removeEntry(meta, markerFile, re)
+			}
 			meta.close()
-			removeEntry(d, metaDir, re)
 		} else if !errors.Is(err, unix.ENOENT) {
 			re.add(err)
 		}
 	}
+	if !re.failed() {
+		removeEntry(d, metaDir, re)
+	}
 	d.close()
-	if !re.mount {
-		removeEntry(tasks, name, re)
+	if !re.failed() {
+		if err := unix.Unlinkat(tasks.fd(), name, unix.AT_REMOVEDIR); err != nil {
+			re.add(&fs.PathError{Op: "remove", Path: filepath.Join(tasks.path, name), Err: err})
+		}
 	}
 	// Proven gone: the trash name is free, and the task's name holds
 	// nothing, or a directory made since (a later launch), not this one.
@@ -134,10 +149,10 @@ func (h *host) emptyAndRemove(tasks *dirFD, name, dir string, want Identity) err
 		case errors.Is(err, unix.ENOENT):
 		case err != nil:
 			re.stillPresent = true
-			re.add(err)
+			re.note(err)
 		case n == name || (Identity{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}) == want:
 			re.stillPresent = true
-			re.add(fmt.Errorf("%s is still there", filepath.Join(tasks.path, n)))
+			re.note(fmt.Errorf("%s is still there", filepath.Join(tasks.path, n)))
 		}
 	}
 	if re.failed() {
@@ -161,29 +176,32 @@ func sameDir(tasks *dirFD, name string, want Identity) error {
 	return nil
 }
 
-// removeAll removes every entry of d except keep (and whatever a mount
-// point stops). Entries that appear meanwhile are read again, a few
-// times; what is left makes the final rmdir fail.
+// removeAll removes every entry of d except keep, stopping at a mount
+// point. Entries that appear meanwhile are read again, a few times; one
+// that failed is not tried twice, and what is left makes the caller's
+// rmdir fail.
 func removeAll(d *dirFD, keep string, re *removeError) {
+	failed := map[string]bool{keep: true}
 	for range 3 {
 		names, err := d.names()
 		if err != nil {
 			re.add(err)
 			return
 		}
-		progress := false
+		tried := false
 		for _, n := range names {
-			if n == keep {
+			if failed[n] {
 				continue
 			}
-			if removeEntry(d, n, re) {
-				progress = true
+			tried = true
+			if !removeEntry(d, n, re) {
+				failed[n] = true
 			}
 			if re.mount {
 				return
 			}
 		}
-		if !progress {
+		if !tried {
 			return
 		}
 	}
