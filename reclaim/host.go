@@ -30,6 +30,10 @@ type Request struct {
 // Report answers a Request, one result per target in the same order.
 type Report struct {
 	Results []Result `json:"results"`
+	// GitProcesses is how many git processes the call ran: about one per
+	// checkout plus one per distinct remote URL, whatever the count of
+	// directories sharing it.
+	GitProcesses int64 `json:"git_processes"`
 }
 
 // Result is one directory's verdict and, after Apply, what was done.
@@ -78,7 +82,10 @@ func run(ctx context.Context, req Request, apply bool) (*Report, error) {
 			return nil, &taskdir.Error{Code: taskdir.CodeBadRequest, Message: fmt.Sprintf("target %d (%q): installation_id is empty", i, t.Dir)}
 		}
 	}
-	h := newHost(req.ProbeTimeoutSeconds)
+	return newHost(req.ProbeTimeoutSeconds).run(ctx, req, apply), nil
+}
+
+func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
 	timeout := defaultCallTimeout
 	if req.TimeoutSeconds > 0 {
 		timeout = time.Duration(req.TimeoutSeconds) * time.Second
@@ -98,7 +105,8 @@ func run(ctx context.Context, req Request, apply bool) (*Report, error) {
 			rep.Results[i] = h.prove(ctx, t)
 		}
 	})
-	return rep, nil
+	rep.GitProcesses = h.gitRuns.Load()
+	return rep
 }
 
 func newHost(probeSeconds int) *host {

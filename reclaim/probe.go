@@ -33,8 +33,8 @@ const gitErrTail = 512
 
 // git runs one read-only git command in dir under the probe timeout and
 // returns its stdout; any failure is an error (unknown).
-func (h *host) git(ctx context.Context, dir, stdin string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.probeTimeout)
+func (h *host) git(parent context.Context, dir, stdin string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, h.probeTimeout)
 	defer cancel()
 	h.gitRuns.Add(1)
 	cmd := taskdir.GroupCommand(ctx, dir, "git", append(append([]string{}, gitArgs...), args...)...)
@@ -50,7 +50,10 @@ func (h *host) git(ctx context.Context, dir, stdin string, args ...string) ([]by
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		what := taskdir.MaskURLs("git " + strings.Join(args, " "))
-		if ctx.Err() != nil {
+		switch {
+		case parent.Err() != nil:
+			return nil, fmt.Errorf("%s: the call's time ran out", what)
+		case ctx.Err() != nil:
 			return nil, fmt.Errorf("%s timed out after %s", what, h.probeTimeout)
 		}
 		tail := stderr.Bytes()

@@ -42,6 +42,7 @@ func (r *remoteTips) tips(ctx context.Context, h *host, dir, url string) (map[st
 	if !asked {
 		c.oids, c.err = lsRemote(ctx, h, dir, url)
 		close(c.done)
+		return c.oids, c.err
 	}
 	select {
 	case <-c.done:
