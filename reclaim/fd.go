@@ -95,8 +95,7 @@ func (d *dirFD) names() ([]string, error) {
 	return n, nil
 }
 
-func isDir(st unix.Stat_t) bool  { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
-func isLink(st unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }
+func isDir(st unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 
 // mountsBelow names the mount points in table at or below dir.
 func mountsBelow(table []string, dir string) []string {

@@ -32,23 +32,28 @@ func (h *host) prove(ctx context.Context, t Target) Result {
 	release()
 	if ev.Absent && ev.PathProblem == "" {
 		if tev := h.gatherTrash(t); !tev.Absent {
-			ev = tev
+			return result(t, tev, Decide(planless(t), tev))
 		}
 	}
 	return result(t, ev, Decide(t, ev))
+}
+
+// planless is t for deciding about its interrupted removal: that was
+// proven before it was renamed, so its ownership is checked again but
+// not a plan's identity, which may name the directory since made there.
+func planless(t Target) Target {
+	t.Identity = nil
+	return t
 }
 
 func (h *host) apply(ctx context.Context, t Target) Result {
 	if v, early := decideEarly(t); early {
 		return applied(result(t, Evidence{}, v), nil)
 	}
-	// An earlier removal cut short is finished first; it was proven
-	// before it was renamed, and its marker must still be ours.
+	// An earlier removal cut short is finished first.
 	tev := h.gatherTrash(t)
 	if !tev.Absent {
-		planless := t
-		planless.Identity = nil
-		r := result(t, tev, Decide(planless, tev))
+		r := result(t, tev, Decide(planless(t), tev))
 		if r.Action != Remove {
 			return applied(r, nil)
 		}

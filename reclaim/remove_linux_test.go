@@ -190,3 +190,13 @@ func TestApplyLeavesAnotherTasksInterruptedRemoval(t *testing.T) {
 	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Skip, Skipped, ForeignMarker)
 	onlyRemoved(t, before, snapshot(t, root), "")
 }
+
+// Mount points with spaces, tabs, newlines or backslashes are escaped as
+// \ooo in the mount table.
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{`/a\040b`: "/a b", `/t\011x\012y`: "/t\tx\ny", `/s\134`: `/s\`, `/plain`: "/plain", `/odd\04`: `/odd\04`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
