@@ -105,3 +105,21 @@ func TestMountsBelow(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// A relative remote path is resolved from the checkout before it is
+// shared: the same string from two places is two remotes.
+func TestRemoteKey(t *testing.T) {
+	for _, c := range []struct{ dir, url, want string }{
+		{"/r/tasks/t-1", "../lib.git", "/r/tasks/lib.git"},
+		{"/r/tasks/t-2/web", "../lib.git", "/r/tasks/t-2/lib.git"},
+		{"/r/tasks/t-1", "lib.git", "/r/tasks/t-1/lib.git"},
+		{"/r/tasks/t-1", "/srv/lib.git", "/srv/lib.git"},
+		{"/r/tasks/t-1", "https://example.com/a/lib.git", "https://example.com/a/lib.git"},
+		{"/r/tasks/t-1", "git@example.com:a/lib.git", "git@example.com:a/lib.git"},
+		{"/r/tasks/t-1", "file:///srv/lib.git", "file:///srv/lib.git"},
+	} {
+		if got := remoteKey(c.dir, c.url); got != c.want {
+			t.Errorf("remoteKey(%q, %q) = %q, want %q", c.dir, c.url, got, c.want)
+		}
+	}
+}

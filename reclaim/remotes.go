@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -29,6 +30,7 @@ type tipsCall struct {
 // ask runs ls-remote from its own directory (so its config, such as
 // url.*.insteadOf, applies); the others wait for that answer.
 func (r *remoteTips) tips(ctx context.Context, h *host, dir, url string) (map[string]bool, error) {
+	url = remoteKey(dir, url)
 	r.mu.Lock()
 	if r.calls == nil {
 		r.calls = map[string]*tipsCall{}
@@ -50,6 +52,20 @@ func (r *remoteTips) tips(ctx context.Context, h *host, dir, url string) (map[st
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the tips of %s: %v", taskdir.MaskURLs(url), ctx.Err())
 	}
+}
+
+// remoteKey makes a relative local path absolute (git resolves it from
+// the checkout), so that two checkouts naming "../lib.git" from
+// different places are not taken for one remote. URLs and absolute
+// paths are their own key.
+func remoteKey(dir, url string) string {
+	slash := strings.IndexByte(url, '/')
+	colon := strings.IndexByte(url, ':')
+	switch {
+	case strings.Contains(url, "://"), colon > 0 && (slash < 0 || colon < slash), filepath.IsAbs(url):
+		return url
+	}
+	return filepath.Join(dir, url)
 }
 
 func lsRemote(ctx context.Context, h *host, dir, url string) (map[string]bool, error) {
