@@ -274,5 +274,10 @@ func TestRemoveRefusesAnotherIdentity(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not the directory proven") {
 		t.Fatalf("removeDir = %v", err)
 	}
+	// A step that failed is remove_failed; still_present is only for a
+	// removal that ran and left the directory.
+	if r := applied(Result{Action: Remove}, err); r.Outcome != Failed || r.Reason != RemoveFailed {
+		t.Fatalf("applied = %+v", r)
+	}
 	onlyRemoved(t, before, snapshot(t, root), "")
 }

@@ -52,6 +52,13 @@ func (e *removeError) note(err error) {
 	}
 }
 
+// stepError is a removal that failed at its first step.
+func stepError(err error) *removeError {
+	re := &removeError{}
+	re.add(err)
+	return re
+}
+
 func (e *removeError) failed() bool { return e.stepFailed || e.stillPresent }
 
 // removeDir removes <root>/tasks/<dir>, which the proof just saw with
@@ -60,18 +67,18 @@ func (e *removeError) failed() bool { return e.stepFailed || e.stillPresent }
 func (h *host) removeDir(t Target, want Identity) error {
 	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
 	if err != nil {
-		return &removeError{paths: []string{err.Error()}}
+		return stepError(err)
 	}
 	defer tasks.close()
 	trash := trashName(t.Dir)
 	if err := sameDir(tasks, t.Dir, want); err != nil {
-		return &removeError{paths: []string{err.Error()}}
+		return stepError(err)
 	}
 	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
-		return &removeError{paths: []string{fmt.Sprintf("%s is in the way of the removal", filepath.Join(tasks.path, trash))}}
+		return stepError(fmt.Errorf("%s is in the way of the removal", filepath.Join(tasks.path, trash)))
 	}
 	if err := unix.Renameat(tasks.fd(), t.Dir, tasks.fd(), trash); err != nil {
-		return &removeError{paths: []string{fmt.Sprintf("rename %s to %s: %v", t.Path(), trash, err)}}
+		return stepError(fmt.Errorf("rename %s to %s: %w", t.Path(), trash, err))
 	}
 	return h.emptyAndRemove(tasks, trash, t.Dir, want)
 }
@@ -80,7 +87,7 @@ func (h *host) removeDir(t Target, want Identity) error {
 func (h *host) removeTrash(t Target, want Identity) error {
 	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
 	if err != nil {
-		return &removeError{paths: []string{err.Error()}}
+		return stepError(err)
 	}
 	defer tasks.close()
 	return h.emptyAndRemove(tasks, trashName(t.Dir), t.Dir, want)
