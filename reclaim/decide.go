@@ -22,7 +22,7 @@ type Target struct {
 	Dir            string `json:"dir"`             // one segment under <root>/tasks/
 	InstallationID string `json:"installation_id"` // the marker must name it
 	// TaskID the marker must name; "" accepts any task of the
-	// installation, which only Prove allows (planning orphans).
+	// installation (orphans: give Apply the task id the plan found).
 	TaskID string `json:"task_id"`
 	// Identity from an earlier proof (a plan): anything else there now
 	// is changed_since_plan.
