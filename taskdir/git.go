@@ -17,7 +17,8 @@ const gitErrTail = 1024
 // echo back in an error.
 var urlCredentials = regexp.MustCompile(`://[^/@\s]+@`)
 
-func maskURLs(s string) string { return urlCredentials.ReplaceAllString(s, "://***@") }
+// MaskURLs hides the credentials of every URL in s.
+func MaskURLs(s string) string { return urlCredentials.ReplaceAllString(s, "://***@") }
 
 // git runs git in dir, never prompting, and returns its trimmed stdout.
 // A failure carries the tail of git's stderr with URL credentials masked.
@@ -44,7 +45,7 @@ func gitQuery(ctx context.Context, dir string, args ...string) (out string, ok b
 }
 
 func runGit(ctx context.Context, dir string, args ...string) (out, stderrTail string, err error) {
-	cmd := groupCommand(ctx, dir, "git", args...)
+	cmd := GroupCommand(ctx, dir, "git", args...)
 	// The ceiling keeps git from wandering up into an enclosing
 	// repository when dir is not (yet) one of its own.
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
@@ -59,9 +60,9 @@ func runGit(ctx context.Context, dir string, args ...string) (out, stderrTail st
 }
 
 func gitError(ctx context.Context, dir string, args []string, err error, tail string) *Error {
-	what := maskURLs("git " + strings.Join(args, " "))
+	what := MaskURLs("git " + strings.Join(args, " "))
 	if ctx.Err() != nil {
 		return errorf(CodeTimeout, "%s in %s: %v", what, dir, ctx.Err())
 	}
-	return errorf(CodeGitFailed, "%s in %s: %v: %s", what, dir, err, maskURLs(tail))
+	return errorf(CodeGitFailed, "%s in %s: %v: %s", what, dir, err, MaskURLs(tail))
 }

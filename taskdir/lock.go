@@ -17,11 +17,12 @@ const lockFile = "lock"
 // CLI, and waiting it out silently could take as long as its timeout.
 var lockWait = 5 * time.Second
 
-// lockTaskDir takes the exclusive lock on <taskDir>/.kandev/lock that
-// prepare and run-script hold for their whole duration, so that a resume
-// never runs a second preparation next to one an earlier, crashed CLI
-// left running on the host. The returned release drops it.
-func lockTaskDir(ctx context.Context, taskDir string) (release func(), err error) {
+// LockTaskDir takes the exclusive lock on <taskDir>/.kandev/lock that
+// prepare, run-script and reclamation hold for their whole duration, so
+// that a resume never runs a second preparation next to one an earlier,
+// crashed CLI left running on the host, and nothing is removed under
+// either. The returned release drops it.
+func LockTaskDir(ctx context.Context, taskDir string) (release func(), err error) {
 	meta := filepath.Join(taskDir, metaDir)
 	if _, err := ensurePrivateDir(meta); err != nil {
 		return nil, err

@@ -95,19 +95,19 @@ func TestTaskDirLockBusy(t *testing.T) {
 func TestTaskDirLockWaitIsBounded(t *testing.T) {
 	shortLockWait(t)
 	dir := t.TempDir()
-	release, err := lockTaskDir(context.Background(), dir)
+	release, err := LockTaskDir(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
 	start := time.Now()
-	_, err = lockTaskDir(context.Background(), dir)
+	_, err = LockTaskDir(context.Background(), dir)
 	wantCode(t, err, CodeBusy)
 	if d := time.Since(start); d < lockWait || d > lockWait+2*time.Second {
 		t.Fatalf("gave up after %v, bound %v", d, lockWait)
 	}
 	release()
-	release2, err := lockTaskDir(context.Background(), dir)
+	release2, err := LockTaskDir(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}

@@ -20,7 +20,9 @@ var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 const maxSegment = 64
 
-func validTaskDir(s string) bool { return len(s) <= maxSegment && taskDirRE.MatchString(s) }
+// ValidTaskDir reports whether s is a task directory's name: one segment
+// of taskDirRE, never hidden, at most maxSegment bytes.
+func ValidTaskDir(s string) bool { return len(s) <= maxSegment && taskDirRE.MatchString(s) }
 
 // expandPath resolves a leading ~ against the home directory and insists
 // on an absolute result: the helper's working directory means nothing.

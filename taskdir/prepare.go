@@ -47,7 +47,7 @@ func Prepare(ctx context.Context, req PrepareRequest) (*PrepareResult, error) {
 	if err := req.validate(ctx); err != nil {
 		return nil, err
 	}
-	root, err := privateRoot(req.Root)
+	root, err := PrivateRoot(req.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func Prepare(ctx context.Context, req PrepareRequest) (*PrepareResult, error) {
 		return nil, err
 	}
 	// Taken once the directory is provably ours, and held to the end.
-	release, err := lockTaskDir(ctx, dir)
+	release, err := LockTaskDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (req PrepareRequest) validate(ctx context.Context) error {
 	switch {
 	case req.Root == "":
 		return errorf(CodeBadRequest, "root is empty")
-	case !validTaskDir(req.TaskDir):
+	case !ValidTaskDir(req.TaskDir):
 		return errorf(CodeBadRequest, "task_dir %q is not one segment of [a-z0-9][a-z0-9._-]* of at most %d bytes", req.TaskDir, maxSegment)
 	case req.Owner.TaskID == "" || req.Owner.InstallationID == "" || req.Owner.OperationID == "":
 		return errorf(CodeBadRequest, "owner needs installation_id, task_id and operation_id")
@@ -130,7 +130,7 @@ func (req PrepareRequest) validate(ctx context.Context) error {
 	names := map[string]bool{}
 	for i, r := range req.Repositories {
 		if r.URL == "" || strings.HasPrefix(r.URL, "-") {
-			return errorf(CodeBadRequest, "repository %d: bad url %q", i, maskURLs(r.URL))
+			return errorf(CodeBadRequest, "repository %d: bad url %q", i, MaskURLs(r.URL))
 		}
 		if strings.HasPrefix(r.Branch, "-") {
 			return errorf(CodeBadRequest, "repository %d: bad branch %q", i, r.Branch)

@@ -32,11 +32,11 @@ func notPrivate(path string, err error) error {
 	return errorf(CodeIO, "inspect %s: %v", path, err)
 }
 
-// privateRoot resolves the workdir root (which the bootstrap created) to
+// PrivateRoot resolves the workdir root (which the bootstrap created) to
 // its physical path and checks it and every directory above it, so that
 // everything below is reached through directories only the login user can
 // change.
-func privateRoot(root string) (string, error) {
+func PrivateRoot(root string) (string, error) {
 	r, err := expandPath(root)
 	if err != nil {
 		return "", err
@@ -75,11 +75,11 @@ func CheckTaskDir(dir string) error {
 		return errorf(CodeBadRequest, "task directory %q is not a clean absolute path", dir)
 	}
 	tasks := filepath.Dir(dir)
-	if filepath.Base(tasks) != "tasks" || !validTaskDir(filepath.Base(dir)) {
+	if filepath.Base(tasks) != "tasks" || !ValidTaskDir(filepath.Base(dir)) {
 		return errorf(CodeBadRequest, "%s is not <root>/tasks/<task-dir>", dir)
 	}
 	root := filepath.Dir(tasks)
-	if phys, err := privateRoot(root); err != nil {
+	if phys, err := PrivateRoot(root); err != nil {
 		return err
 	} else if phys != root {
 		return errorf(CodeBadRequest, "%s is not a physical path (its root resolves to %s)", dir, phys)
@@ -101,7 +101,7 @@ func CheckTaskDir(dir string) error {
 // <taskDir>/.kandev/sessions/<sessionID>/ exist, every level 0700 and
 // the login user's alone, for a session controller's files.
 func EnsureSessionDir(taskDir, sessionID string) (string, error) {
-	if !validTaskDir(sessionID) {
+	if !ValidTaskDir(sessionID) {
 		return "", errorf(CodeBadRequest, "session id %q is not one segment of [a-z0-9][a-z0-9._-]*", sessionID)
 	}
 	if err := CheckTaskDir(taskDir); err != nil {

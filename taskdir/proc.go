@@ -12,10 +12,10 @@ import (
 // script left behind) must not hold the helper open.
 const pipeGrace = 2 * time.Second
 
-// groupCommand runs name in its own process group and, when ctx ends,
+// GroupCommand runs name in its own process group and, when ctx ends,
 // kills the whole group: git's ssh and remote helpers and a script's
 // children die with it instead of outliving the timeout.
-func groupCommand(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
+func GroupCommand(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

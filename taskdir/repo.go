@@ -36,7 +36,7 @@ func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
 			return err
 		}
 	case origin != url:
-		return errorf(CodeOriginMismatch, "%s is a checkout of %s, not %s", dir, maskURLs(origin), maskURLs(url))
+		return errorf(CodeOriginMismatch, "%s is a checkout of %s, not %s", dir, MaskURLs(origin), MaskURLs(url))
 	}
 	if _, err := git(ctx, dir, "fetch", "--quiet", "origin"); err != nil {
 		return err
@@ -66,16 +66,17 @@ func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
 	if _, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", start+"^{commit}"); err != nil {
 		return err
 	} else if !ok {
-		return errorf(CodeGitFailed, "branch %q not found on origin %s", base, maskURLs(url))
+		return errorf(CodeGitFailed, "branch %q not found on origin %s", base, MaskURLs(url))
 	}
 	// --no-track: pushing the task branch must never update the base.
 	_, err = git(ctx, dir, "checkout", "--quiet", "--no-track", "-b", taskBranch, start)
 	return err
 }
 
-// inProgress names the state git keeps in .git while an operation is
-// unfinished; a checkout in the middle of one would abandon it.
-var inProgress = []struct{ file, what string }{
+// InProgress names the state git keeps in a gitdir while an operation is
+// unfinished; a checkout in the middle of one would abandon it, and
+// deleting it would lose it.
+var InProgress = []struct{ File, What string }{
 	{"rebase-merge", "a rebase"},
 	{"rebase-apply", "a rebase (or git am)"},
 	{"MERGE_HEAD", "a merge"},
@@ -90,10 +91,10 @@ var inProgress = []struct{ file, what string }{
 // but at the tip of the task branch (commits made there would be left
 // dangling). It never resets or discards anything: the user decides.
 func safeToCheckout(ctx context.Context, dir, taskBranch string) error {
-	for _, s := range inProgress {
-		path := filepath.Join(dir, ".git", s.file)
+	for _, s := range InProgress {
+		path := filepath.Join(dir, ".git", s.File)
 		if _, err := os.Lstat(path); err == nil {
-			return errorf(CodeUnsafeCheckout, "%s: %s is in progress (%s); finish or abort it yourself, then resume", dir, s.what, path)
+			return errorf(CodeUnsafeCheckout, "%s: %s is in progress (%s); finish or abort it yourself, then resume", dir, s.What, path)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return errorf(CodeIO, "inspect %s: %v", path, err)
 		}
@@ -146,7 +147,7 @@ func verify(ctx context.Context, dir, url, taskBranch string) (head, branch stri
 	if origin, _, err := gitQuery(ctx, dir, "config", "--get", "remote.origin.url"); err != nil {
 		return "", "", err
 	} else if origin != url {
-		return fail("origin is %q, want %q", maskURLs(origin), maskURLs(url))
+		return fail("origin is %q, want %q", MaskURLs(origin), MaskURLs(url))
 	}
 	head, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil {

@@ -50,12 +50,12 @@ func RunScript(ctx context.Context, req RunScriptRequest) (*RunScriptResult, err
 	defer cancel()
 	// dir is the task dir: its lock keeps this script from running next
 	// to another launch's prepare or script.
-	release, err := lockTaskDir(ctx, dir)
+	release, err := LockTaskDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	cmd := groupCommand(ctx, dir, req.Shell, "-l", "-c", req.Script)
+	cmd := GroupCommand(ctx, dir, req.Shell, "-l", "-c", req.Script)
 	cmd.Env = os.Environ()
 	for k, v := range req.Env {
 		cmd.Env = append(cmd.Env, k+"="+v) // later entries win

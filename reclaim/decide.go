@@ -1,0 +1,256 @@
+package reclaim
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// Identity is a directory's device and inode as a proof saw them, so a
+// later step tells the same directory from one put in its place.
+type Identity struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// Target is one task directory to prove or remove.
+type Target struct {
+	Root           string `json:"root"`            // the physical workdir root
+	Dir            string `json:"dir"`             // one segment under <root>/tasks/
+	InstallationID string `json:"installation_id"` // the marker must name it
+	// TaskID the marker must name; "" accepts any task of the
+	// installation (orphans: give Apply the task id the plan found).
+	TaskID string `json:"task_id"`
+	// Identity from an earlier proof (a plan): anything else there now
+	// is changed_since_plan.
+	Identity *Identity `json:"identity,omitempty"`
+	// Enabled: the profile opted in, or the operator asked. The zero
+	// value keeps the directory.
+	Enabled bool `json:"enabled"`
+}
+
+// Path is where the directory is: <root>/tasks/<dir>.
+func (t Target) Path() string { return filepath.Join(t.Root, tasksDir, t.Dir) }
+
+const (
+	tasksDir   = "tasks"
+	metaDir    = ".kandev"
+	markerFile = "owner.json"
+)
+
+// Evidence is what the host found about one directory. It holds facts,
+// never conclusions: Decide draws those.
+type Evidence struct {
+	// Absent: neither the directory nor an interrupted removal of it
+	// exists below a checked tasks/.
+	Absent bool `json:"absent,omitempty"`
+	// Interrupted: this is an earlier removal's leftover, renamed out of
+	// the way after its proof; its checkouts may be half removed, so
+	// only its ownership and identity are checked again.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// PathProblem is unsafe_path or not_private when the path checks
+	// failed, with PathDetail naming the component.
+	PathProblem Reason `json:"path_problem,omitempty"`
+	PathDetail  string `json:"path_detail,omitempty"`
+	// Marker is the directory's owner.json, nil when there is none;
+	// MarkerDetail says why it could not be read.
+	Marker       *taskdir.Owner `json:"marker,omitempty"`
+	MarkerDetail string         `json:"marker_detail,omitempty"`
+	Identity     Identity       `json:"identity"`
+	// Busy: another preparation or script holds the directory's lock.
+	Busy string `json:"busy,omitempty"`
+	// WalkError: the tree could not be read in full.
+	WalkError string `json:"walk_error,omitempty"`
+	// Mounts: mount points at or below the directory.
+	Mounts []string `json:"mounts,omitempty"`
+	// OnlyDirs: the tree holds nothing but directories.
+	OnlyDirs bool `json:"only_dirs,omitempty"`
+	// Checkouts in walk order; the primary (Path ".") first when the
+	// directory's top is one.
+	Checkouts []Checkout `json:"checkouts,omitempty"`
+	Bytes     int64      `json:"bytes"`
+	// AgeSeconds since the newest change anywhere in the tree.
+	AgeSeconds int64 `json:"age_seconds"`
+}
+
+// Checkout is what the probes found in one git checkout of a directory.
+type Checkout struct {
+	Path  string `json:"path"`            // relative to the task directory; "." is its top
+	Error string `json:"error,omitempty"` // a probe failed: nothing below is known
+	// From git status: tracked changes (staged or not), unmerged paths,
+	// untracked and ignored entries, relative to the checkout.
+	Changed   []string `json:"changed,omitempty"`
+	Unmerged  []string `json:"unmerged,omitempty"`
+	Untracked []string `json:"untracked,omitempty"`
+	Ignored   []string `json:"ignored,omitempty"`
+	// From the gitdir.
+	Operation       string   `json:"operation,omitempty"` // what is unfinished, e.g. "a rebase"
+	Stash           bool     `json:"stash,omitempty"`
+	Worktrees       []string `json:"worktrees,omitempty"`        // other worktrees of this repository
+	UnprobedModules []string `json:"unprobed_modules,omitempty"` // submodule repositories with no checkout here
+	// Against the remotes' current tips.
+	UnpushedTags []string `json:"unpushed_tags,omitempty"` // local tags no remote has at that object
+	Unpushed     int      `json:"unpushed,omitempty"`      // commits of HEAD, branches and notes on no remote branch or tag
+	UnpushedRefs []string `json:"unpushed_refs,omitempty"` // the local refs holding them (with no remote: every ref)
+	NoRemote     bool     `json:"no_remote,omitempty"`     // no remote at all: every commit is unpushed
+	Stale        bool     `json:"stale,omitempty"`         // a remote's tips are missing locally (it moved since the last fetch)
+}
+
+// Decide turns the evidence about t into a verdict. It has no I/O: the
+// same facts give the same verdict on both sides of the wire. The order
+// matters: the path and ownership come before anything read through
+// them, and any doubt keeps the directory.
+func Decide(t Target, ev Evidence) Verdict {
+	if !t.Enabled {
+		return skip(Disabled, "reclamation is not enabled for this task directory (profile reclaim_task_dir: false)")
+	}
+	if v, bad := checkShape(t); bad {
+		return v
+	}
+	dir := t.Path()
+	switch {
+	case ev.PathProblem != "":
+		return skip(ev.PathProblem, ev.PathDetail)
+	case ev.Absent:
+		return Verdict{Action: Remove, Detail: dir + " is already absent"}
+	}
+	if v, bad := checkMarker(t, ev, dir); bad {
+		return v
+	}
+	switch {
+	case t.Identity != nil && *t.Identity != ev.Identity:
+		return skip(ChangedSincePlan, fmt.Sprintf("%s is not the directory the plan proved (device %d inode %d, planned device %d inode %d); plan again",
+			dir, ev.Identity.Dev, ev.Identity.Ino, t.Identity.Dev, t.Identity.Ino))
+	case ev.Busy != "":
+		return Verdict{Action: Fail, Reason: Busy, Detail: ev.Busy}
+	case ev.WalkError != "":
+		return skip(ProbeFailed, ev.WalkError)
+	case len(ev.Mounts) > 0:
+		return skip(MountPoint, fmt.Sprintf("%s holds a mount point (%s); unmount it first", dir, examples(ev.Mounts)))
+	case ev.Interrupted:
+		return Verdict{Action: Remove, Detail: fmt.Sprintf("finishing the interrupted removal of %s", dir)}
+	case len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != ".":
+		return skip(NotACheckout, fmt.Sprintf("%s is not a git checkout, so nothing proves its files are saved", dir))
+	}
+	probed := map[string]bool{}
+	for _, c := range ev.Checkouts {
+		probed[c.Path] = true
+	}
+	for _, c := range ev.Checkouts {
+		if v, bad := checkCheckout(filepath.Join(dir, c.Path), c, probed); bad {
+			return v
+		}
+	}
+	return Verdict{Action: Remove, Detail: fmt.Sprintf("%s: %d checkout(s), nothing at risk", dir, len(ev.Checkouts))}
+}
+
+// checkShape refuses anything but one valid segment under the clean
+// absolute <root>/tasks/, before any path is touched.
+func checkShape(t Target) (Verdict, bool) {
+	switch {
+	case !filepath.IsAbs(t.Root) || filepath.Clean(t.Root) != t.Root:
+		return skip(UnsafePath, fmt.Sprintf("workdir root %q is not a clean absolute path", t.Root)), true
+	case !taskdir.ValidTaskDir(t.Dir):
+		return skip(UnsafePath, fmt.Sprintf("%q is not a task directory name (one segment of [a-z0-9][a-z0-9._-]*)", t.Dir)), true
+	}
+	return Verdict{}, false
+}
+
+// checkMarker proves the directory is this installation's (and, when
+// given, this task's). An interrupted removal whose marker is already
+// gone holds nothing but empty directories: that loses nothing.
+func checkMarker(t Target, ev Evidence, dir string) (Verdict, bool) {
+	m := ev.Marker
+	switch {
+	case m == nil && ev.Interrupted && ev.OnlyDirs && ev.MarkerDetail == "":
+		return Verdict{}, false
+	case m == nil && ev.MarkerDetail != "":
+		return skip(NoMarker, ev.MarkerDetail), true
+	case m == nil:
+		return skip(NoMarker, fmt.Sprintf("%s has no %s/%s, so it is not provably ours", dir, metaDir, markerFile)), true
+	case m.InstallationID != t.InstallationID:
+		return skip(ForeignMarker, fmt.Sprintf("%s belongs to installation %q, not this one (%q)", dir, m.InstallationID, t.InstallationID)), true
+	case m.TaskID == "":
+		return skip(NoMarker, fmt.Sprintf("%s/%s/%s names no task", dir, metaDir, markerFile)), true
+	case t.TaskID != "" && m.TaskID != t.TaskID:
+		return skip(ForeignMarker, fmt.Sprintf("%s belongs to task %q, not %q", dir, m.TaskID, t.TaskID)), true
+	}
+	return Verdict{}, false
+}
+
+// checkCheckout finds the first thing at risk in one checkout. Entries
+// that are themselves probed checkouts are covered by their own probes,
+// and the top checkout's .kandev/ is our own metadata.
+func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool) {
+	covered := func(entries []string) []string {
+		var left []string
+		for _, e := range entries {
+			rel := path.Join(c.Path, strings.TrimSuffix(e, "/"))
+			if rel != c.Path && probed[rel] {
+				continue
+			}
+			if c.Path == "." && (rel == metaDir || strings.HasPrefix(rel, metaDir+"/")) {
+				continue
+			}
+			left = append(left, e)
+		}
+		return left
+	}
+	switch {
+	case c.Error != "":
+		return skip(ProbeFailed, fmt.Sprintf("%s: %s", at, c.Error)), true
+	case c.Operation != "":
+		return skip(UnfinishedOperation, fmt.Sprintf("%s: %s is in progress; finish or abort it", at, c.Operation)), true
+	case len(c.Unmerged) > 0:
+		return skip(DirtyWorktree, fmt.Sprintf("%s: %d unmerged path(s) (%s)", at, len(c.Unmerged), examples(c.Unmerged))), true
+	case len(c.Changed) > 0:
+		return skip(DirtyWorktree, fmt.Sprintf("%s: %d changed path(s) not committed (%s)", at, len(c.Changed), examples(c.Changed))), true
+	}
+	if left := covered(c.Untracked); len(left) > 0 {
+		return skip(UntrackedFiles, fmt.Sprintf("%s: %d untracked path(s) (%s)", at, len(left), examples(left))), true
+	}
+	if left := covered(c.Ignored); len(left) > 0 {
+		return skip(IgnoredFiles, fmt.Sprintf("%s: %d ignored path(s) outside %s/ (%s)", at, len(left), metaDir, examples(left))), true
+	}
+	switch {
+	case c.Stash:
+		return skip(StashPresent, fmt.Sprintf("%s: the stash holds entries", at)), true
+	case len(c.Worktrees) > 0:
+		return skip(LinkedWorktree, fmt.Sprintf("%s: the repository has linked worktrees (%s); remove them with `git worktree remove`, or `git worktree prune` if they are gone", at, examples(c.Worktrees))), true
+	case len(c.UnprobedModules) > 0:
+		return skip(ProbeFailed, fmt.Sprintf("%s: submodule repositories with no checkout here to probe (%s)", at, examples(c.UnprobedModules))), true
+	case c.NoRemote && len(c.UnpushedRefs) > 0:
+		return skip(UnpushedCommits, fmt.Sprintf("%s: the repository has commits (%s) and no remote to hold them", at, examples(c.UnpushedRefs))), true
+	case len(c.UnpushedTags) > 0:
+		return skip(UnpushedCommits, fmt.Sprintf("%s: tag(s) the remote does not have (%s)", at, examples(c.UnpushedTags))), true
+	case c.Unpushed > 0:
+		d := fmt.Sprintf("%s: %d commit(s) of %s are on no branch or tag of the remote", at, c.Unpushed, examples(c.UnpushedRefs))
+		if c.Stale {
+			d += "; the remote has moved since the last fetch, so `git fetch` there may show them merged"
+		}
+		return skip(UnpushedCommits, d), true
+	}
+	return Verdict{}, false
+}
+
+func skip(r Reason, detail string) Verdict { return Verdict{Action: Skip, Reason: r, Detail: detail} }
+
+// examples names up to three entries and how many more there are.
+func examples(s []string) string {
+	const n = 3
+	q := make([]string, 0, n)
+	for i, e := range s {
+		if i == n {
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", e))
+	}
+	out := strings.Join(q, ", ")
+	if len(s) > n {
+		out += fmt.Sprintf(" and %d more", len(s)-n)
+	}
+	return out
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package reclaim
+
+import "golang.org/x/sys/unix"
+
+// openBeneath opens the directory name in parent without following a
+// link. Other systems have no openat2; the device check in dirFD.open
+// stands in for it (macOS has no bind mounts).
+func openBeneath(parent int, name string) (int, error) {
+	return unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// canSeeBindMounts: without bind mounts, the device check sees every
+// mount.
+func canSeeBindMounts() bool { return true }

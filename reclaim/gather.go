@@ -1,0 +1,353 @@
+package reclaim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// trashPrefix names a directory whose removal has begun: it is renamed
+// first (atomic, and it frees the task's name), then emptied. The prefix
+// is never a valid task directory name, and a removal cut short is
+// finished by the next Apply instead of leaving a half-deleted checkout
+// that no probe could ever prove safe again.
+const trashPrefix = ".reclaim."
+
+func trashName(dir string) string { return trashPrefix + dir }
+
+func (h *host) prove(ctx context.Context, t Target) Result {
+	if v, early := decideEarly(t); early {
+		return result(t, Evidence{}, v)
+	}
+	ev, release := h.gatherDir(ctx, t, false)
+	release()
+	if ev.Absent && ev.PathProblem == "" {
+		if tev := h.gatherTrash(t); !tev.Absent {
+			return result(t, tev, Decide(planless(t), tev))
+		}
+	}
+	return result(t, ev, Decide(t, ev))
+}
+
+// planless is t for deciding about its interrupted removal: that was
+// proven before it was renamed, so its ownership is checked again but
+// not a plan's identity, which may name the directory since made there.
+func planless(t Target) Target {
+	t.Identity = nil
+	return t
+}
+
+func (h *host) apply(ctx context.Context, t Target) Result {
+	if v, early := decideEarly(t); early {
+		return applied(result(t, Evidence{}, v), nil)
+	}
+	// An earlier removal cut short is finished first.
+	tev := h.gatherTrash(t)
+	if !tev.Absent {
+		r := result(t, tev, Decide(planless(t), tev))
+		if r.Action != Remove {
+			return applied(r, nil)
+		}
+		if ctx.Err() != nil {
+			return timedOut(t, true)
+		}
+		if err := h.removeTrash(t, tev.Identity); err != nil {
+			return applied(r, err)
+		}
+	}
+	ev, release := h.gatherDir(ctx, t, true)
+	defer release()
+	r := result(t, ev, Decide(t, ev))
+	if ev.Absent && !tev.Absent {
+		r.Detail = fmt.Sprintf("finished the interrupted removal of %s", t.Path())
+		r.Bytes, r.AgeSeconds, r.TaskID = tev.Bytes, tev.AgeSeconds, markerTask(tev)
+	}
+	if r.Action != Remove || ev.Absent {
+		return applied(r, nil)
+	}
+	if ctx.Err() != nil {
+		return timedOut(t, true)
+	}
+	return applied(r, h.removeDir(t, ev.Identity))
+}
+
+// decideEarly answers what needs no disk: a target not enabled, or a
+// name that is not one segment under tasks/ (nothing is even stat'ed).
+func decideEarly(t Target) (Verdict, bool) {
+	if !t.Enabled {
+		return Decide(t, Evidence{}), true
+	}
+	return checkShape(t)
+}
+
+func result(t Target, ev Evidence, v Verdict) Result {
+	r := Result{Path: t.Path(), TaskID: markerTask(ev), Action: v.Action, Reason: v.Reason, Detail: v.Detail,
+		Bytes: ev.Bytes, AgeSeconds: ev.AgeSeconds}
+	if ev.Identity != (Identity{}) {
+		id := ev.Identity
+		r.Identity = &id
+	}
+	return r
+}
+
+func markerTask(ev Evidence) string {
+	if ev.Marker == nil {
+		return ""
+	}
+	return ev.Marker.TaskID
+}
+
+// applied records what Apply did with r: a removal error fails it.
+func applied(r Result, err error) Result {
+	switch {
+	case err != nil:
+		var re *removeError
+		r.Action, r.Outcome, r.Reason, r.Detail = Remove, Failed, RemoveFailed, err.Error()
+		if errors.As(err, &re) && !re.stepFailed {
+			r.Reason = StillPresent
+		}
+	case r.Action == Remove:
+		r.Outcome = Removed
+	case r.Action == Skip:
+		r.Outcome = Skipped
+	default:
+		r.Outcome = Failed
+	}
+	return r
+}
+
+// gatherDir collects the evidence about <root>/tasks/<dir>. It stops at
+// the first fact that decides: nothing is probed in a directory that is
+// not provably ours. With lock, the task directory's lock is taken (as
+// prepare and run-script take it) and held until release.
+func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence, release func()) {
+	release = func() {}
+	path := t.Path()
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		ev.PathProblem, ev.PathDetail = h.checkTasks(t.Root)
+		ev.Absent = ev.PathProblem == ""
+		return ev, release
+	}
+	if err == nil {
+		err = taskdir.CheckTaskDir(path)
+	}
+	if err != nil {
+		ev.PathProblem, ev.PathDetail = pathProblem(err)
+		return ev, release
+	}
+	ev.Identity = identityOf(fi)
+	if h.readMarker(path, &ev); ev.PathProblem != "" {
+		return ev, release
+	}
+	if _, bad := checkMarker(t, ev, path); bad || (t.Identity != nil && *t.Identity != ev.Identity) {
+		return ev, release
+	}
+	if lock {
+		rel, err := taskdir.LockTaskDir(ctx, path)
+		var te *taskdir.Error
+		if errors.As(err, &te) && te.Code == taskdir.CodeBusy {
+			ev.Busy = te.Message
+			return ev, release
+		}
+		if err != nil {
+			ev.PathProblem, ev.PathDetail = pathProblem(err)
+			return ev, release
+		}
+		release = rel
+	}
+	d := h.openProven(t.Root, t.Dir, &ev)
+	if d == nil {
+		return ev, release
+	}
+	defer d.close()
+	tr := h.walk(d, &ev)
+	if ev.WalkError != "" || len(ev.Mounts) > 0 || len(tr.checkouts) == 0 || tr.checkouts[0] != "." {
+		return ev, release
+	}
+	ps := make([]probed, len(tr.checkouts))
+	for i, rel := range tr.checkouts {
+		ps[i] = h.probeCheckout(ctx, path, rel)
+	}
+	crossCheckModules(ps)
+	for _, p := range ps {
+		ev.Checkouts = append(ev.Checkouts, p.Checkout)
+	}
+	return ev, release
+}
+
+// gatherTrash collects the evidence about an interrupted removal of t's
+// directory: ownership, identity and mounts, no git (its checkouts may
+// be half gone, and were proven before the rename).
+func (h *host) gatherTrash(t Target) Evidence {
+	name := trashName(t.Dir)
+	if _, err := os.Lstat(filepath.Join(t.Root, tasksDir, name)); errors.Is(err, fs.ErrNotExist) {
+		return Evidence{Absent: true}
+	}
+	ev := Evidence{Interrupted: true}
+	if ev.PathProblem, ev.PathDetail = h.checkTasks(t.Root); ev.PathProblem == "" {
+		h.inspect(t.Root, name, &ev)
+	}
+	return ev
+}
+
+// inspect reads what is at <root>/tasks/<name> (below a checked tasks/)
+// into ev, without git: that it and its .kandev/ are the login user's
+// alone, its identity, marker, size, age and mount points.
+func (h *host) inspect(root, name string, ev *Evidence) {
+	path := filepath.Join(root, tasksDir, name)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		ev.PathProblem, ev.PathDetail = pathProblem(err)
+		return
+	}
+	for _, p := range []string{path, filepath.Join(path, metaDir)} {
+		if err := fsx.CheckPrivate(p, h.uid, true); err != nil && !(p != path && errors.Is(err, fs.ErrNotExist)) {
+			ev.PathProblem, ev.PathDetail = pathProblem(err)
+			return
+		}
+	}
+	ev.Identity = identityOf(fi)
+	if h.readMarker(path, ev); ev.PathProblem != "" {
+		return
+	}
+	if d := h.openProven(root, name, ev); d != nil {
+		h.walk(d, ev)
+		d.close()
+	}
+}
+
+// checkTasks proves the root and tasks/ (when it exists) the login
+// user's alone, as CheckTaskDir does for a task directory: an absence is
+// only believed below checked directories.
+func (h *host) checkTasks(root string) (Reason, string) {
+	phys, err := taskdir.PrivateRoot(root)
+	if err != nil {
+		return pathProblem(err)
+	}
+	if phys != root {
+		return UnsafePath, fmt.Sprintf("workdir root %s is not a physical path (it resolves to %s)", root, phys)
+	}
+	err = fsx.CheckPrivate(filepath.Join(root, tasksDir), h.uid, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return pathProblem(err)
+	}
+	return "", ""
+}
+
+// readMarker reads <dir>/.kandev/owner.json into ev: a marker that is a
+// link or could be another user's is a path problem, one that cannot be
+// read or parsed proves nothing (MarkerDetail).
+func (h *host) readMarker(dir string, ev *Evidence) {
+	p := filepath.Join(dir, metaDir, markerFile)
+	err := fsx.CheckPrivate(p, h.uid, false)
+	var oe *fsx.OwnershipError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case errors.As(err, &oe):
+		ev.PathProblem, ev.PathDetail = pathProblem(err)
+		return
+	case err != nil:
+		ev.MarkerDetail = fmt.Sprintf("cannot read %s: %v", p, err)
+		return
+	}
+	b, err := readSmallFile(p)
+	if err != nil {
+		ev.MarkerDetail = fmt.Sprintf("cannot read %s: %v", p, err)
+		return
+	}
+	var m taskdir.Owner
+	if err := json.Unmarshal(b, &m); err != nil {
+		ev.MarkerDetail = fmt.Sprintf("%s is unreadable: %v", p, err)
+		return
+	}
+	ev.Marker = &m
+}
+
+// openProven opens <root>/tasks/<name> through descriptors and checks it
+// is the directory the path checks saw; otherwise ev says why and nil
+// is returned.
+func (h *host) openProven(root, name string, ev *Evidence) *dirFD {
+	tasks, err := openDirPath(filepath.Join(root, tasksDir))
+	if err != nil {
+		ev.WalkError = err.Error()
+		return nil
+	}
+	defer tasks.close()
+	d, err := tasks.open(name)
+	switch {
+	case errors.Is(err, errMount):
+		ev.Mounts = append(ev.Mounts, filepath.Join(tasks.path, name))
+		return nil
+	case err != nil:
+		ev.WalkError = err.Error()
+		return nil
+	case d.identity() != ev.Identity:
+		d.close()
+		ev.WalkError = fmt.Sprintf("%s changed while it was being proven", d.path)
+		return nil
+	}
+	return d
+}
+
+// walk reads the whole tree below d into ev: mount points (from the
+// descriptors and, on Linux, the mount table), size and age.
+func (h *host) walk(d *dirFD, ev *Evidence) tree {
+	table, err := h.mountTable()
+	if err != nil {
+		ev.WalkError = err.Error()
+		return tree{}
+	}
+	ev.Mounts = append(ev.Mounts, mountsBelow(table, d.path)...)
+	tr, err := walkTree(d)
+	if err != nil {
+		ev.WalkError = err.Error()
+	}
+	ev.Mounts = append(ev.Mounts, tr.mounts...)
+	ev.Bytes, ev.AgeSeconds, ev.OnlyDirs = tr.bytes, tr.age(time.Now()), tr.onlyDirs
+	return tr
+}
+
+// pathProblem turns a failed path check into a skip reason: a link or a
+// non-directory is an unsafe path, an owner or mode is not private, and
+// anything else could not be checked (unknown keeps).
+func pathProblem(err error) (Reason, string) {
+	var oe *fsx.OwnershipError
+	if errors.As(err, &oe) {
+		d := fmt.Sprintf("%v; %s", oe, oe.Hint())
+		switch oe.Reason {
+		case fsx.ReasonSymlink, fsx.ReasonNotDir, fsx.ReasonNotFile:
+			return UnsafePath, d
+		}
+		return NotPrivate, d
+	}
+	var te *taskdir.Error
+	if errors.As(err, &te) {
+		switch te.Code {
+		case taskdir.CodeNotPrivate:
+			return NotPrivate, te.Message
+		case taskdir.CodeUnsafePath, taskdir.CodeBadRequest:
+			return UnsafePath, te.Message
+		}
+		return ProbeFailed, te.Message
+	}
+	return ProbeFailed, err.Error()
+}
+
+func identityOf(fi fs.FileInfo) Identity {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return Identity{}
+	}
+	return Identity{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}
+}

@@ -1,0 +1,357 @@
+package reclaim
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// What the probes read from a gitdir directly instead of running git for
+// it: a thousand checkouts should cost a thousand git processes, not
+// several thousand. Anything unexpected is an error, which keeps the
+// directory.
+
+// gitDir is where a checkout's repository lives: dir is its own gitdir
+// (per worktree), common the shared one holding refs, config, worktrees/
+// and modules/.
+type gitDir struct {
+	dir, common string
+}
+
+// maxGitFile bounds what is read from one gitdir file (packed-refs of a
+// repository with many tags is the large one).
+const maxGitFile = 64 << 20
+
+var oidRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// findGitDir resolves checkout's .git: a directory, or a file naming the
+// gitdir (submodules, linked worktrees), with a commondir when shared.
+func findGitDir(checkout string) (gitDir, error) {
+	dotgit := filepath.Join(checkout, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return gitDir{}, err
+	}
+	var g gitDir
+	switch {
+	case fi.IsDir():
+		g.dir = dotgit
+	case fi.Mode().IsRegular():
+		b, err := readSmallFile(dotgit)
+		if err != nil {
+			return gitDir{}, err
+		}
+		target, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+		if !ok || target == "" {
+			return gitDir{}, fmt.Errorf("%s is not a gitdir file", dotgit)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(checkout, target)
+		}
+		g.dir = filepath.Clean(target)
+	default:
+		return gitDir{}, fmt.Errorf("%s is neither a directory nor a gitdir file (mode %s)", dotgit, fi.Mode())
+	}
+	g.common = g.dir
+	switch b, err := readSmallFile(filepath.Join(g.dir, "commondir")); {
+	case err == nil:
+		c := strings.TrimRight(string(b), "\r\n")
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(g.dir, c)
+		}
+		g.common = filepath.Clean(c)
+	case !errors.Is(err, fs.ErrNotExist):
+		return gitDir{}, err
+	}
+	return g, nil
+}
+
+// readSmallFile reads a small regular file without following a link or
+// blocking on a FIFO planted in its place.
+func readSmallFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxGitFile+1))
+	if err == nil && len(b) > maxGitFile {
+		err = fmt.Errorf("%s is larger than %d bytes", path, maxGitFile)
+	}
+	return b, err
+}
+
+// exists reports whether path is there (as itself, never followed).
+func exists(path string) (bool, error) {
+	_, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// operation names the unfinished operation in g, or "".
+func (g gitDir) operation() (string, error) {
+	for _, op := range taskdir.InProgress {
+		if ok, err := exists(filepath.Join(g.dir, op.File)); err != nil || ok {
+			return op.What, err
+		}
+	}
+	return "", nil
+}
+
+// usesReftable: refs are not files there, so git reads them.
+func (g gitDir) usesReftable() (bool, error) { return exists(filepath.Join(g.common, "reftable")) }
+
+// worktrees lists the repository's linked worktrees other than g itself.
+// Deleting a repository breaks the worktrees that share it; deleting one
+// of them leaves a stale entry in the main repository, which git prunes.
+func (g gitDir) worktrees() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(g.common, "worktrees"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		admin := filepath.Join(g.common, "worktrees", e.Name())
+		if admin == g.dir {
+			continue
+		}
+		// Named by where the worktree is, when its admin dir says.
+		where := admin
+		if b, err := readSmallFile(filepath.Join(admin, "gitdir")); err == nil {
+			where = filepath.Dir(strings.TrimRight(string(b), "\r\n"))
+		}
+		out = append(out, where)
+	}
+	return out, nil
+}
+
+// modules lists the submodule repositories under the common gitdir's
+// modules/ (a submodule named a/b lives in modules/a/b; nested ones in
+// modules/x/modules/y). Each must be some probed checkout's gitdir, or
+// its commits could be lost unseen.
+func (g gitDir) modules() ([]string, error) {
+	var out []string
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if !e.IsDir() { // a link or a file is not a gitdir we would use
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if head, err := exists(filepath.Join(p, "HEAD")); err != nil {
+				return err
+			} else if head {
+				out = append(out, p)
+				if err := walk(filepath.Join(p, "modules")); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := walk(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(filepath.Join(g.common, "modules"))
+}
+
+// refs reads the repository's refs under refs/ from packed-refs and the
+// loose files that override it. Symbolic refs are left out: their
+// targets are refs of their own.
+func (g gitDir) refs() (map[string]string, error) {
+	refs := map[string]string{}
+	switch b, err := readSmallFile(filepath.Join(g.common, "packed-refs")); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		if err := parsePackedRefs(b, refs); err != nil {
+			return nil, fmt.Errorf("%s: %v", filepath.Join(g.common, "packed-refs"), err)
+		}
+	}
+	return refs, g.looseRefs(filepath.Join(g.common, "refs"), "refs", refs)
+}
+
+func parsePackedRefs(b []byte, refs map[string]string) error {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		oid, name, ok := strings.Cut(line, " ")
+		if !ok || !oidRE.MatchString(oid) || !strings.HasPrefix(name, "refs/") {
+			return fmt.Errorf("unexpected line %q", line)
+		}
+		refs[name] = oid
+	}
+	return sc.Err()
+}
+
+func (g gitDir) looseRefs(dir, name string, refs map[string]string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p, n := filepath.Join(dir, e.Name()), name+"/"+e.Name()
+		switch {
+		case e.IsDir():
+			if err := g.looseRefs(p, n, refs); err != nil {
+				return err
+			}
+		case strings.HasSuffix(e.Name(), ".lock"): // an update in flight; the ref itself is beside it
+		default:
+			b, err := readSmallFile(p)
+			if err != nil {
+				return err
+			}
+			v := strings.TrimRight(string(b), "\r\n")
+			switch {
+			case oidRE.MatchString(v):
+				refs[n] = v
+			case strings.HasPrefix(v, "ref: "):
+			default:
+				return fmt.Errorf("%s: unexpected ref %.80q", p, v)
+			}
+		}
+	}
+	return nil
+}
+
+// remoteURLs reads remote.<name>.url from the repository's own config,
+// sorted and unique. A remote defined elsewhere (an included file, the
+// user's config) is not seen, which only makes more commits look
+// unpushed.
+func (g gitDir) remoteURLs() ([]string, error) {
+	b, err := readSmallFile(filepath.Join(g.common, "config"))
+	if err != nil {
+		return nil, err
+	}
+	urls, err := parseRemoteURLs(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(g.common, "config"), err)
+	}
+	sort.Strings(urls)
+	out := urls[:0]
+	for i, u := range urls {
+		if i == 0 || u != urls[i-1] {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// parseRemoteURLs reads git's config syntax far enough for the url keys
+// of [remote "name"] (and the old [remote.name]) sections. What it does
+// not understand is an error, never a guess.
+func parseRemoteURLs(b []byte) ([]string, error) {
+	var urls []string
+	inRemote := false
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				return nil, fmt.Errorf("line %d: unterminated section header", n+1)
+			}
+			head := line[1:end]
+			name, _, _ := strings.Cut(head, " ")
+			name, _, _ = strings.Cut(name, ".")
+			inRemote = strings.EqualFold(name, "remote") && head != name
+			if rest := strings.TrimSpace(line[end+1:]); rest != "" {
+				line = rest // a key may follow the header on the same line
+			} else {
+				continue
+			}
+		}
+		key, value, hasValue := strings.Cut(line, "=")
+		if !inRemote || !hasValue || !strings.EqualFold(strings.TrimSpace(key), "url") {
+			continue
+		}
+		v, err := configValue(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", n+1, err)
+		}
+		urls = append(urls, v)
+	}
+	return urls, nil
+}
+
+// configValue unquotes one config value and drops a trailing comment.
+func configValue(s string) (string, error) {
+	var out strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\':
+			if i+1 == len(s) {
+				return "", errors.New("a value continued on the next line")
+			}
+			i++
+			switch s[i] {
+			case '"', '\\':
+				out.WriteByte(s[i])
+			case 'n':
+				out.WriteByte('\n')
+			case 't':
+				out.WriteByte('\t')
+			case 'b':
+				return "", errors.New("a backspace escape in a value")
+			default:
+				return "", fmt.Errorf("unknown escape \\%c", s[i])
+			}
+		case !quoted && (c == '#' || c == ';'):
+			return strings.TrimRight(out.String(), " \t"), nil
+		default:
+			out.WriteByte(c)
+		}
+	}
+	if quoted {
+		return "", errors.New("unterminated quote")
+	}
+	return out.String(), nil
+}

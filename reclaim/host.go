@@ -1,0 +1,160 @@
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// Request asks the host about many task directories at once: one helper
+// call per host, however many directories.
+type Request struct {
+	Targets []Target `json:"targets"`
+	// ProbeTimeoutSeconds bounds each git process (default 60): one that
+	// runs longer is unknown, and unknown keeps the directory.
+	ProbeTimeoutSeconds int `json:"probe_timeout_seconds,omitempty"`
+	// TimeoutSeconds bounds the call (default 10 minutes). A directory
+	// not reached by then fails (timed_out) and is retried; no removal
+	// starts after it.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Parallelism: directories handled at once (default 2 × CPUs).
+	Parallelism int `json:"parallelism,omitempty"`
+}
+
+// Report answers a Request, one result per target in the same order.
+type Report struct {
+	Results []Result `json:"results"`
+	// GitProcesses is how many git processes the call ran: about one per
+	// checkout plus one per distinct remote URL, whatever the count of
+	// directories sharing it.
+	GitProcesses int64 `json:"git_processes"`
+}
+
+// Result is one directory's verdict and, after Apply, what was done.
+type Result struct {
+	Path    string  `json:"path"`              // <root>/tasks/<dir>
+	TaskID  string  `json:"task_id"`           // as its marker says; "" when it has none
+	Action  Action  `json:"action"`            // the proof's verdict: remove, skip or fail
+	Outcome Outcome `json:"outcome,omitempty"` // Apply only: removed, skipped or failed
+	Reason  Reason  `json:"reason,omitempty"`
+	Detail  string  `json:"detail,omitempty"`
+	// Identity of the directory proven (give it back to Apply as the
+	// target's Identity so a directory swapped in meanwhile is kept).
+	Identity   *Identity `json:"identity,omitempty"`
+	Bytes      int64     `json:"bytes"`
+	AgeSeconds int64     `json:"age_seconds"`
+}
+
+const (
+	defaultProbeTimeout = 60 * time.Second
+	defaultCallTimeout  = 10 * time.Minute
+)
+
+// host is one call's shared state.
+type host struct {
+	uid          int
+	probeTimeout time.Duration
+	remotes      remoteTips
+	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
+
+	mountsOnce sync.Once
+	mounts     []string
+	mountsErr  error
+}
+
+// Prove gathers the evidence for every target and decides, touching
+// nothing: the plan.
+func Prove(ctx context.Context, req Request) (*Report, error) { return run(ctx, req, false) }
+
+// Apply proves every target again, now, and removes what the proof
+// allows. A target's Identity from an earlier Prove must still match.
+func Apply(ctx context.Context, req Request) (*Report, error) { return run(ctx, req, true) }
+
+func run(ctx context.Context, req Request, apply bool) (*Report, error) {
+	for i, t := range req.Targets {
+		if t.InstallationID == "" {
+			return nil, &taskdir.Error{Code: taskdir.CodeBadRequest, Message: fmt.Sprintf("target %d (%q): installation_id is empty", i, t.Dir)}
+		}
+	}
+	return newHost(req.ProbeTimeoutSeconds).run(ctx, req, apply), nil
+}
+
+func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
+	timeout := defaultCallTimeout
+	if req.TimeoutSeconds > 0 {
+		timeout = time.Duration(req.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep := &Report{Results: make([]Result, len(req.Targets))}
+	forEach(len(req.Targets), parallelism(req.Parallelism), func(i int) {
+		t := req.Targets[i]
+		if ctx.Err() != nil {
+			rep.Results[i] = timedOut(t, apply)
+			return
+		}
+		if apply {
+			rep.Results[i] = h.apply(ctx, t)
+		} else {
+			rep.Results[i] = h.prove(ctx, t)
+		}
+	})
+	rep.GitProcesses = h.gitRuns.Load()
+	return rep
+}
+
+func newHost(probeSeconds int) *host {
+	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout}
+	if probeSeconds > 0 {
+		h.probeTimeout = time.Duration(probeSeconds) * time.Second
+	}
+	return h
+}
+
+func parallelism(n int) int {
+	if n > 0 {
+		return n
+	}
+	return 2 * runtime.NumCPU()
+}
+
+// forEach runs f(0..n-1) on at most par goroutines; each writes only its
+// own slot, so the results keep the targets' order.
+func forEach(n, par int, f func(i int)) {
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(n, par) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func timedOut(t Target, apply bool) Result {
+	r := Result{Path: t.Path(), Action: Fail, Reason: TimedOut, Detail: fmt.Sprintf("the call's time ran out before %s was proven", t.Path())}
+	if apply {
+		r.Outcome = Failed
+	}
+	return r
+}
+
+// mountTable is read once per call.
+func (h *host) mountTable() ([]string, error) {
+	h.mountsOnce.Do(func() { h.mounts, h.mountsErr = mountTable() })
+	return h.mounts, h.mountsErr
+}

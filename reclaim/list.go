@@ -1,0 +1,121 @@
+package reclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// ListRequest asks what is under <root>/tasks/, for the orphan planner.
+type ListRequest struct {
+	Root        string `json:"root"` // absolute or ~-prefixed
+	Parallelism int    `json:"parallelism,omitempty"`
+}
+
+// Listing is every entry under <root>/tasks/, sorted by name.
+type Listing struct {
+	Root    string  `json:"root"` // physical, as the checks resolved it
+	Entries []Entry `json:"entries"`
+}
+
+// Entry is one name under tasks/ as found: never probed with git, never
+// changed.
+type Entry struct {
+	Name string `json:"name"`
+	// Dir is the task directory name it is, or was before a removal of
+	// ours was cut short (Interrupted); "" when Name is neither.
+	Dir         string `json:"dir,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	// Problem keeps it whatever its marker says: unsafe_path (a bad
+	// name, a link, not a directory), not_private, mount_point or
+	// probe_failed (it could not be read).
+	Problem      Reason         `json:"problem,omitempty"`
+	Detail       string         `json:"detail,omitempty"`
+	Marker       *taskdir.Owner `json:"marker,omitempty"`
+	MarkerDetail string         `json:"marker_detail,omitempty"`
+	Identity     Identity       `json:"identity"`
+	Bytes        int64          `json:"bytes"`
+	AgeSeconds   int64          `json:"age_seconds"`
+	OnlyDirs     bool           `json:"only_dirs,omitempty"`
+}
+
+// List reads <root>/tasks/. The root and tasks/ must be the login
+// user's alone (a *taskdir.Error otherwise); each entry is then checked
+// on its own and described, whatever it is.
+func List(ctx context.Context, req ListRequest) (*Listing, error) {
+	root, err := taskdir.PrivateRoot(req.Root)
+	if err != nil {
+		return nil, err
+	}
+	h := newHost(0)
+	l := &Listing{Root: root, Entries: []Entry{}}
+	tasks := filepath.Join(root, tasksDir)
+	if err := fsx.CheckPrivate(tasks, h.uid, true); errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	} else if err != nil {
+		code, msg := taskdir.CodeNotPrivate, err.Error()
+		var oe *fsx.OwnershipError
+		if errors.As(err, &oe) {
+			msg = fmt.Sprintf("%v; %s", oe, oe.Hint())
+			if r, _ := pathProblem(err); r == UnsafePath {
+				code = taskdir.CodeUnsafePath
+			}
+		} else {
+			code = taskdir.CodeIO
+		}
+		return nil, &taskdir.Error{Code: code, Message: msg}
+	}
+	d, err := openDirPath(tasks)
+	if err != nil {
+		return nil, &taskdir.Error{Code: taskdir.CodeIO, Message: err.Error()}
+	}
+	names, err := d.names()
+	d.close()
+	if err != nil {
+		return nil, &taskdir.Error{Code: taskdir.CodeIO, Message: err.Error()}
+	}
+	sort.Strings(names)
+	l.Entries = make([]Entry, len(names))
+	forEach(len(names), parallelism(req.Parallelism), func(i int) {
+		if ctx.Err() != nil {
+			l.Entries[i] = Entry{Name: names[i], Problem: ProbeFailed, Detail: "the listing's time ran out: " + ctx.Err().Error()}
+			return
+		}
+		l.Entries[i] = h.listEntry(root, names[i])
+	})
+	return l, nil
+}
+
+func (h *host) listEntry(root, name string) Entry {
+	e := Entry{Name: name}
+	switch inner, trash := strings.CutPrefix(name, trashPrefix); {
+	case taskdir.ValidTaskDir(name):
+		e.Dir = name
+	case trash && taskdir.ValidTaskDir(inner):
+		e.Dir, e.Interrupted = inner, true
+	default:
+		e.Problem = UnsafePath
+		e.Detail = fmt.Sprintf("%q is not a task directory name, so kandev-exec did not make it", name)
+		return e
+	}
+	var ev Evidence
+	h.inspect(root, name, &ev)
+	e.Marker, e.MarkerDetail, e.Identity = ev.Marker, ev.MarkerDetail, ev.Identity
+	e.Bytes, e.AgeSeconds, e.OnlyDirs = ev.Bytes, ev.AgeSeconds, ev.OnlyDirs
+	switch path := filepath.Join(root, tasksDir, name); {
+	case ev.PathProblem != "":
+		e.Problem, e.Detail = ev.PathProblem, ev.PathDetail
+	case len(ev.Mounts) > 0:
+		e.Problem, e.Detail = MountPoint, fmt.Sprintf("%s holds a mount point (%s)", path, examples(ev.Mounts))
+	case ev.WalkError != "":
+		e.Problem, e.Detail = ProbeFailed, ev.WalkError
+	}
+	return e
+}

@@ -1,0 +1,125 @@
+package reclaim
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseRemoteURLs(t *testing.T) {
+	cfg := strings.Join([]string{
+		"[core]",
+		"\tbare = false",
+		"\turl = not-a-remote",
+		`[remote "origin"]`,
+		"\turl = git@example.com:a/b.git",
+		"\tfetch = +refs/heads/*:refs/remotes/origin/*",
+		`[Remote "Spaced"]`,
+		`	URL = "/srv/with space.git" ; a comment`,
+		"[remote.legacy]",
+		"\turl=https://example.com/c.git # trailing",
+		`[remote "quoted"] url = "a\"b\\c"`,
+		"[remote]",
+		"\turl = /not/a/remote/section",
+		`[url "https://mirror/"]`,
+		"\tinsteadOf = https://example.com/",
+		"",
+	}, "\n")
+	got, err := parseRemoteURLs([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"git@example.com:a/b.git", "/srv/with space.git", "https://example.com/c.git", `a"b\c`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	// What the parser does not understand is an error, never a guess.
+	for _, bad := range []string{"[remote \"o\"]\n\turl = /a\\\n/b\n", "[remote \"o\"]\n\turl = \"/a\n", "[remote \"o\"\n"} {
+		if _, err := parseRemoteURLs([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	oid := strings.Repeat("a", 40)
+	recs := []string{
+		"# branch.oid " + oid,
+		"# branch.head (detached)",
+		"1 .M N... 100644 100644 100644 " + oid + " " + oid + " with space.txt",
+		"2 R. N... 100644 100644 100644 " + oid + " " + oid + " R100 new name", "old name",
+		"u UU N... 100644 100644 100644 100644 " + oid + " " + oid + " " + oid + " conflict.go",
+		"? untracked dir/file",
+		"! build/",
+		"",
+	}
+	s, err := parseStatus([]byte(strings.Join(recs, "\x00")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := status{head: oid, changed: []string{"with space.txt", "new name"}, unmerged: []string{"conflict.go"},
+		untracked: []string{"untracked dir/file"}, ignored: []string{"build/"}}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("got %+v\nwant %+v", s, want)
+	}
+	if s, err := parseStatus([]byte("# branch.oid (initial)\x00")); err != nil || s.head != "" {
+		t.Fatalf("unborn: %+v %v", s, err)
+	}
+	for _, bad := range []string{"X what\x00", "1 .M short\x00", "# branch.oid nothex\x00"} {
+		if _, err := parseStatus([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParsePackedRefs(t *testing.T) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 64)
+	refs := map[string]string{}
+	in := "# pack-refs with: peeled fully-peeled sorted\n" + a + " refs/heads/main\n" + b + " refs/tags/v1\n^" + a + "\n"
+	if err := parsePackedRefs([]byte(in), refs); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(refs, map[string]string{"refs/heads/main": a, "refs/tags/v1": b}) {
+		t.Fatalf("refs = %v", refs)
+	}
+	if err := parsePackedRefs([]byte("garbage line\n"), map[string]string{}); err == nil {
+		t.Fatal("no error for garbage")
+	}
+}
+
+func TestParseLsRemote(t *testing.T) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	got, err := parseLsRemote([]byte(a + "\tHEAD\n" + a + "\trefs/heads/main\n" + b + "\trefs/tags/v1^{}\n"))
+	if err != nil || !reflect.DeepEqual(got, map[string]bool{a: true, b: true}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := parseLsRemote([]byte("warning: something\n")); err == nil {
+		t.Fatal("no error for a stray line")
+	}
+}
+
+func TestMountsBelow(t *testing.T) {
+	table := []string{"/", "/srv/kandev/tasks/t-1", "/srv/kandev/tasks/t-10", "/srv/kandev/tasks/t-1/.kandev/mnt", "/srv/kandev/tasks/t-2x"}
+	got := mountsBelow(table, "/srv/kandev/tasks/t-1")
+	if !reflect.DeepEqual(got, []string{"/srv/kandev/tasks/t-1", "/srv/kandev/tasks/t-1/.kandev/mnt"}) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// A relative remote path is resolved from the checkout before it is
+// shared: the same string from two places is two remotes.
+func TestRemoteKey(t *testing.T) {
+	for _, c := range []struct{ dir, url, want string }{
+		{"/r/tasks/t-1", "../lib.git", "/r/tasks/lib.git"},
+		{"/r/tasks/t-2/web", "../lib.git", "/r/tasks/t-2/lib.git"},
+		{"/r/tasks/t-1", "lib.git", "/r/tasks/t-1/lib.git"},
+		{"/r/tasks/t-1", "/srv/lib.git", "/srv/lib.git"},
+		{"/r/tasks/t-1", "https://example.com/a/lib.git", "https://example.com/a/lib.git"},
+		{"/r/tasks/t-1", "git@example.com:a/lib.git", "git@example.com:a/lib.git"},
+		{"/r/tasks/t-1", "file:///srv/lib.git", "file:///srv/lib.git"},
+	} {
+		if got := remoteKey(c.dir, c.url); got != c.want {
+			t.Errorf("remoteKey(%q, %q) = %q, want %q", c.dir, c.url, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package reclaim
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runT(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// bindMount mounts src on dst (made here) until the test ends, wherever
+// a rename has taken it below root by then.
+func bindMount(t *testing.T, src, dst, root string) {
+	t.Helper()
+	requireRoot(t)
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runT(t, "mount", "--bind", src, dst)
+	t.Cleanup(func() { unmountBelow(t, root) })
+}
+
+func unmountBelow(t *testing.T, root string) {
+	table, err := mountTable()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, m := range mountsBelow(table, root) {
+		if out, err := exec.Command("umount", m).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", m, err, out)
+		}
+	}
+}
+
+// withoutOpenat2 makes the package behave as on a kernel without
+// openat2 (before 5.6): the mount table and the device check stand in.
+func withoutOpenat2(t *testing.T) {
+	was := noOpenat2.Load()
+	noOpenat2.Store(true)
+	t.Cleanup(func() { noOpenat2.Store(was) })
+}
+
+// A bind mount inside the task directory (in .kandev/, so no probe
+// objects to it) is never entered: the directory is kept, and what is
+// mounted there survives.
+func TestApplyBindMountInside(t *testing.T) {
+	for _, mode := range []string{"openat2", "mount table"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode != "openat2" {
+				withoutOpenat2(t)
+			}
+			bare, _ := origin(t)
+			root := newRoot(t)
+			dir := prepared(t, root, "t-1", "task-1", bare)
+			keep := outside(t)
+			bindMount(t, keep, filepath.Join(dir, ".kandev", "mnt"), root)
+			before := snapshot(t, root, keep)
+			r := apply(t, target(root, "t-1", "task-1"))[0]
+			wantResult(t, r, Skip, Skipped, MountPoint)
+			if !strings.Contains(r.Detail, ".kandev/mnt") {
+				t.Fatalf("detail %q does not name the mount", r.Detail)
+			}
+			onlyRemoved(t, before, snapshot(t, root, keep), "")
+		})
+	}
+}
+
+// A mount that appears between the proof and the removal stops the
+// removal there: it fails, and nothing in the mount is touched.
+func TestRemoveStopsAtMountAfterProof(t *testing.T) {
+	for _, mode := range []string{"openat2", "mount table"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode != "openat2" {
+				withoutOpenat2(t)
+			}
+			bare, _ := origin(t)
+			root := newRoot(t)
+			dir := prepared(t, root, "t-1", "task-1", bare)
+			tg := target(root, "t-1", "task-1")
+			plan := prove(t, tg)[0]
+			wantResult(t, plan, Remove, "", "")
+			keep := outside(t)
+			bindMount(t, keep, filepath.Join(dir, ".kandev", "mnt"), root)
+			before := snapshot(t, keep)
+
+			err := newHost(0).removeDir(tg, *plan.Identity)
+			var re *removeError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), "mount point") {
+				t.Fatalf("removeDir = %v, want a failure at the mount point", err)
+			}
+			onlyRemoved(t, before, snapshot(t, keep), "")
+		})
+	}
+}
+
+// Without openat2 a mount of another device is refused by its st_dev
+// alone (the check macOS relies on).
+func TestOpenRefusesAnotherDevice(t *testing.T) {
+	requireRoot(t)
+	withoutOpenat2(t)
+	dir := physical(t, t.TempDir())
+	mnt := filepath.Join(dir, "tmpfs")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runT(t, "mount", "-t", "tmpfs", "none", mnt)
+	t.Cleanup(func() { unmountBelow(t, dir) })
+	d, err := openDirPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	if _, err := d.open("tmpfs"); !errors.Is(err, errMount) || !strings.Contains(err.Error(), "device") {
+		t.Fatalf("open = %v, want a refusal naming the device", err)
+	}
+}
+
+// A removal that fails halfway (a file that cannot be unlinked) fails
+// naming the path, keeps the marker, and is finished by the next Apply
+// once the file can go: never left as a half-deleted checkout that no
+// probe could prove safe again.
+func TestApplyFinishesInterruptedRemoval(t *testing.T) {
+	requireRoot(t)
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	prepared(t, root, "t-2", "task-2", bare)
+	stuck := filepath.Join(dir, "README")
+	runT(t, "chattr", "+i", stuck)
+	trash := filepath.Join(root, "tasks", trashPrefix+"t-1")
+	t.Cleanup(func() {
+		for _, p := range []string{stuck, filepath.Join(trash, "README")} {
+			exec.Command("chattr", "-i", p).Run()
+		}
+	})
+	before := snapshot(t, root)
+
+	r := apply(t, target(root, "t-1", "task-1"))[0]
+	wantResult(t, r, Remove, Failed, RemoveFailed)
+	if !strings.Contains(r.Detail, filepath.Join(trash, "README")) {
+		t.Fatalf("detail %q does not name the file", r.Detail)
+	}
+	for _, p := range []string{filepath.Join(trash, "README"), filepath.Join(trash, ".kandev", "owner.json")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+
+	// The plan shows it as ours, cut short; a proof says it will finish.
+	l, err := List(t.Context(), ListRequest{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Plan(*l, LocalView{InstallationID: testInstallation, Phases: map[string]string{"task-2": "ready"}}, 0)
+	if len(rows) != 2 || rows[0].Reason != Interrupted || rows[0].Action != Remove || rows[0].Dir != "t-1" || rows[1].Reason != LiveTask {
+		t.Fatalf("plan = %+v", rows)
+	}
+	wantResult(t, prove(t, target(root, "t-1", "task-1"))[0], Remove, "", "")
+
+	runT(t, "chattr", "-i", filepath.Join(trash, "README"))
+	r = apply(t, rows[0].Target(l.Root, testInstallation))[0]
+	wantResult(t, r, Remove, Removed, "")
+	if !strings.Contains(r.Detail, "finished the interrupted removal") {
+		t.Fatalf("detail %q", r.Detail)
+	}
+	onlyRemoved(t, before, snapshot(t, root), dir)
+	if _, err := os.Lstat(trash); !os.IsNotExist(err) {
+		t.Fatalf("trash still there: %v", err)
+	}
+}
+
+// An interrupted removal of another task is not finished.
+func TestApplyLeavesAnotherTasksInterruptedRemoval(t *testing.T) {
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-2", bare)
+	if err := os.Rename(dir, filepath.Join(root, "tasks", trashPrefix+"t-1")); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, root)
+	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Skip, Skipped, ForeignMarker)
+	onlyRemoved(t, before, snapshot(t, root), "")
+}
+
+// Mount points with spaces, tabs, newlines or backslashes are escaped as
+// \ooo in the mount table.
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{`/a\040b`: "/a b", `/t\011x\012y`: "/t\tx\ny", `/s\134`: `/s\`, `/plain`: "/plain", `/odd\04`: `/odd\04`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
