@@ -1,0 +1,104 @@
+package records
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// KindHost is the store kind of host records.
+const KindHost state.Kind = "host"
+
+// HostStatus says whether a host takes new launches. Only admitted hosts
+// do; no status ever blocks recovery, retries, inspection or teardown.
+type HostStatus string
+
+const (
+	HostAdmitted    HostStatus = "admitted"
+	HostCordoned    HostStatus = "cordoned"    // by an operator: no new launches
+	HostDraining    HostStatus = "draining"    // cordoned, and its sessions are being stopped
+	HostQuarantined HostStatus = "quarantined" // a drain could not be confirmed, or an operator said so
+)
+
+// HostStatuses lists every status, in the order they are explained.
+var HostStatuses = []HostStatus{HostAdmitted, HostCordoned, HostDraining, HostQuarantined}
+
+// hostMoves: quarantine is reachable from anywhere (evidence can arrive at
+// any time); leaving it takes a readmit.
+var hostMoves = moves[HostStatus]{
+	HostAdmitted:    {HostCordoned, HostDraining, HostQuarantined},
+	HostCordoned:    {HostAdmitted, HostDraining, HostQuarantined},
+	HostDraining:    {HostAdmitted, HostCordoned, HostQuarantined},
+	HostQuarantined: {HostAdmitted},
+}
+
+// CanMove reports whether the table allows s -> to.
+func (s HostStatus) CanMove(to HostStatus) bool { return hostMoves.allowed(s, to) }
+
+// DefaultWorkdirRoot is where task directories live on a host.
+const DefaultWorkdirRoot = "~/.kandev"
+
+// HopPin is the trusted key of one hop (a jump host or the target).
+type HopPin struct {
+	Hop         string `json:"hop"`     // label at trust time
+	Address     string `json:"address"` // host:port dialled
+	KeyType     string `json:"key_type"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Host is a stored host: how to reach it (an ssh_config alias and
+// explicit settings, resolved afresh on every dial as OpenSSH does), what
+// is trusted, and whether it takes launches.
+type Host struct {
+	Name           string     `json:"name"`
+	Alias          string     `json:"alias"`
+	HostName       string     `json:"hostname_override,omitempty"`
+	Port           int        `json:"port_override,omitempty"`
+	User           string     `json:"user_override,omitempty"`
+	IdentityFiles  []string   `json:"identity_files,omitempty"`
+	IdentitiesOnly bool       `json:"identities_only,omitempty"`
+	ProxyJump      string     `json:"proxy_jump_override,omitempty"`
+	WorkdirRoot    string     `json:"workdir_root"`
+	Pins           []HopPin   `json:"pins"`
+	TrustedAt      *time.Time `json:"trusted_at,omitempty"`
+	Platform       string     `json:"platform,omitempty"` // os/arch last seen, for choosing the helper before asking
+	Status         HostStatus `json:"status"`
+	StatusReason   string     `json:"status_reason"`
+	StatusBy       string     `json:"status_by"`
+	StatusAt       *time.Time `json:"status_at"`
+	// StatusUntil ends a quarantine given with a TTL; past it the host is
+	// admitted again (EffectiveStatus), and the next write records that.
+	StatusUntil *time.Time `json:"status_until,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+// EffectiveStatus is the status at now: a quarantine whose TTL has run
+// out is over.
+func (h *Host) EffectiveStatus(now time.Time) HostStatus {
+	if h.Status == HostQuarantined && h.StatusUntil != nil && !now.Before(*h.StatusUntil) {
+		return HostAdmitted
+	}
+	if h.Status == "" {
+		return HostAdmitted
+	}
+	return h.Status
+}
+
+// SetStatus moves the host to s, recording why, by whom and when; until
+// bounds a quarantine (nil: until readmitted).
+func (h *Host) SetStatus(s HostStatus, reason, by string, at time.Time, until *time.Time) error {
+	if err := checkMove(hostMoves, "host", h.Name, h.EffectiveStatus(at), s); err != nil {
+		return err
+	}
+	h.Status, h.StatusReason, h.StatusBy, h.StatusUntil = s, reason, by, until
+	h.StatusAt = &at
+	return nil
+}
+
+// SameSpec reports whether two hosts are reached the same way.
+func (h *Host) SameSpec(o *Host) bool {
+	return h.Alias == o.Alias && h.HostName == o.HostName && h.Port == o.Port && h.User == o.User &&
+		slices.Equal(h.IdentityFiles, o.IdentityFiles) && h.IdentitiesOnly == o.IdentitiesOnly &&
+		h.ProxyJump == o.ProxyJump && h.WorkdirRoot == o.WorkdirRoot
+}

@@ -1,0 +1,95 @@
+package records
+
+import (
+	"time"
+
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// KindTask is the store kind of task records.
+const KindTask state.Kind = "task"
+
+// Phase is where a task environment is in its life (docs/architecture.md,
+// "Lifecycle of a task environment").
+type Phase string
+
+const (
+	PhaseAllocating Phase = "allocating" // intent recorded, nothing on the host yet
+	PhasePreparing  Phase = "preparing"  // task directory being made or checked
+	PhaseReady      Phase = "ready"      // prepared; sessions may run
+	PhaseDraining   Phase = "draining"   // teardown: stopping every session, with receipts
+	PhaseDestroying Phase = "destroying" // teardown: cleanup script, then reclamation
+	// PhaseCleanupPending: teardown could not finish (a drain it could not
+	// confirm, a failed step); the job retries. Reachable from every live
+	// phase, so a writer holding a stale copy can always record it.
+	PhaseCleanupPending Phase = "cleanup_pending"
+	PhaseArchived       Phase = "archived" // drained and cleaned up; the directory was kept, with a reason
+	PhaseAbsent         Phase = "absent"   // the directory is proven gone
+)
+
+// Phases lists every phase in lifecycle order.
+var Phases = []Phase{PhaseAllocating, PhasePreparing, PhaseReady, PhaseDraining, PhaseDestroying,
+	PhaseCleanupPending, PhaseArchived, PhaseAbsent}
+
+// phaseMoves is the one table of task transitions.
+var phaseMoves = moves[Phase]{
+	PhaseAllocating:     {PhasePreparing, PhaseDraining, PhaseCleanupPending},
+	PhasePreparing:      {PhaseReady, PhaseDraining, PhaseCleanupPending},
+	PhaseReady:          {PhasePreparing, PhaseDraining, PhaseCleanupPending},
+	PhaseDraining:       {PhaseDestroying, PhaseCleanupPending},
+	PhaseDestroying:     {PhaseAbsent, PhaseArchived, PhaseCleanupPending},
+	PhaseCleanupPending: {PhaseDraining},
+	// An archived task's directory is still there: a delete, or a later
+	// reclaim --apply, tears down again.
+	PhaseArchived: {PhaseDraining},
+	PhaseAbsent:   nil,
+}
+
+// CanMove reports whether the table allows p -> to.
+func (p Phase) CanMove(to Phase) bool { return phaseMoves.allowed(p, to) }
+
+// Live phases may have a directory and sessions on the host.
+func (p Phase) Live() bool { return p != PhaseArchived && p != PhaseAbsent }
+
+// Launchable phases take new sessions (launch, resume).
+func (p Phase) Launchable() bool {
+	return p == PhaseAllocating || p == PhasePreparing || p == PhaseReady
+}
+
+// Task is one task environment: a directory on a host and its sessions.
+type Task struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Profile     string    `json:"profile"`
+	Agent       string    `json:"agent"`
+	Host        string    `json:"host"`
+	Root        string    `json:"workdir_root"`
+	DirName     string    `json:"task_dir_name"`
+	TaskDir     string    `json:"task_dir"` // absolute on the host, known once prepared
+	Repo        string    `json:"repo"`
+	Branch      string    `json:"branch"`
+	BaseBranch  string    `json:"base_branch"`
+	BaseCommit  string    `json:"base_commit,omitempty"` // what the task branch started from
+	Command     string    `json:"command"`               // what resume runs by default
+	LaunchEnv   []string  `json:"launch_env"`            // --env K=V literals, replayed on resume
+	Phase       Phase     `json:"phase"`
+	OperationID string    `json:"operation_id"`
+	Error       string    `json:"error"`
+	CreatedAt   time.Time `json:"created_at"`
+	Sessions    []string  `json:"sessions"`
+	// Launcher is the process that created the task: an interrupted
+	// launch is told from a running one by it.
+	Launcher *state.Holder `json:"launcher,omitempty"`
+	// Teardown is what the current or last cleanup job found, kept on the
+	// task so that `task show` and a live view need no second read.
+	Teardown *Teardown `json:"teardown,omitempty"`
+}
+
+// Move sets the phase if the table allows it.
+func (t *Task) Move(to Phase) error {
+	if err := checkMove(phaseMoves, "task", t.ID, t.Phase, to); err != nil {
+		return err
+	}
+	t.Phase = to
+	return nil
+}
