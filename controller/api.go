@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // Health is the controller's proof of identity for a nonce.
@@ -173,7 +175,7 @@ func (s *server) drain(claim string) (Receipt, error) {
 	defer s.drainMu.Unlock()
 	dir := filepath.Join(s.dir, receiptsDir)
 	var rec Receipt
-	if b, err := os.ReadFile(filepath.Join(dir, claim+".json")); err == nil {
+	if b, err := fsx.ReadFile(filepath.Join(dir, claim+".json")); err == nil {
 		return rec, json.Unmarshal(b, &rec)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return rec, err

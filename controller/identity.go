@@ -3,13 +3,14 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // Identity is what can be proved about a recorded controller without its
@@ -138,7 +139,7 @@ func isControllerArgs(args []string, dir string) bool {
 }
 
 func readPID(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, pidFile))
+	b, err := fsx.ReadFile(filepath.Join(dir, pidFile))
 	if err != nil {
 		return 0, err
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 const (
@@ -129,7 +131,7 @@ func (s *server) start() error {
 	if s.startTime, _, err = procStat(s.pid); err != nil {
 		return fmt.Errorf("read own start time: %w", err)
 	}
-	if err := writeFileAtomic(s.dir, pidFile, []byte(strconv.Itoa(s.pid)+"\n")); err != nil {
+	if err := fsx.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(s.pid)+"\n"), true); err != nil {
 		return err
 	}
 	if s.log, err = os.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
@@ -140,7 +142,7 @@ func (s *server) start() error {
 		return err
 	}
 	port := s.ln.Addr().(*net.TCPAddr).Port
-	if err := writeFileAtomic(s.dir, portFile, []byte(strconv.Itoa(port)+"\n")); err != nil {
+	if err := fsx.WriteFile(filepath.Join(s.dir, portFile), []byte(strconv.Itoa(port)+"\n"), true); err != nil {
 		return err
 	}
 	s.st = Status{SessionID: s.req.SessionID, State: StateStarting, ControllerPID: s.pid, Port: port,

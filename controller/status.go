@@ -7,9 +7,10 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // Session states, as recorded in status.json.
@@ -51,7 +52,7 @@ type Status struct {
 // leaves "running" here, so check Probe before trusting a live state.
 func ReadStatusFile(sessionDir string) (Status, error) {
 	var st Status
-	b, err := os.ReadFile(filepath.Join(sessionDir, statusFile))
+	b, err := fsx.ReadFile(filepath.Join(sessionDir, statusFile))
 	if err != nil {
 		return st, err
 	}
@@ -61,34 +62,10 @@ func ReadStatusFile(sessionDir string) (Status, error) {
 	return st, nil
 }
 
-// writeFileAtomic replaces dir/name with data (mode 0600) so that a reader
-// never sees a partial file.
-func writeFileAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
 func writeJSONAtomic(dir, name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, name, append(b, '\n'))
+	return fsx.WriteFile(filepath.Join(dir, name), append(b, '\n'), true)
 }

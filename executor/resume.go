@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -99,18 +98,16 @@ func (e *Executor) lockResume(taskID string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "resume-"+taskID+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	l, err := fsx.Acquire(context.Background(), filepath.Join(dir, "resume-"+taskID+".lock"),
+		fsx.LockOptions{What: "resume of task", Path: taskID})
+	var le *fsx.LockedError
+	if errors.As(err, &le) {
+		return nil, &ResumingError{TaskID: taskID}
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &ResumingError{TaskID: taskID}
-		}
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
-	return func() { f.Close() }, nil
+	return l.Release, nil
 }
 
 // ensureFinished proves an earlier session is no longer running.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // ErrNotFound is matched with errors.Is on a *NotFoundError.
@@ -58,31 +60,12 @@ func (e *ClaimedError) Error() string {
 }
 
 // LockedError: the store lock was not obtained within the wait bound
-// (exit code 11). Holder is what the lock file said, when readable.
-type LockedError struct {
-	Path   string
-	Waited time.Duration
-	Holder *Holder
-}
-
-func (e *LockedError) Error() string {
-	if e.Holder == nil {
-		return fmt.Sprintf("state store %s is locked by another process (waited %s)", e.Path, e.Waited)
-	}
-	return fmt.Sprintf("state store %s is locked by pid %d (%s) since %s (waited %s)", e.Path,
-		e.Holder.PID, e.Holder.Command, e.Holder.Since.UTC().Format(time.RFC3339), e.Waited)
-}
+// (exit code 11). It is fsx's, so every bounded lock maps the same way.
+type LockedError = fsx.LockedError
 
 // UnsafePathError: a symlink or non-regular file sits where a state file
 // or directory should be; the store refuses to follow it.
-type UnsafePathError struct {
-	Path   string
-	Reason string
-}
-
-func (e *UnsafePathError) Error() string {
-	return fmt.Sprintf("refusing unsafe state path %s: %s", e.Path, e.Reason)
-}
+type UnsafePathError = fsx.UnsafePathError
 
 // SchemaError: the store was written by a newer kandev-exec.
 type SchemaError struct {

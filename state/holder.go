@@ -3,15 +3,13 @@ package state
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
-)
 
-const maxCommandLen = 256
+	"github.com/kdlbs/kandev-exec/internal/fsx"
+)
 
 // self describes this process; it is computed once because none of it
 // changes while we run.
@@ -20,28 +18,11 @@ var self = sync.OnceValue(func() Holder {
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id") // Linux only; "" elsewhere
 	return Holder{
 		PID:     os.Getpid(),
-		Command: truncate(commandName(os.Args), maxCommandLen),
+		Command: fsx.CommandName(os.Args),
 		Host:    host,
 		BootID:  strings.TrimSpace(string(boot)),
 	}
 })
-
-// commandName is the program and its subcommand words ("kandev-exec task
-// launch"), never flags or arguments: those may carry values (--env
-// K=V) that must not end up in lock notes, records or error messages.
-func commandName(args []string) string {
-	if len(args) == 0 {
-		return ""
-	}
-	words := []string{filepath.Base(args[0])}
-	for _, a := range args[1:] {
-		if len(words) == 3 || strings.HasPrefix(a, "-") || strings.ContainsAny(a, "=/ ") {
-			break
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
-}
 
 func currentHolder(now time.Time) Holder {
 	h := self()
@@ -56,16 +37,6 @@ func Self() Holder { return currentHolder(time.Now().UTC()) }
 // ProvablyGone reports whether h cannot be running any more, judged from
 // this process (same machine and boot, pid gone).
 func ProvablyGone(h Holder) bool { return provablyGone(h, self()) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
 
 // provablyGone reports whether h cannot be running any more, judged from
 // process me. Only same-machine facts count: a holder on another host (or

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 func shortLockWait(t *testing.T) {
@@ -53,8 +55,8 @@ func TestTaskDirLockBusy(t *testing.T) {
 	waitFile(t, started)
 
 	pid := strconv.Itoa(os.Getpid())
-	if b, err := os.ReadFile(filepath.Join(dir, ".kandev", "lock")); err != nil || strings.TrimSpace(string(b)) != pid {
-		t.Fatalf("lock file holds %q (%v), want pid %s", b, err, pid)
+	if h := fsx.ReadHolder(filepath.Join(dir, ".kandev", "lock")); h == nil || h.PID != os.Getpid() {
+		t.Fatalf("lock holder note %+v, want pid %s", h, pid)
 	}
 	_, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "touch second-ran"})
 	wantCode(t, err, CodeBusy)

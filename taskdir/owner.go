@@ -30,17 +30,14 @@ func claimOwner(taskDir string, want Owner) (Owner, error) {
 	path := filepath.Join(meta, ownerFile)
 	// Checked before the file, so a symlinked .kandev is never followed.
 	exists, err := isDir(meta)
+	var b []byte
 	if err == nil && exists {
-		exists, err = regularFile(path)
+		b, exists, err = readIfExists(path)
 	}
 	if err != nil {
 		return Owner{}, err
 	}
 	if exists {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return Owner{}, errorf(CodeIO, "read %s: %v", path, err)
-		}
 		var have Owner
 		if err := json.Unmarshal(b, &have); err != nil {
 			return Owner{}, errorf(CodeOwnerMismatch, "%s is unreadable (%v); refusing to adopt %s", path, err, taskDir)
@@ -60,11 +57,11 @@ func claimOwner(taskDir string, want Owner) (Owner, error) {
 	if want.Created.IsZero() {
 		want.Created = time.Now().UTC()
 	}
-	b, err := json.MarshalIndent(want, "", "  ")
+	out, err := json.MarshalIndent(want, "", "  ")
 	if err != nil {
 		return Owner{}, errorf(CodeIO, "encode owner: %v", err)
 	}
-	return want, writeFileAtomic(path, append(b, '\n'))
+	return want, writeFileAtomic(path, append(out, '\n'))
 }
 
 // unclaimedIsEmpty refuses to claim a directory without an owner that

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // taskDirRE is the task directory segment (DESIGN.md, Remote layout).
@@ -39,69 +41,46 @@ func expandPath(p string) (string, error) {
 // ensureDir makes dir (0700) unless it exists, refusing a symlink or a
 // non-directory there; created reports whether it made it.
 func ensureDir(dir string) (created bool, err error) {
-	exists, err := isDir(dir)
-	if err != nil || exists {
-		return false, err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return false, errorf(CodeIO, "create %s: %v", dir, err)
-	}
-	return true, nil
+	created, err = fsx.EnsureDir(dir, 0o700)
+	return created, fsError("create", dir, err)
 }
 
 // isDir reports whether dir exists, refusing a symlink or a non-directory
 // there (a symlink could point our writes anywhere).
 func isDir(dir string) (bool, error) {
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	case err != nil:
-		return false, errorf(CodeIO, "inspect %s: %v", dir, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return false, errorf(CodeUnsafePath, "%s is a symbolic link; refusing to use it", dir)
-	case !fi.IsDir():
-		return false, errorf(CodeUnsafePath, "%s is not a directory", dir)
-	}
-	return true, nil
-}
-
-// regularFile reports whether path is a regular file, refusing anything
-// else that sits there (a symlink could point a write anywhere).
-func regularFile(path string) (bool, error) {
-	fi, err := os.Lstat(path)
+	err := fsx.CheckDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, errorf(CodeIO, "inspect %s: %v", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return false, errorf(CodeUnsafePath, "%s is not a regular file", path)
-	}
-	return true, nil
+	return err == nil, fsError("inspect", dir, err)
 }
 
-// writeFileAtomic replaces path with data (mode 0600) through a temp file
-// and a rename, so a crash never leaves half a file behind.
+// readIfExists reads a regular file without following a symlink; exists
+// is false when nothing is there.
+func readIfExists(path string) (b []byte, exists bool, err error) {
+	b, err = fsx.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, fsError("read", path, err)
+}
+
+// writeFileAtomic replaces path with data (mode 0600), so a crash never
+// leaves half a file behind.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return errorf(CodeIO, "write %s: %v", path, err)
+	return fsError("write", path, fsx.WriteFile(path, data, true))
+}
+
+// fsError turns an fsx failure into the protocol's codes: a refused
+// symlink or odd file is unsafe_path, anything else an I/O error.
+func fsError(op, path string, err error) error {
+	var ue *fsx.UnsafePathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return errorf(CodeUnsafePath, "%s %s; refusing to use it", ue.Path, ue.Reason)
+	default:
+		return errorf(CodeIO, "%s %s: %v", op, path, err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return errorf(CodeIO, "write %s: %v", path, err)
-	}
-	return nil
 }

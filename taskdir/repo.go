@@ -173,13 +173,9 @@ func addExcludes(dir string, patterns []string) error {
 		return err
 	}
 	path := filepath.Join(info, "exclude")
-	var b []byte
-	if exists, err := regularFile(path); err != nil {
+	b, _, err := readIfExists(path)
+	if err != nil {
 		return err
-	} else if exists {
-		if b, err = os.ReadFile(path); err != nil {
-			return errorf(CodeIO, "read %s: %v", path, err)
-		}
 	}
 	have := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
