@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 const (
@@ -42,7 +43,7 @@ type server struct {
 	groupGone   atomic.Bool                             // observed empty: never signal that id again
 	kill        func(pid int, sig syscall.Signal) error // syscall.Kill; tests swap it
 	alive       func(pgid int) bool                     // groupAlive; tests swap it
-	redact      *redactWriter                           // agent output into the log; under logMu
+	mask        *redact.Writer                          // agent output into the log; under logMu
 	outDone     chan struct{}                           // closed once the agent's output has ended
 	done        chan struct{}                           // closed when serve returns
 	exited      chan struct{}                           // closed once the agent's end is recorded
@@ -137,7 +138,7 @@ func (s *server) start() error {
 	if s.log, err = os.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
-	s.redact = newRedactWriter(s.log, s.req.Redact)
+	s.mask = redact.NewWriter(s.log, s.req.Redact)
 	if s.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func (s *server) flushOutput() {
 	s.awaitOutput()
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	_ = s.redact.flush()
+	_ = s.mask.Flush()
 }
 
 // watchDir closes the returned channel when the session dir is removed or

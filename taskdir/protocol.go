@@ -1,7 +1,8 @@
 // Package taskdir is the remote half of kandev-exec: it runs on the host,
 // inside `kandev-exec helper`, and answers one JSON request per process so
-// that each remote step costs one round trip. It imports nothing else from
-// this module, because the host has no store, no profiles and no SSH.
+// that each remote step costs one round trip. Of this module it imports
+// only the shared primitives (internal/fsx, internal/redact): the host has
+// no store, no profiles and no SSH.
 package taskdir
 
 import (
