@@ -69,6 +69,9 @@ func printSession(o *Options, s *executor.Session) error {
 	if s.Error != "" {
 		fmt.Fprintf(o.IO.Out, "error: %s\n", s.Error)
 	}
+	if s.LogLostBytes > 0 {
+		fmt.Fprintf(o.IO.Out, "log: %d bytes of output could not be written on the host (disk full?); `kandev-exec session logs %s` shows where\n", s.LogLostBytes, s.ID)
+	}
 	return nil
 }
 
