@@ -186,9 +186,10 @@ func (s *server) serve(sigc <-chan os.Signal) error {
 	defer s.log.Close()
 	defer s.flushOutput()
 	defer close(s.done)
-	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: maxHeaderBytes}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(s.ln) }()
+	go func() { served <- srv.Serve(capConns(s.ln)) }()
 	quit := make(chan struct{})
 	defer close(quit)
 	gone := s.watchDir(quit)
