@@ -44,7 +44,11 @@ func (e *TooLargeError) Error() string {
 // O_NONBLOCK keeps a FIFO planted there from hanging the open before the
 // regular-file check refuses it.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	return openRegular(path, flag|syscall.O_NOFOLLOW, perm)
+}
+
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, &UnsafePathError{Path: path, Reason: "is a symbolic link"}
@@ -80,6 +84,22 @@ func ReadFileMax(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readMax(f, path, limit)
+}
+
+// ReadNamedFileMax reads at most limit bytes of a file the user named on
+// purpose (a --from-file, a profile to apply), where a symlink is theirs
+// to use and is followed. Only a regular file is read: a FIFO or a device
+// could hang the read or never end.
+func ReadNamedFileMax(path string, limit int64) ([]byte, error) {
+	f, err := openRegular(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return readMax(f, path, limit)
+}
+
+func readMax(f *os.File, path string, limit int64) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err == nil && int64(len(b)) > limit {
