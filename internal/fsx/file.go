@@ -1,8 +1,8 @@
 // Package fsx holds the file primitives every part of kandev-exec shares,
 // on the local machine and inside the helper on a remote host: an atomic
-// write, a no-follow open of a regular file, and a bounded lock that names
-// its holder. It imports nothing of this module and builds for Linux and
-// macOS.
+// write, a no-follow open of a regular file, a bounded lock that names its
+// holder, and the ownership checks of a path on a shared host (owned.go).
+// It imports nothing of this module and builds for Linux and macOS.
 //
 // Nothing here follows a symlink: a link planted where a file is expected
 // could redirect a write onto any file the user owns, or a read onto one
