@@ -89,7 +89,7 @@ func (s *server) copyOutput(r *os.File) {
 		n, err := r.Read(buf)
 		if n > 0 {
 			s.logMu.Lock()
-			_, _ = s.redact.Write(buf[:n])
+			_, _ = s.mask.Write(buf[:n])
 			s.logMu.Unlock()
 		}
 		if err != nil {
@@ -97,7 +97,7 @@ func (s *server) copyOutput(r *os.File) {
 		}
 	}
 	s.logMu.Lock()
-	_ = s.redact.flush()
+	_ = s.mask.Flush()
 	s.logMu.Unlock()
 }
 

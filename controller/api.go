@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,12 +19,14 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
-// Health is the controller's proof of identity for a nonce.
+// Health is the controller's proof of identity for a nonce. The proof
+// covers every field, because recovery records the pid and start time
+// from this reply: whatever relays it cannot swap in another process.
 type Health struct {
 	SessionID string `json:"session_id"`
 	PID       int    `json:"pid"`
 	StartTime uint64 `json:"start_time"`
-	Proof     string `json:"proof"` // hex HMAC-SHA256(token, "health:"+nonce+":"+session_id)
+	Proof     string `json:"proof"` // hex HMAC-SHA256(token, "health:"+nonce+":"+session_id+":"+pid+":"+start_time)
 }
 
 // Receipt proves that the controller was sealed and its agent stopped for a
@@ -42,8 +45,8 @@ func VerifyReceipt(token string, r Receipt) bool {
 	return hmac.Equal([]byte(receiptProof(token, r.ClaimID, r.SessionID, r.State)), []byte(r.Proof))
 }
 
-func healthProof(token, nonce, sessionID string) string {
-	return mac(token, "health:"+nonce+":"+sessionID)
+func healthProof(token, nonce string, h Health) string {
+	return mac(token, fmt.Sprintf("health:%s:%s:%d:%d", nonce, h.SessionID, h.PID, h.StartTime))
 }
 
 func receiptProof(token, claimID, sessionID, state string) string {
@@ -73,6 +76,13 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
 	want := []byte("Bearer " + s.req.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No request needs a body: a large one is refused before anything
+		// reads it.
+		if r.ContentLength > maxBody {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		// Health proves the token without receiving it, so a client never
 		// hands its token to whatever now listens on a recorded port.
 		if r.URL.Path != "/v1/health" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
@@ -89,8 +99,9 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "nonce is required (at most 256 bytes)")
 		return
 	}
-	writeJSON(w, http.StatusOK, Health{SessionID: s.req.SessionID, PID: s.pid, StartTime: s.startTime,
-		Proof: healthProof(s.req.Token, nonce, s.req.SessionID)})
+	h := Health{SessionID: s.req.SessionID, PID: s.pid, StartTime: s.startTime}
+	h.Proof = healthProof(s.req.Token, nonce, h)
+	writeJSON(w, http.StatusOK, h)
 }
 
 // handleLogs sends the log from offset; with follow=1 it keeps sending until

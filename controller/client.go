@@ -21,6 +21,10 @@ var (
 	// ErrNotOurs: something answered on the port but did not prove it is
 	// our controller. It must not be signalled or adopted.
 	ErrNotOurs = errors.New("not our controller")
+	// ErrBusy: the controller refused the connection, having as many open
+	// as it serves (another local user may be holding them). Like an
+	// unreachable controller, it proves nothing either way.
+	ErrBusy = errors.New("controller busy")
 )
 
 // Client talks to one controller's API.
@@ -50,9 +54,10 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("controller: %s (HTTP %d)", e.msg, e.code)
 }
 
-// Health sends a fresh nonce and verifies the proof. Anything that answers
-// without a valid proof yields an error wrapping ErrNotOurs; a transport
-// failure is returned as is (unreachable is not "not ours").
+// Health sends a fresh nonce and verifies the proof, which covers every
+// field of the answer. Anything that answers without a valid proof yields
+// an error wrapping ErrNotOurs; a transport failure or ErrBusy is
+// returned as is (unreachable is not "not ours").
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
@@ -60,7 +65,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	var h Health
 	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+nonce, false)
 	var se *statusError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && !errors.Is(err, ErrBusy) {
 		return h, fmt.Errorf("%w: %v", ErrNotOurs, err)
 	}
 	if err != nil {
@@ -70,7 +75,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
 		return h, fmt.Errorf("%w: bad health answer: %v", ErrNotOurs, err)
 	}
-	if !hmac.Equal([]byte(healthProof(c.token, nonce, h.SessionID)), []byte(h.Proof)) {
+	if !hmac.Equal([]byte(healthProof(c.token, nonce, h)), []byte(h.Proof)) {
 		return h, fmt.Errorf("%w: health proof does not verify", ErrNotOurs)
 	}
 	return h, nil
@@ -152,8 +157,11 @@ func (c *Client) send(ctx context.Context, method, path string, auth bool) (*htt
 	if e.Error == "" {
 		e.Error = http.StatusText(resp.StatusCode)
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
 		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, &statusError{resp.StatusCode, e.Error})
+	case http.StatusServiceUnavailable:
+		return nil, fmt.Errorf("%w: %w", ErrBusy, &statusError{resp.StatusCode, e.Error})
 	}
 	return nil, &statusError{resp.StatusCode, e.Error}
 }

@@ -7,44 +7,6 @@ import (
 	"time"
 )
 
-func TestRedactWriterAcrossChunks(t *testing.T) {
-	t.Parallel()
-	const secret = "s3cr3t-value"
-	in := "x" + secret + "abc" + secret + secret + "ab s3cr3t-valu " + "abcab" + "s3c"
-	want := "x***" + "***" + "******" + "ab s3cr3t-valu " + "***ab" + "s3c"
-	for size := 1; size <= len(in); size++ {
-		var out bytes.Buffer
-		r := newRedactWriter(&out, []string{"abc", secret, ""})
-		for i := 0; i < len(in); i += size {
-			if _, err := r.Write([]byte(in[i:min(i+size, len(in))])); err != nil {
-				t.Fatal(err)
-			}
-			if held := len(r.pending); held > len(secret)-1 {
-				t.Fatalf("chunk %d: holds back %d bytes", size, held)
-			}
-		}
-		if err := r.flush(); err != nil {
-			t.Fatal(err)
-		}
-		if out.String() != want {
-			t.Fatalf("chunk %d: %q, want %q", size, out.String(), want)
-		}
-		if _, _ = r.Write([]byte("late")); out.String() != want {
-			t.Fatalf("write after flush reached the log: %q", out.String())
-		}
-	}
-}
-
-func TestRedactWriterWithoutSecretsPassesThrough(t *testing.T) {
-	t.Parallel()
-	var out bytes.Buffer
-	r := newRedactWriter(&out, nil)
-	r.Write([]byte("plain"))
-	if out.String() != "plain" {
-		t.Fatalf("%q", out.String())
-	}
-}
-
 // TestAgentOutputRedacted: an agent printing a secret in pieces never gets
 // it into controller.log or /v1/logs, and its other output is intact.
 func TestAgentOutputRedacted(t *testing.T) {
@@ -75,6 +37,29 @@ printf 'end:%s' "$X" | dd bs=1 2>/dev/null`
 		}
 		if i, j := strings.Index(log, "end:***"), strings.Index(log, "agent exited with code 0"); i < 0 || j < i {
 			t.Errorf("%s: the held-back tail is not before the exit line:\n%s", name, log)
+		}
+	}
+}
+
+// Regression (item 6): a line of a multi-line secret printed on its own
+// is masked, not only the whole value; lines too short to mask stay.
+func TestAgentOutputMasksLinesOfMultiLineSecret(t *testing.T) {
+	t.Parallel()
+	key := "-----BEGIN TEST KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\nKUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQ\nab\n-----END TEST KEY-----"
+	req := newRequest(t, `printf '%s\n' "$KEY" | sed -n 2p; printf '%s\n' "$KEY" | sed -n 3p | dd bs=7 2>/dev/null; echo "short: ab"; printf 'whole:%s\n' "$KEY"`)
+	req.Env = map[string]string{"KEY": key}
+	req.Redact = []string{key}
+	s := start(t, req)
+	waitState(t, s, StateExited)
+	log := readLog(t, s)
+	for _, line := range strings.Split(key, "\n")[1:3] {
+		if strings.Contains(log, line[:10]) {
+			t.Fatalf("controller.log shows a line of the key:\n%s", log)
+		}
+	}
+	for _, want := range []string{"***\n***\nshort: ab\nwhole:***\n"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("controller.log lacks %q:\n%s", want, log)
 		}
 	}
 }

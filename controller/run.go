@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 const (
@@ -42,16 +43,21 @@ type server struct {
 	groupGone   atomic.Bool                             // observed empty: never signal that id again
 	kill        func(pid int, sig syscall.Signal) error // syscall.Kill; tests swap it
 	alive       func(pgid int) bool                     // groupAlive; tests swap it
-	redact      *redactWriter                           // agent output into the log; under logMu
+	mask        *redact.Writer                          // agent output into logw; under logMu
+	logw        *logWriter                              // every log byte goes through it; under logMu
+	logSink     func(*os.File) io.Writer                // what logw writes to: the log; tests put a failing writer in front
+	writeStatus func(Status) error                      // writes status.json; tests swap it
 	outDone     chan struct{}                           // closed once the agent's output has ended
 	done        chan struct{}                           // closed when serve returns
 	exited      chan struct{}                           // closed once the agent's end is recorded
 	stopOnce    sync.Once
 	stopDone    chan struct{}
 	drainMu     sync.Mutex
-	mu          sync.Mutex // guards st, stopping and the status file
+	mu          sync.Mutex // guards st, stopping, the status file and the two below
 	st          Status
 	stopping    bool
+	statusDirty bool // the last status write failed
+	retrying    bool // retryStatus is running
 	dirIdentity os.FileInfo
 }
 
@@ -109,7 +115,8 @@ func newServer(sessionDir string, req StartRequest) (*server, error) {
 	}
 	return &server{req: req, dir: dir, grace: grace, linger: linger, pid: os.Getpid(),
 		kill: syscall.Kill, alive: groupAlive, outDone: make(chan struct{}), done: make(chan struct{}),
-		exited: make(chan struct{}), stopDone: make(chan struct{})}, nil
+		exited: make(chan struct{}), stopDone: make(chan struct{}), logw: &logWriter{},
+		writeStatus: func(st Status) error { return writeJSONAtomic(dir, statusFile, st) }}, nil
 }
 
 // start prepares the session dir and starts the agent. The pid file comes
@@ -134,10 +141,14 @@ func (s *server) start() error {
 	if err := fsx.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(s.pid)+"\n"), true); err != nil {
 		return err
 	}
-	if s.log, err = os.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+	if s.log, err = fsx.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
-	s.redact = newRedactWriter(s.log, s.req.Redact)
+	s.logw.w = s.log
+	if s.logSink != nil {
+		s.logw.w = s.logSink(s.log)
+	}
+	s.mask = redact.NewWriter(s.logw, s.req.Redact)
 	if s.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return err
 	}
@@ -175,9 +186,10 @@ func (s *server) serve(sigc <-chan os.Signal) error {
 	defer s.log.Close()
 	defer s.flushOutput()
 	defer close(s.done)
-	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: maxHeaderBytes}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(s.ln) }()
+	go func() { served <- srv.Serve(capConns(s.ln)) }()
 	quit := make(chan struct{})
 	defer close(quit)
 	gone := s.watchDir(quit)
@@ -210,6 +222,7 @@ loop:
 	if srv.Shutdown(ctx) != nil {
 		srv.Close()
 	}
+	s.saveStatusAtExit()
 	return err
 }
 
@@ -219,7 +232,8 @@ func (s *server) flushOutput() {
 	s.awaitOutput()
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	_ = s.redact.flush()
+	_ = s.mask.Flush()
+	s.logw.retryNotice()
 }
 
 // watchDir closes the returned channel when the session dir is removed or
@@ -247,24 +261,42 @@ func (s *server) watchDir(quit <-chan struct{}) <-chan struct{} {
 // event appends a controller line to the log. Callers never pass the token,
 // env values or the command.
 func (s *server) event(format string, a ...any) {
-	line := fmt.Sprintf("[controller] %s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf(format, a...))
+	line := fmt.Sprintf("[controller] %s %s\n", timestamp(), fmt.Sprintf(format, a...))
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	_, _ = s.log.WriteString(line)
+	_, _ = s.logw.Write([]byte(line))
 }
 
-// status is the current status with the log size as of now.
+// status is the current status with the log's size and losses as of now.
 func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
 	st.LogBytes = s.logBytes()
+	st.LogLostBytes, st.LogLostReason = s.logw.lostBytes()
 	return st
 }
 
+// writeStatusLocked records the status in status.json. A failed write is
+// retried in the background until one succeeds: once the controller is
+// gone, status.json is all that says how the agent ended, and a session
+// whose file still says "running" is taken for lost.
 func (s *server) writeStatusLocked() error {
+	err := s.storeStatusLocked()
+	if err != nil && !s.retrying {
+		s.retrying = true
+		go s.retryStatus(err)
+	}
+	return err
+}
+
+// storeStatusLocked writes status.json once, noting whether it failed.
+func (s *server) storeStatusLocked() error {
 	s.st.LogBytes = s.logBytes()
-	return writeJSONAtomic(s.dir, statusFile, s.st)
+	s.st.LogLostBytes, s.st.LogLostReason = s.logw.lostBytes()
+	err := s.writeStatus(s.st)
+	s.statusDirty = err != nil
+	return err
 }
 
 func (s *server) logBytes() int64 {

@@ -45,6 +45,11 @@ type Status struct {
 	EndedAt       *time.Time `json:"ended_at"`
 	Sealed        bool       `json:"sealed"`
 	LogBytes      int64      `json:"log_bytes"`
+	// LogLostBytes is output (the agent's or the controller's own) that
+	// could not be written to controller.log, e.g. because the disk was
+	// full; the log says where with a "bytes lost" line.
+	LogLostBytes  int64  `json:"log_lost_bytes"`
+	LogLostReason string `json:"log_lost_reason,omitempty"` // the last write error
 }
 
 // ReadStatusFile reads status.json, for when the controller is gone. It is

@@ -24,6 +24,7 @@ func gateServer(t *testing.T, pgid int, alive func(int) bool) (*server, *[]sysca
 	if s.log, err = os.Create(filepath.Join(t.TempDir(), logFile)); err != nil {
 		t.Fatal(err)
 	}
+	s.logw.w = s.log
 	t.Cleanup(func() { s.log.Close(); close(s.done) })
 	s.grace = 100 * time.Millisecond
 	s.agentPGID = pgid

@@ -27,6 +27,7 @@ const lostNoEnd = "the controller is gone and recorded no end; the agent may hav
 // lost (lostWhy says more), unless it was already known to have ended.
 func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*Session, error) {
 	apply := func(x *Session) {
+		x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
 		switch st.State {
 		case controller.StateRunning, controller.StateStarting:
 			x.State = SessionRunning

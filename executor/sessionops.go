@@ -125,8 +125,14 @@ var errControllerGone = errors.New("controller is not running")
 // that does not prove it is ours is never touched.
 func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, error) {
 	if a.ctrl != nil {
-		if _, err := a.ctrl.Health(ctx); err == nil {
+		_, err := a.ctrl.Health(ctx)
+		switch {
+		case err == nil:
 			return a.ctrl.Status(ctx)
+		case errors.Is(err, controller.ErrBusy):
+			// Alive and answering, just full: another local user may be
+			// holding its connections. Nothing to probe or settle.
+			return controller.Status{}, fmt.Errorf("session %s: its controller refuses new connections, having as many open as it serves (another user on the host may be holding them); try again: %w", a.s.ID, err)
 		}
 	}
 	id, err := e.probeController(ctx, a, hostops.OpControllerProbe)

@@ -82,6 +82,9 @@ type Session struct {
 	Error       string     `json:"error"`
 	StartedAt   time.Time  `json:"started_at"`
 	EndedAt     *time.Time `json:"ended_at"`
+	// LogLostBytes is output the host could not write to the session's
+	// log (a full disk), as its controller last reported.
+	LogLostBytes int64 `json:"log_lost_bytes,omitempty"`
 	// Launcher is the process starting the session; a session still
 	// starting after it died was interrupted.
 	Launcher *state.Holder `json:"launcher,omitempty"`

@@ -31,15 +31,16 @@ func LockTaskDir(ctx context.Context, taskDir string) (release func(), err error
 	l, err := fsx.Acquire(ctx, path, fsx.LockOptions{What: "task directory", Path: taskDir, Wait: lockWait})
 	var le *fsx.LockedError
 	switch {
+	case err == nil:
+		return l.Release, nil
 	case errors.As(err, &le):
 		return nil, busyError(taskDir, path, le.Holder)
 	case ctx.Err() != nil:
 		// The request's own timeout ran out while waiting.
 		return nil, busyError(taskDir, path, fsx.ReadHolder(path))
-	case err != nil:
+	default:
 		return nil, fsError("lock", path, err)
 	}
-	return l.Release, nil
 }
 
 func busyError(taskDir, path string, h *fsx.Holder) error {

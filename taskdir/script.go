@@ -1,14 +1,14 @@
 package taskdir
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
-	"sort"
 	"sync"
 	"syscall"
+
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 // RunScriptRequest runs a user script (a profile's prepare_script) in the
@@ -60,7 +60,7 @@ func RunScript(ctx context.Context, req RunScriptRequest) (*RunScriptResult, err
 	for k, v := range req.Env {
 		cmd.Env = append(cmd.Env, k+"="+v) // later entries win
 	}
-	out := newRedactor(req.Redact, outputTail)
+	out := newScriptOutput(req.Redact, outputTail)
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Run()
 	res := &RunScriptResult{TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded), OutputTail: out.tail()}
@@ -79,84 +79,46 @@ func RunScript(ctx context.Context, req RunScriptRequest) (*RunScriptResult, err
 	return res, nil
 }
 
-// redactor masks secrets in a stream before keeping its tail. It masks
-// the stream, not the tail, so a secret cut in half by the tail boundary
-// can never show its second half; bytes that might still begin a secret
-// wait in pending until the next write (or the end) decides them.
-type redactor struct {
-	mu      sync.Mutex
-	secrets [][]byte // longest first, so the longest match wins
-	pending []byte
-	kept    []byte
-	limit   int
+// scriptOutput keeps the last limit bytes of the script's output, masked
+// before they are kept: the stream is masked, not the tail, so a secret
+// cut in half by the tail boundary can never show its second half.
+type scriptOutput struct {
+	mu    sync.Mutex
+	mask  *redact.Writer
+	kept  []byte
+	limit int
 }
 
-func newRedactor(secrets []string, limit int) *redactor {
-	r := &redactor{limit: limit}
-	for _, s := range secrets {
-		if s != "" {
-			r.secrets = append(r.secrets, []byte(s))
-		}
+func newScriptOutput(secrets []string, limit int) *scriptOutput {
+	o := &scriptOutput{limit: limit}
+	o.mask = redact.NewWriter(keepFunc(o.keep), secrets)
+	return o
+}
+
+func (o *scriptOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.mask.Write(p)
+}
+
+func (o *scriptOutput) keep(p []byte) {
+	o.kept = append(o.kept, p...)
+	if len(o.kept) > 2*o.limit {
+		o.kept = append(o.kept[:0], o.kept[len(o.kept)-o.limit:]...)
 	}
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
-	return r
 }
 
-func (r *redactor) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending = append(r.pending, p...)
-	r.drain(false)
+// tail ends the stream and returns its last limit bytes.
+func (o *scriptOutput) tail() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_ = o.mask.Flush() // keep never fails
+	return string(o.kept[max(0, len(o.kept)-o.limit):])
+}
+
+type keepFunc func([]byte)
+
+func (f keepFunc) Write(p []byte) (int, error) {
+	f(p)
 	return len(p), nil
-}
-
-// drain scans pending, masking each secret and keeping the other bytes,
-// up to the first position where a secret might still complete.
-func (r *redactor) drain(final bool) {
-	p := r.pending
-	start, i := 0, 0
-	for i < len(p) {
-		n, undecided := r.secretAt(p[i:], final)
-		if undecided {
-			break
-		}
-		if n == 0 {
-			i++
-			continue
-		}
-		r.keep(p[start:i])
-		r.keep([]byte("***"))
-		i += n
-		start = i
-	}
-	r.keep(p[start:i])
-	r.pending = append(r.pending[:0], p[i:]...)
-}
-
-// secretAt returns the length of the longest secret p starts with, or
-// undecided when p is too short to tell yet.
-func (r *redactor) secretAt(p []byte, final bool) (n int, undecided bool) {
-	for _, s := range r.secrets {
-		switch {
-		case bytes.HasPrefix(p, s):
-			return len(s), false
-		case !final && len(p) < len(s) && bytes.HasPrefix(s, p):
-			return 0, true
-		}
-	}
-	return 0, false
-}
-
-func (r *redactor) keep(p []byte) {
-	r.kept = append(r.kept, p...)
-	if len(r.kept) > 2*r.limit {
-		r.kept = append(r.kept[:0], r.kept[len(r.kept)-r.limit:]...)
-	}
-}
-
-func (r *redactor) tail() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.drain(true)
-	return string(r.kept[max(0, len(r.kept)-r.limit):])
 }

@@ -109,19 +109,34 @@ func TestRunScriptRefusesBadRequests(t *testing.T) {
 
 // The stream is masked before the tail is cut, whatever the write
 // boundaries, so no part of a secret survives.
-func TestRedactorAcrossWrites(t *testing.T) {
+func TestScriptOutputTailAcrossWrites(t *testing.T) {
 	secret := "abcdefgh"
 	stream := "xx" + secret + "yy" + secret[:5] + "zz" + secret + secret
 	for limit := 1; limit <= len(stream); limit++ {
 		for step := 1; step <= len(stream); step++ {
-			r := newRedactor([]string{"abc", secret}, limit)
+			o := newScriptOutput([]string{"abc", secret}, limit)
 			for i := 0; i < len(stream); i += step {
-				r.Write([]byte(stream[min(i, len(stream)):min(i+step, len(stream))]))
+				o.Write([]byte(stream[min(i, len(stream)):min(i+step, len(stream))]))
 			}
 			full := "xx***yy***dezz******"
-			if want := full[max(0, len(full)-limit):]; r.tail() != want {
-				t.Fatalf("limit %d step %d: tail = %q, want %q", limit, step, r.tail(), want)
+			if want := full[max(0, len(full)-limit):]; o.tail() != want {
+				t.Fatalf("limit %d step %d: tail = %q, want %q", limit, step, o.tail(), want)
 			}
 		}
+	}
+}
+
+// Regression (item 6): a prepare script printing one line of a multi-line
+// secret gets it masked in the tail too.
+func TestRunScriptMasksLinesOfMultiLineSecret(t *testing.T) {
+	key := "-----BEGIN TEST KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\nab\n-----END TEST KEY-----"
+	res, err := RunScript(context.Background(), RunScriptRequest{Dir: emptyTaskDir(t), Shell: "/bin/sh",
+		Script: `printf '%s\n' "$KEY" | sed -n 2p; echo "short: ab"`,
+		Env:    map[string]string{"KEY": key}, Redact: []string{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OutputTail != "***\nshort: ab\n" {
+		t.Fatalf("tail = %q", res.OutputTail)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -105,6 +106,7 @@ var typedErrors = []struct {
 	{&fsx.OwnershipError{Path: "/srv/k", Reason: fsx.ReasonWritable}, 1, "error"},
 	{&fsx.TooLargeError{Path: "p", Limit: 1}, 1, "error"},
 	{&state.CorruptRecordError{Kind: "host", Name: "a"}, 1, "error"},
+	{&records.TransitionError{What: "task", ID: "t", From: "absent", To: "ready"}, 10, "conflict"},
 }
 
 // Every typed error lands on CONTRACT.md's exit code and JSON code, bare,

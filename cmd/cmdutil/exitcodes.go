@@ -6,6 +6,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -81,6 +82,7 @@ var exitRules = []exitRule{
 	{as[*state.ConflictError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
 	{as[*state.StaleClaimError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
 	{as[*state.ClaimedError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
+	{as[*records.TransitionError], ExitConflict, "another kandev-exec moved it meanwhile: `kandev-exec task show` says where it stands now"},
 	{as[*executor.ActiveSessionError], ExitConflict, ""},
 	{as[*executor.ResumingError], ExitConflict, ""},
 	{as[*executor.OrphanError], ExitConflict, ""},

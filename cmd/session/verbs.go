@@ -72,6 +72,9 @@ func printSession(o *Options, s *executor.Session) error {
 	if s.Error != "" {
 		fmt.Fprintf(o.IO.Out, "error: %s\n", cmdutil.SafeText(s.Error)) // may quote the host
 	}
+	if s.LogLostBytes > 0 {
+		fmt.Fprintf(o.IO.Out, "log: %d bytes of output could not be written on the host (disk full?); `kandev-exec session logs %s` shows where\n", s.LogLostBytes, s.ID)
+	}
 	return nil
 }
 

@@ -1,8 +1,8 @@
 // Package fsx holds the file primitives every part of kandev-exec shares,
 // on the local machine and inside the helper on a remote host: an atomic
-// write, a no-follow open of a regular file, and a bounded lock that names
-// its holder. It imports nothing of this module and builds for Linux and
-// macOS.
+// write, a no-follow open of a regular file, a bounded lock that names its
+// holder, and the ownership checks of a path on a shared host (owned.go).
+// It imports nothing of this module and builds for Linux and macOS.
 //
 // Nothing here follows a symlink: a link planted where a file is expected
 // could redirect a write onto any file the user owns, or a read onto one
@@ -44,7 +44,11 @@ func (e *TooLargeError) Error() string {
 // O_NONBLOCK keeps a FIFO planted there from hanging the open before the
 // regular-file check refuses it.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	return openRegular(path, flag|syscall.O_NOFOLLOW, perm)
+}
+
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, &UnsafePathError{Path: path, Reason: "is a symbolic link"}
@@ -80,6 +84,22 @@ func ReadFileMax(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readMax(f, path, limit)
+}
+
+// ReadNamedFileMax reads at most limit bytes of a file the user named on
+// purpose (a --from-file, a profile to apply), where a symlink is theirs
+// to use and is followed. Only a regular file is read: a FIFO or a device
+// could hang the read or never end.
+func ReadNamedFileMax(path string, limit int64) ([]byte, error) {
+	f, err := openRegular(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return readMax(f, path, limit)
+}
+
+func readMax(f *os.File, path string, limit int64) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err == nil && int64(len(b)) > limit {

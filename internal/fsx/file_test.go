@@ -109,6 +109,38 @@ func TestReadFileMax(t *testing.T) {
 	}
 }
 
+// A file the user named is read through a symlink, but a FIFO there is
+// still refused without hanging, and the size bound holds.
+func TestReadNamedFileMax(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "token")
+	if err := os.WriteFile(target, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadNamedFileMax(link, 64); err != nil || string(b) != "s3cret" {
+		t.Fatalf("through a symlink: %q, %v", b, err)
+	}
+	var tl *TooLargeError
+	if _, err := ReadNamedFileMax(link, 3); !errors.As(err, &tl) {
+		t.Fatalf("over the limit: %v, want *TooLargeError", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, filepath.Join(dir, "fifo-link")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadNamedFileMax(filepath.Join(dir, "fifo-link"), 64)
+	wantUnsafe(t, "fifo behind a symlink", err)
+	_, err = ReadNamedFileMax("/dev/zero", 64)
+	wantUnsafe(t, "device", err)
+}
+
 func TestEnsureDir(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")

@@ -85,7 +85,7 @@ func (e *LockedError) Error() string {
 type LockOptions struct {
 	What   string        // what the lock guards, for errors: "state store"
 	Path   string        // the thing locked, for errors; default the lock file
-	Wait   time.Duration // how long to wait for a holder to let go
+	Wait   time.Duration // how long to wait for a holder to let go; 0: not at all
 	Holder Holder        // written into the note; zero means Self(time.Now())
 }
 

@@ -141,8 +141,8 @@ func TestLockExcludesGoroutines(t *testing.T) {
 	}
 }
 
-// A cancelled wait returns the context's error, not a LockedError, and a
-// holder's note names the holder it was given.
+// A cancelled wait returns the context's error, not a LockedError; a
+// zero wait does not wait; a holder's note names the holder it was given.
 func TestLockWaitCancelled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lock")
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -153,6 +153,12 @@ func TestLockWaitCancelled(t *testing.T) {
 	defer held.Release()
 	if h := ReadHolder(path); h == nil || *h != (Holder{PID: 42, Command: "kandev-exec test", Since: since}) {
 		t.Fatalf("holder note %+v", h)
+	}
+	// No wait at all: refused at once, naming the holder.
+	_, err = Acquire(context.Background(), path, LockOptions{})
+	var le0 *LockedError
+	if !errors.As(err, &le0) || le0.Holder == nil || le0.Holder.PID != 42 {
+		t.Fatalf("without waiting: %v, want *LockedError naming pid 42", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
