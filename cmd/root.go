@@ -43,7 +43,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))
-	root.AddCommand(newCmdHostSide("serve"), newCmdHostSide("controller"))
+	root.AddCommand(newCmdServe(), newCmdController())
 	root.SetHelpCommand(newCmdHelp(root, f))
 	cmdutil.RequireSubcommands(root)
 	return root
