@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -23,7 +24,7 @@ func TestUnreadableRecordsNameTheirFile(t *testing.T) {
 		rm       func(*Executor, bool) error
 	}
 	kinds := map[state.Kind]ops{
-		KindHost: {
+		records.KindHost: {
 			ls:   func(e *Executor) error { _, err := e.ListHosts(ctx); return err },
 			show: func(e *Executor) error { _, err := e.ShowHost(ctx, "bad"); return err },
 			rm:   func(e *Executor, force bool) error { return e.RemoveHost(ctx, "bad", force) },

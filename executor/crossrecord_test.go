@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -42,9 +43,9 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 	ctx := context.Background()
 	e := newTestExecutor(t)
 	st := e.Store()
-	hostData, _ := json.Marshal(Host{Name: "h", Alias: "h", WorkdirRoot: DefaultWorkdirRoot, Status: StatusAdmitted})
+	hostData, _ := json.Marshal(records.Host{Name: "h", Alias: "h", WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})
 	for round := range raceRounds {
-		if _, err := st.Create(ctx, KindHost, "h", hostData, state.Event{Type: "host.added"}); err != nil {
+		if _, err := st.Create(ctx, records.KindHost, "h", hostData, state.Event{Type: "host.added"}); err != nil {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("p%d", round)
@@ -54,7 +55,7 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 				_, err := e.ApplyProfile(ctx, name+".yaml", []byte("name: "+name+"\nhost: h\n"))
 				return err
 			})
-		hostLeft, profileMade := exists(t, st, KindHost, "h"), exists(t, st, KindProfile, name)
+		hostLeft, profileMade := exists(t, st, records.KindHost, "h"), exists(t, st, KindProfile, name)
 		if !hostLeft && profileMade {
 			t.Fatalf("round %d: profile %s names host h, which was removed (rm: %v, apply: %v)", round, name, errRm, errApply)
 		}
@@ -77,21 +78,21 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 // naming a removed record.
 func TestRemoveRacingTaskCreate(t *testing.T) {
 	ctx := context.Background()
-	for _, kind := range []state.Kind{KindHost, KindProfile, KindAgent} {
+	for _, kind := range []state.Kind{records.KindHost, KindProfile, KindAgent} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newTestExecutor(t)
 			st := e.Store()
-			hostData, _ := json.Marshal(Host{Name: "other", Alias: "other", WorkdirRoot: DefaultWorkdirRoot, Status: StatusAdmitted})
-			if _, err := st.Create(ctx, KindHost, "other", hostData, state.Event{Type: "host.added"}); err != nil {
+			hostData, _ := json.Marshal(records.Host{Name: "other", Alias: "other", WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})
+			if _, err := st.Create(ctx, records.KindHost, "other", hostData, state.Event{Type: "host.added"}); err != nil {
 				t.Fatal(err)
 			}
 			// The profile lives on "other", so that only the task can stop
 			// the removal of host "prod".
 			const profile = "name: web\nhost: other\n"
 			remake := map[state.Kind]func() error{
-				KindHost: func() error {
-					data, _ := json.Marshal(Host{Name: "prod", Alias: "prod", WorkdirRoot: DefaultWorkdirRoot, Status: StatusAdmitted})
-					_, err := st.Create(ctx, KindHost, "prod", data, state.Event{Type: "host.added"})
+				records.KindHost: func() error {
+					data, _ := json.Marshal(records.Host{Name: "prod", Alias: "prod", WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})
+					_, err := st.Create(ctx, records.KindHost, "prod", data, state.Event{Type: "host.added"})
 					return err
 				},
 				KindProfile: func() error { _, err := e.ApplyProfile(ctx, "web.yaml", []byte(profile)); return err },
@@ -106,22 +107,22 @@ func TestRemoveRacingTaskCreate(t *testing.T) {
 				}
 			}
 			remove := map[state.Kind]func() error{
-				KindHost:    func() error { return e.RemoveHost(ctx, "prod", false) },
-				KindProfile: func() error { return e.RemoveProfile(ctx, "web", false) },
-				KindAgent:   func() error { return e.RemoveAgent(ctx, "claude", false) },
+				records.KindHost: func() error { return e.RemoveHost(ctx, "prod", false) },
+				KindProfile:      func() error { return e.RemoveProfile(ctx, "web", false) },
+				KindAgent:        func() error { return e.RemoveAgent(ctx, "claude", false) },
 			}[kind]
-			name := map[state.Kind]string{KindHost: "prod", KindProfile: "web", KindAgent: "claude"}[kind]
+			name := map[state.Kind]string{records.KindHost: "prod", KindProfile: "web", KindAgent: "claude"}[kind]
 			for round := range raceRounds {
 				if !exists(t, st, kind, name) {
 					if err := remake[kind](); err != nil {
 						t.Fatal(err)
 					}
 				}
-				task := &Task{ID: fmt.Sprintf("t%d", round), Host: "prod", Profile: "web", Agent: "claude", Phase: PhaseAllocating}
+				task := &records.Task{ID: fmt.Sprintf("t%d", round), Host: "prod", Profile: "web", Agent: "claude", Phase: records.PhaseAllocating}
 				errRm, errCreate := race(remove, func() error {
-					return e.createRecord(ctx, KindTask, task.ID, "task.allocating", task)
+					return e.createRecord(ctx, records.KindTask, task.ID, "task.allocating", task)
 				})
-				left, made := exists(t, st, kind, name), exists(t, st, KindTask, task.ID)
+				left, made := exists(t, st, kind, name), exists(t, st, records.KindTask, task.ID)
 				if !left && made {
 					t.Fatalf("round %d: task %s names %s %s, which was removed (rm: %v, create: %v)", round, task.ID, kind, name, errRm, errCreate)
 				}
@@ -133,10 +134,10 @@ func TestRemoveRacingTaskCreate(t *testing.T) {
 				}
 				// Retire the task so that it stops no later removal.
 				if made {
-					r, _ := st.Get(ctx, KindTask, task.ID)
-					task.Phase = PhaseAbsent
+					r, _ := st.Get(ctx, records.KindTask, task.ID)
+					task.Phase = records.PhaseAbsent
 					data, _ := json.Marshal(task)
-					if _, err := st.Update(ctx, KindTask, task.ID, r.Revision, data, state.Event{Type: "task.archived"}); err != nil {
+					if _, err := st.Update(ctx, records.KindTask, task.ID, r.Revision, data, state.Event{Type: "task.archived"}); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -107,7 +108,7 @@ func checkStateDir(ctx context.Context, in DoctorInput) Check {
 		return c
 	}
 	defer st.Close()
-	n, err := st.List(ctx, KindHost)
+	n, err := st.List(ctx, records.KindHost)
 	if err != nil {
 		c.Status, c.Detail = "fail", err.Error()
 		return c

@@ -4,105 +4,59 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// KindHost is the store kind of host records.
-const KindHost state.Kind = "host"
-
-// Host statuses. Only admitted hosts take new launches.
-const (
-	StatusAdmitted    = "admitted"
-	StatusCordoned    = "cordoned"
-	StatusDraining    = "draining"
-	StatusQuarantined = "quarantined"
-)
-
-// DefaultWorkdirRoot is where task directories live on a host.
-const DefaultWorkdirRoot = "~/.kandev"
-
-// HopPin is the trusted key of one hop (a jump host or the target).
-type HopPin struct {
-	Hop     string `json:"hop"`     // label at trust time
-	Address string `json:"address"` // host:port dialled
-	ssh.Pin
-}
-
-// Host is a stored host: how to reach it (the alias and explicit settings,
-// resolved afresh on every dial like OpenSSH does) and what is trusted.
-type Host struct {
-	Name           string     `json:"name"`
-	Alias          string     `json:"alias"`
-	HostName       string     `json:"hostname_override,omitempty"`
-	Port           int        `json:"port_override,omitempty"`
-	User           string     `json:"user_override,omitempty"`
-	IdentityFiles  []string   `json:"identity_files,omitempty"`
-	IdentitiesOnly bool       `json:"identities_only,omitempty"`
-	ProxyJump      string     `json:"proxy_jump_override,omitempty"`
-	WorkdirRoot    string     `json:"workdir_root"`
-	Pins           []HopPin   `json:"pins"`
-	TrustedAt      *time.Time `json:"trusted_at,omitempty"`
-	Status         string     `json:"status"`
-	StatusReason   string     `json:"status_reason"`
-	StatusBy       string     `json:"status_by"`
-	StatusAt       *time.Time `json:"status_at"`
-	CreatedAt      time.Time  `json:"created_at"`
-}
-
-// TargetPin is the pin of the host itself (the last hop).
-func (h *Host) TargetPin(t *ssh.Target) ssh.Pin {
+// targetPin is the pin of the host itself (the last hop).
+func targetPin(h *records.Host, t *ssh.Target) ssh.Pin {
 	for _, p := range h.Pins {
 		if p.Address == t.Addr() {
-			return p.Pin
+			return pinOf(p)
 		}
 	}
 	return ssh.Pin{}
 }
 
-// sameSpec reports whether two hosts are reached the same way.
-func (h *Host) sameSpec(o *Host) bool {
-	return h.Alias == o.Alias && h.HostName == o.HostName && h.Port == o.Port && h.User == o.User &&
-		slices.Equal(h.IdentityFiles, o.IdentityFiles) && h.IdentitiesOnly == o.IdentitiesOnly &&
-		h.ProxyJump == o.ProxyJump && h.WorkdirRoot == o.WorkdirRoot
-}
+func pinOf(p records.HopPin) ssh.Pin { return ssh.Pin{KeyType: p.KeyType, Fingerprint: p.Fingerprint} }
 
-func (h *Host) pins() ssh.Pins {
+func hostPins(h *records.Host) ssh.Pins {
 	out := ssh.Pins{}
 	for _, p := range h.Pins {
-		out[p.Address] = p.Pin
+		out[p.Address] = pinOf(p)
 	}
 	return out
 }
 
-func (h *Host) overrides() ssh.Overrides {
+func hostOverrides(h *records.Host) ssh.Overrides {
 	return ssh.Overrides{HostName: h.HostName, Port: h.Port, User: h.User,
 		IdentityFiles: h.IdentityFiles, IdentitiesOnly: h.IdentitiesOnly, ProxyJump: h.ProxyJump}
 }
 
 // HostView is the host as `host ls/show --json` prints it (CONTRACT.md).
 type HostView struct {
-	Name         string     `json:"name"`
-	Alias        string     `json:"alias"`
-	Hostname     string     `json:"hostname"`
-	Port         int        `json:"port"`
-	User         string     `json:"user"`
-	ProxyJump    string     `json:"proxy_jump"`
-	WorkdirRoot  string     `json:"workdir_root"`
-	Fingerprint  string     `json:"fingerprint"`
-	KeyType      string     `json:"key_type"`
-	Pins         []HopPin   `json:"pins"`
-	Status       string     `json:"status"`
-	StatusReason string     `json:"status_reason"`
-	StatusBy     string     `json:"status_by"`
-	StatusAt     *time.Time `json:"status_at"`
-	CreatedAt    time.Time  `json:"created_at"`
-	Revision     uint64     `json:"revision"`
-	ResolveError string     `json:"resolve_error,omitempty"`
+	Name         string           `json:"name"`
+	Alias        string           `json:"alias"`
+	Hostname     string           `json:"hostname"`
+	Port         int              `json:"port"`
+	User         string           `json:"user"`
+	ProxyJump    string           `json:"proxy_jump"`
+	WorkdirRoot  string           `json:"workdir_root"`
+	Fingerprint  string           `json:"fingerprint"`
+	KeyType      string           `json:"key_type"`
+	Pins         []records.HopPin `json:"pins"`
+	Status       string           `json:"status"`
+	StatusReason string           `json:"status_reason"`
+	StatusBy     string           `json:"status_by"`
+	StatusAt     *time.Time       `json:"status_at"`
+	CreatedAt    time.Time        `json:"created_at"`
+	Revision     uint64           `json:"revision"`
+	ResolveError string           `json:"resolve_error,omitempty"`
 }
 
 var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -136,12 +90,12 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("%s %q not found (see `kandev-exec %s`)", e.What, e.Name, e.ListCmd)
 }
 
-func (e *Executor) getHost(ctx context.Context, name string) (*Host, state.Record, error) {
-	return getRecord[Host](ctx, e.cfg.Store, KindHost, name)
+func (e *Executor) getHost(ctx context.Context, name string) (*records.Host, state.Record, error) {
+	return getRecord[records.Host](ctx, e.cfg.Store, records.KindHost, name)
 }
 
-func (e *Executor) resolveHost(ctx context.Context, h *Host) (*ssh.Target, error) {
-	t, err := ssh.Resolve(ctx, h.Alias, h.overrides(), e.resolveOptions())
+func (e *Executor) resolveHost(ctx context.Context, h *records.Host) (*ssh.Target, error) {
+	t, err := ssh.Resolve(ctx, h.Alias, hostOverrides(h), e.resolveOptions())
 	if err != nil {
 		return nil, &ssh.Error{Host: h.Name, Hop: h.Alias, Class: ssh.ClassConfig, Err: err,
 			Hint: fmt.Sprintf("fix the ssh config, or `kandev-exec host rm %s` and add it again", h.Name)}
@@ -149,12 +103,12 @@ func (e *Executor) resolveHost(ctx context.Context, h *Host) (*ssh.Target, error
 	return t, nil
 }
 
-func (e *Executor) view(ctx context.Context, h *Host, rec state.Record) HostView {
-	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: h.Status,
+func (e *Executor) view(ctx context.Context, h *records.Host, rec state.Record) HostView {
+	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: string(h.Status),
 		StatusReason: h.StatusReason, StatusBy: h.StatusBy, StatusAt: h.StatusAt, CreatedAt: h.CreatedAt,
 		Revision: rec.Revision, Hostname: h.HostName, Port: h.Port, User: h.User, ProxyJump: h.ProxyJump}
 	if v.Pins == nil {
-		v.Pins = []HopPin{}
+		v.Pins = []records.HopPin{}
 	}
 	t, err := e.resolveHost(ctx, h)
 	if err != nil {
@@ -162,7 +116,7 @@ func (e *Executor) view(ctx context.Context, h *Host, rec state.Record) HostView
 		return v
 	}
 	v.Hostname, v.Port, v.User, v.ProxyJump = t.HostName, t.Port, t.User, t.JumpSpec()
-	pin := h.TargetPin(t)
+	pin := targetPin(h, t)
 	v.Fingerprint, v.KeyType = pin.Fingerprint, pin.KeyType
 	return v
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -34,7 +35,7 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 		return HostView{}, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: bad port %d (1-65535)", o.Name, o.Port)}
 	}
 	if o.WorkdirRoot == "" {
-		o.WorkdirRoot = DefaultWorkdirRoot
+		o.WorkdirRoot = records.DefaultWorkdirRoot
 	}
 	if err := ValidateWorkdirRoot(o.WorkdirRoot); err != nil {
 		return HostView{}, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: %v", o.Name, err)}
@@ -43,9 +44,9 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 	if !explicitAlias {
 		o.Alias = o.Name
 	}
-	h := &Host{Name: o.Name, Alias: o.Alias, HostName: o.HostName, Port: o.Port, User: o.User,
+	h := &records.Host{Name: o.Name, Alias: o.Alias, HostName: o.HostName, Port: o.Port, User: o.User,
 		IdentityFiles: o.IdentityFiles, IdentitiesOnly: o.IdentitiesOnly, ProxyJump: o.ProxyJump,
-		WorkdirRoot: o.WorkdirRoot, Pins: []HopPin{}, Status: StatusAdmitted, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+		WorkdirRoot: o.WorkdirRoot, Pins: []records.HopPin{}, Status: records.HostAdmitted, CreatedAt: time.Now().UTC().Truncate(time.Second)}
 	if _, err := e.resolveHost(ctx, h); err != nil {
 		return HostView{}, err
 	}
@@ -66,17 +67,17 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 	data, _ := json.Marshal(h)
 	old, rec, err := e.getHost(ctx, o.Name)
 	if err == nil {
-		if old.sameSpec(h) {
+		if old.SameSpec(h) {
 			return e.view(ctx, old, rec), nil // adding the same host again changes nothing
 		}
 		return HostView{}, fmt.Errorf("%w with other settings; run `kandev-exec host rm %s` first to replace it",
-			&state.ConflictError{Kind: KindHost, Name: o.Name, Actual: rec.Revision}, o.Name)
+			&state.ConflictError{Kind: records.KindHost, Name: o.Name, Actual: rec.Revision}, o.Name)
 	}
 	var nf *NotFoundError
 	if !errors.As(err, &nf) {
 		return HostView{}, err
 	}
-	rec, err = e.cfg.Store.Create(ctx, KindHost, o.Name, data, state.Event{Type: "host.added"})
+	rec, err = e.cfg.Store.Create(ctx, records.KindHost, o.Name, data, state.Event{Type: "host.added"})
 	if err != nil {
 		return HostView{}, err
 	}
@@ -85,7 +86,7 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 
 // ListHosts returns every host, sorted by name ([] when none).
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
-	hs, recs, err := listRecords[Host](ctx, e.cfg.Store, KindHost)
+	hs, recs, err := listRecords[records.Host](ctx, e.cfg.Store, records.KindHost)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
 
 // HostNames lists host names from local state only (shell completion).
 func (e *Executor) HostNames(ctx context.Context) ([]string, error) {
-	recs, err := e.cfg.Store.List(ctx, KindHost)
+	recs, err := e.cfg.Store.List(ctx, records.KindHost)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func (e *Executor) ShowHost(ctx context.Context, name string) (HostView, error) 
 // It is refused while profiles point at the host or tasks live on it
 // (their directories would become unreachable), unless force.
 func (e *Executor) RemoveHost(ctx context.Context, name string, force bool) error {
-	return removeUnused[Host](ctx, e.cfg.Store, KindHost, name, force, func(tx state.Tx) ([]string, error) {
+	return removeUnused[records.Host](ctx, e.cfg.Store, records.KindHost, name, force, func(tx state.Tx) ([]string, error) {
 		users, err := profilesUsing(e.cfg.Store, tx, name)
 		if err != nil {
 			return nil, err

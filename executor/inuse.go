@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/records"
+
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -31,7 +33,7 @@ func (e *InUseError) Error() string {
 // field (as the JSON names it: "profile", "agent", "host") equals name.
 // Archived and deleted tasks (phase absent) need nothing any more.
 func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
-	recs, err := tx.List(KindTask)
+	recs, err := tx.List(records.KindTask)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +45,7 @@ func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
 		}
 		var v, phase string
 		_ = json.Unmarshal(doc["phase"], &phase)
-		if json.Unmarshal(doc[field], &v) == nil && v == name && phase != PhaseAbsent {
+		if json.Unmarshal(doc[field], &v) == nil && v == name && records.Phase(phase) != records.PhaseAbsent {
 			users = append(users, "task "+r.Name)
 		}
 	}
@@ -106,33 +108,32 @@ func removeUnused[T any](ctx context.Context, st state.Store, kind state.Kind, n
 	return err
 }
 
-// refersTo names the records a new record points at: it is created only
-// while they all exist.
-type refersTo interface{ references() []recordRef }
-
+// A record that points at others (a task at its host, profile and agent;
+// a session at its task) is created only while they all exist.
 type recordRef struct {
 	kind state.Kind
 	name string
 }
 
-func (t *Task) references() []recordRef {
-	refs := []recordRef{{KindHost, t.Host}, {KindProfile, t.Profile}}
-	if t.Agent != "" {
-		refs = append(refs, recordRef{KindAgent, t.Agent})
+// referencesOf lists the records v points at.
+func referencesOf(v any) []recordRef {
+	switch r := v.(type) {
+	case *records.Task:
+		refs := []recordRef{{records.KindHost, r.Host}, {KindProfile, r.Profile}}
+		if r.Agent != "" {
+			refs = append(refs, recordRef{KindAgent, r.Agent})
+		}
+		return refs
+	case *records.Session:
+		return []recordRef{{records.KindTask, r.TaskID}}
 	}
-	return refs
+	return nil
 }
-
-func (s *Session) references() []recordRef { return []recordRef{{KindTask, s.TaskID}} }
 
 // checkReferences fails with *NotFoundError when a record v points at is
 // gone (removed by a concurrent command since v was planned).
 func checkReferences(tx state.Tx, v any) error {
-	r, ok := v.(refersTo)
-	if !ok {
-		return nil
-	}
-	for _, ref := range r.references() {
+	for _, ref := range referencesOf(v) {
 		_, err := tx.Get(ref.kind, ref.name)
 		if errors.Is(err, state.ErrNotFound) {
 			return &NotFoundError{What: string(ref.kind), Name: ref.name, ListCmd: string(ref.kind) + " ls"}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/records"
+
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -36,7 +38,11 @@ type LaunchOptions struct {
 }
 
 // RefusedError: the host takes no new launches (exit 9).
-type RefusedError struct{ Host, Status, Reason string }
+type RefusedError struct {
+	Host   string
+	Status records.HostStatus
+	Reason string
+}
 
 func (e *RefusedError) Error() string {
 	msg := fmt.Sprintf("host %s is %s: no new launches", e.Host, e.Status)
@@ -44,7 +50,7 @@ func (e *RefusedError) Error() string {
 		msg += " (" + e.Reason + ")"
 	}
 	next := "`kandev-exec host uncordon " + e.Host + "`"
-	if e.Status == StatusQuarantined {
+	if e.Status == records.HostQuarantined {
 		next = "`kandev-exec host readmit " + e.Host + " --reason R`"
 	}
 	return msg + "; launch on another host, or " + next
@@ -55,7 +61,7 @@ type launchPlan struct {
 	profile *profiles.Profile
 	agent   *profiles.AgentPreset
 	launch  []profiles.EnvEntry
-	host    *Host
+	host    *records.Host
 	command string
 }
 
@@ -115,8 +121,8 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 
 // admitted refuses hosts that are cordoned, draining or quarantined, and
 // hosts with no pinned key.
-func admitted(h *Host) error {
-	if h.Status != StatusAdmitted {
+func admitted(h *records.Host) error {
+	if h.Status != records.HostAdmitted {
 		return &RefusedError{Host: h.Name, Status: h.Status, Reason: h.StatusReason}
 	}
 	if len(h.Pins) == 0 {
@@ -167,14 +173,14 @@ func shellJoin(argv []string) string {
 
 // Launch creates a task and its first session: intent recorded first,
 // then connect, helper, task directory, prepare script, controller.
-func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*Task, *Session, error) {
+func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, *records.Session, error) {
 	lp, err := e.planLaunch(ctx, o, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	t := &Task{ID: newID("t"), Name: o.Name, Profile: lp.profile.Name, Agent: o.Agent, Host: lp.host.Name,
-		Root: lp.profile.WorkdirRoot, Branch: o.Branch, Command: lp.command, Phase: PhaseAllocating,
+	t := &records.Task{ID: newID("t"), Name: o.Name, Profile: lp.profile.Name, Agent: o.Agent, Host: lp.host.Name,
+		Root: lp.profile.WorkdirRoot, Branch: o.Branch, Command: lp.command, Phase: records.PhaseAllocating,
 		OperationID: newID("op"), CreatedAt: now, Sessions: []string{}, Launcher: launcher()}
 	if t.Root == "" {
 		t.Root = lp.host.WorkdirRoot
@@ -194,11 +200,11 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*Task, *Session
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
-	if err := e.createRecord(ctx, KindTask, t.ID, "task.allocating", t); err != nil {
+	if err := e.createRecord(ctx, records.KindTask, t.ID, "task.allocating", t); err != nil {
 		return nil, nil, err
 	}
 	s, err := e.startSession(ctx, t, lp, o.Progress)
-	if t2, _, gerr := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); gerr == nil {
+	if t2, _, gerr := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}
 	return t, s, err
@@ -209,7 +215,7 @@ func (e *Executor) agentPreset(ctx context.Context, name string) (*profiles.Agen
 	return a, err
 }
 
-func (e *Executor) profileOf(ctx context.Context, t *Task) (*profiles.Profile, error) {
+func (e *Executor) profileOf(ctx context.Context, t *records.Task) (*profiles.Profile, error) {
 	p, _, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, t.Profile)
 	return p, err
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/records"
+
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -73,7 +75,7 @@ func (f *launchFixture) open(t *testing.T) *Executor {
 	return New(cfg)
 }
 
-func (f *launchFixture) setHostStatus(t *testing.T, status string) {
+func (f *launchFixture) setHostStatus(t *testing.T, status records.HostStatus) {
 	t.Helper()
 	ctx := context.Background()
 	h, rec, err := f.exec.getHost(ctx, "prod")
@@ -82,7 +84,7 @@ func (f *launchFixture) setHostStatus(t *testing.T, status string) {
 	}
 	h.Status, h.StatusReason = status, "maintenance"
 	data, _ := json.Marshal(h)
-	if _, err := f.exec.cfg.Store.Update(ctx, KindHost, "prod", rec.Revision, data, state.Event{Type: "host." + status}); err != nil {
+	if _, err := f.exec.cfg.Store.Update(ctx, records.KindHost, "prod", rec.Revision, data, state.Event{Type: "host." + string(status)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -92,7 +94,7 @@ func (f *launchFixture) setHostStatus(t *testing.T, status string) {
 func TestLaunchRefusedUnlessAdmitted(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
-	for status, next := range map[string]string{StatusCordoned: "host uncordon prod", StatusQuarantined: "host readmit prod", StatusDraining: "host uncordon prod"} {
+	for status, next := range map[records.HostStatus]string{records.HostCordoned: "host uncordon prod", records.HostQuarantined: "host readmit prod", records.HostDraining: "host uncordon prod"} {
 		f.setHostStatus(t, status)
 		mark := len(f.srv.Log())
 		_, _, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"true"}})
@@ -125,7 +127,7 @@ func TestTwelveParallelLaunches(t *testing.T) {
 		wg      sync.WaitGroup
 		mu      sync.Mutex
 		uploads int
-		tasks   = map[string]*Task{}
+		tasks   = map[string]*records.Task{}
 		errs    []error
 	)
 	for i := 0; i < n; i++ {
@@ -148,7 +150,7 @@ func TestTwelveParallelLaunches(t *testing.T) {
 				errs = append(errs, err)
 				return
 			}
-			if s.State != SessionRunning {
+			if s.State != records.SessionRunning {
 				errs = append(errs, fmt.Errorf("task %s: session %s is %s", task.ID, s.ID, s.State))
 			}
 			tasks[task.ID] = task
@@ -163,7 +165,7 @@ func TestTwelveParallelLaunches(t *testing.T) {
 	}
 	dirs := map[string]bool{}
 	for _, task := range tasks {
-		if task.Phase != PhaseReady || len(task.Sessions) != 1 || dirs[task.TaskDir] {
+		if task.Phase != records.PhaseReady || len(task.Sessions) != 1 || dirs[task.TaskDir] {
 			t.Fatalf("task %+v", task)
 		}
 		dirs[task.TaskDir] = true
@@ -186,16 +188,16 @@ func TestTwelveParallelLaunches(t *testing.T) {
 func checkStore(t *testing.T, st state.Store, n int) {
 	t.Helper()
 	ctx := context.Background()
-	ts, _, err := listRecords[Task](ctx, st, KindTask)
+	ts, _, err := listRecords[records.Task](ctx, st, records.KindTask)
 	if err != nil || len(ts) != n {
 		t.Fatalf("tasks: %d, %v", len(ts), err)
 	}
-	ss, _, err := listRecords[Session](ctx, st, KindSession)
+	ss, _, err := listRecords[records.Session](ctx, st, records.KindSession)
 	if err != nil || len(ss) != n {
 		t.Fatalf("sessions: %d, %v", len(ss), err)
 	}
 	for _, s := range ss {
-		if s.State != SessionRunning && s.State != SessionExited {
+		if s.State != records.SessionRunning && s.State != records.SessionExited {
 			t.Fatalf("session %s is %s", s.ID, s.State)
 		}
 	}

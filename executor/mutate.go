@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -37,12 +38,12 @@ func mutate[T any](ctx context.Context, st state.Store, kind state.Kind, name, e
 	return nil, lastErr
 }
 
-func (e *Executor) updateTask(ctx context.Context, id, event string, change func(*Task) error) (*Task, error) {
-	return mutate(ctx, e.cfg.Store, KindTask, id, event, change)
+func (e *Executor) updateTask(ctx context.Context, id, event string, change func(*records.Task) error) (*records.Task, error) {
+	return mutate(ctx, e.cfg.Store, records.KindTask, id, event, change)
 }
 
-func (e *Executor) updateSession(ctx context.Context, id, event string, change func(*Session) error) (*Session, error) {
-	return mutate(ctx, e.cfg.Store, KindSession, id, event, change)
+func (e *Executor) updateSession(ctx context.Context, id, event string, change func(*records.Session) error) (*records.Session, error) {
+	return mutate(ctx, e.cfg.Store, records.KindSession, id, event, change)
 }
 
 // createRecord stores a new record. One that points at others (a task at

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -30,10 +31,10 @@ func (e *PrepareScriptError) Error() string {
 	return what
 }
 
-func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper remoteHelper, info remoteInfo) (string, error) {
-	if _, err := e.updateTask(ctx, t.ID, "task.preparing", func(x *Task) error {
-		if x.Phase == PhaseAllocating {
-			x.Phase = PhasePreparing
+func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *records.Task, lp *launchPlan, helper remoteHelper, info remoteInfo) (string, error) {
+	if _, err := e.updateTask(ctx, t.ID, "task.preparing", func(x *records.Task) error {
+		if x.Phase == records.PhaseAllocating {
+			x.Phase = records.PhasePreparing
 		}
 		return nil
 	}); err != nil {
@@ -64,7 +65,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	}
 	// Recorded now, so a failed prepare script can be inspected with
 	// `task exec`; the phase stays preparing until the script passes.
-	if _, err := e.updateTask(ctx, t.ID, "task.prepared", func(x *Task) error {
+	if _, err := e.updateTask(ctx, t.ID, "task.prepared", func(x *records.Task) error {
 		x.TaskDir = resp.TaskDirAbs
 		return nil
 	}); err != nil {
@@ -73,7 +74,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *Task, l
 	return resp.TaskDirAbs, nil
 }
 
-func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *Task, lp *launchPlan, helper remoteHelper, dir string, env map[string]string, redact []string) error {
+func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *records.Task, lp *launchPlan, helper remoteHelper, dir string, env map[string]string, redact []string) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
 		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
 	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)

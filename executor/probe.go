@@ -76,9 +76,9 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 		return r
 	}
 	r.Address = t.Addr()
-	pin := h.TargetPin(t)
+	pin := targetPin(h, t)
 	r.PinnedFingerprint = pin.Fingerprint
-	c, err := ssh.Dial(ctx, t, ssh.DialOptions{Pins: h.pins(), Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: name})
+	c, err := ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: name})
 	var de *ssh.Error
 	if errors.As(err, &de) {
 		r.fillKeys(de.Observed, t, pin)

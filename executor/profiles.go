@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -37,7 +38,7 @@ func (e *Executor) ApplyProfile(ctx context.Context, file string, data []byte) (
 	return e.applyRecord(ctx, KindProfile, p.Name, p, func(tx state.Tx) error {
 		var lookupErr error
 		known := func(h string) bool {
-			_, err := tx.Get(KindHost, h)
+			_, err := tx.Get(records.KindHost, h)
 			if err != nil && !errors.Is(err, state.ErrNotFound) {
 				lookupErr = err
 			}

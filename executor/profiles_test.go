@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -20,8 +21,8 @@ func newTestExecutor(t *testing.T) *Executor {
 	}
 	t.Cleanup(func() { st.Close() })
 	e := New(Config{Store: st})
-	data, _ := json.Marshal(Host{Name: "prod", Alias: "prod", WorkdirRoot: DefaultWorkdirRoot, Status: StatusAdmitted})
-	if _, err := st.Create(context.Background(), KindHost, "prod", data, state.Event{Type: "host.added"}); err != nil {
+	data, _ := json.Marshal(records.Host{Name: "prod", Alias: "prod", WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})
+	if _, err := st.Create(context.Background(), records.KindHost, "prod", data, state.Event{Type: "host.added"}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -77,14 +78,14 @@ func TestRemoveProfileRefusedWhileTasksUseIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.Store()
-	for name, task := range map[string]Task{
-		"t1": {Profile: "web", Phase: PhaseReady},
-		"t2": {Profile: "other", Phase: PhaseReady},
-		"t3": {Profile: "web", Phase: PhaseAbsent}, // archived: needs the profile no more
+	for name, task := range map[string]records.Task{
+		"t1": {Profile: "web", Phase: records.PhaseReady},
+		"t2": {Profile: "other", Phase: records.PhaseReady},
+		"t3": {Profile: "web", Phase: records.PhaseAbsent}, // archived: needs the profile no more
 	} {
 		task.ID = name
 		data, _ := json.Marshal(task)
-		if _, err := st.Create(ctx, KindTask, name, data, state.Event{Type: "task.created"}); err != nil {
+		if _, err := st.Create(ctx, records.KindTask, name, data, state.Event{Type: "task.created"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +113,7 @@ func TestRemoveAgentRefusedWhileTasksUseIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(map[string]any{"profile": "web", "agent": "claude"})
-	if _, err := e.Store().Create(ctx, KindTask, "t1", data, state.Event{Type: "task.created"}); err != nil {
+	if _, err := e.Store().Create(ctx, records.KindTask, "t1", data, state.Event{Type: "task.created"}); err != nil {
 		t.Fatal(err)
 	}
 	var inUse *InUseError

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -104,7 +105,7 @@ func withRemedy(err error) error {
 	var ce *state.CorruptRecordError
 	if errors.As(err, &ce) && ce.Remedy == "" {
 		switch ce.Kind {
-		case KindHost, KindProfile, KindAgent:
+		case records.KindHost, KindProfile, KindAgent:
 			ce.Remedy = fmt.Sprintf("kandev-exec %s rm --force %s", ce.Kind, ce.Name)
 		case KindSecret:
 			ce.Remedy = "kandev-exec secret rm " + ce.Name

@@ -6,6 +6,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/records"
+
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/state"
@@ -38,17 +40,17 @@ func sessionDirOf(taskDir, sessionID string) string {
 // returns the tasks as now recorded. Without remote it settles only what
 // the records prove (no controller start was attempted) and returns the
 // sessions that need the host to tell; with remote it asks the host.
-func (e *Executor) RecoverTasks(ctx context.Context, ts []*Task, remote bool) ([]*Task, []*Session, error) {
-	sessions, _, err := listRecords[Session](ctx, e.cfg.Store, KindSession)
+func (e *Executor) RecoverTasks(ctx context.Context, ts []*records.Task, remote bool) ([]*records.Task, []*records.Session, error) {
+	sessions, _, err := listRecords[records.Session](ctx, e.cfg.Store, records.KindSession)
 	if err != nil {
 		return ts, nil, err
 	}
-	byID := map[string]*Session{}
+	byID := map[string]*records.Session{}
 	for _, s := range sessions {
 		byID[s.ID] = s
 	}
-	var pending []*Session
-	out := make([]*Task, len(ts))
+	var pending []*records.Session
+	out := make([]*records.Task, len(ts))
 	for i, t := range ts {
 		out[i] = t
 		changed, p, err := e.recoverTask(ctx, t, byID, remote)
@@ -57,7 +59,7 @@ func (e *Executor) RecoverTasks(ctx context.Context, ts []*Task, remote bool) ([
 			return out, pending, err
 		}
 		if changed {
-			if t2, _, err := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); err == nil {
+			if t2, _, err := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); err == nil {
 				out[i] = t2
 			}
 		}
@@ -65,9 +67,9 @@ func (e *Executor) RecoverTasks(ctx context.Context, ts []*Task, remote bool) ([
 	return out, pending, nil
 }
 
-func (e *Executor) recoverTask(ctx context.Context, t *Task, byID map[string]*Session, remote bool) (changed bool, pending []*Session, err error) {
-	if t.Phase == PhaseAllocating && len(t.Sessions) == 0 && t.Error == "" && interrupted(t.Launcher, t.CreatedAt) {
-		_, err := e.updateTask(ctx, t.ID, "task.error", func(x *Task) error {
+func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[string]*records.Session, remote bool) (changed bool, pending []*records.Session, err error) {
+	if t.Phase == records.PhaseAllocating && len(t.Sessions) == 0 && t.Error == "" && interrupted(t.Launcher, t.CreatedAt) {
+		_, err := e.updateTask(ctx, t.ID, "task.error", func(x *records.Task) error {
 			if len(x.Sessions) > 0 || x.Error != "" {
 				return errSettled
 			}
@@ -78,7 +80,7 @@ func (e *Executor) recoverTask(ctx context.Context, t *Task, byID map[string]*Se
 	}
 	for _, id := range t.Sessions {
 		s := byID[id]
-		if s == nil || s.State != SessionStarting || !interrupted(s.Launcher, s.StartedAt) {
+		if s == nil || s.State != records.SessionStarting || !interrupted(s.Launcher, s.StartedAt) {
 			continue
 		}
 		switch {
@@ -97,7 +99,7 @@ func (e *Executor) recoverTask(ctx context.Context, t *Task, byID map[string]*Se
 	return changed, pending, nil
 }
 
-func launcherGone(s *Session) string {
+func launcherGone(s *records.Session) string {
 	switch {
 	case s.Launcher == nil:
 		return "no launcher recorded"
@@ -117,7 +119,7 @@ func ignoreSettled(err error) error {
 // settleOnHost looks in the session's would-be directory: no pid file
 // means no controller ever ran; a controller that answers with the saved
 // token is adopted; a pid that is alive but does not answer is left alone.
-func (e *Executor) settleOnHost(ctx context.Context, t *Task, s *Session) error {
+func (e *Executor) settleOnHost(ctx context.Context, t *records.Task, s *records.Session) error {
 	cannotTell := func(err error) error {
 		return fmt.Errorf("task %s on %s: session %s's launch was interrupted, and the host cannot tell what became of it: %w", t.ID, t.Host, s.ID, err)
 	}
@@ -175,11 +177,11 @@ func (e *Executor) settleOnHost(ctx context.Context, t *Task, s *Session) error 
 
 // adopt records a controller that proved itself with the saved token.
 func (e *Executor) adopt(ctx context.Context, id, dir string, port int, hl controller.Health) error {
-	_, err := e.updateSession(ctx, id, "session.adopted", func(x *Session) error {
-		if x.State != SessionStarting {
+	_, err := e.updateSession(ctx, id, "session.adopted", func(x *records.Session) error {
+		if x.State != records.SessionStarting {
 			return errSettled
 		}
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = SessionRunning, hl.PID, hl.StartTime, port, dir
+		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = records.SessionRunning, hl.PID, hl.StartTime, port, dir
 		return nil
 	})
 	return err
@@ -188,16 +190,16 @@ func (e *Executor) adopt(ctx context.Context, id, dir string, port int, hl contr
 // settleGone records a session whose controller ran and is gone: how the
 // agent ended if the controller wrote it down, else lost.
 func (e *Executor) settleGone(ctx context.Context, id, dir string, st controller.Status) error {
-	_, err := e.updateSession(ctx, id, "session.settled", func(x *Session) error {
-		if x.State != SessionStarting {
+	_, err := e.updateSession(ctx, id, "session.settled", func(x *records.Session) error {
+		if x.State != records.SessionStarting {
 			return errSettled
 		}
 		x.SessionDir, x.EndedAt = dir, st.EndedAt
 		switch st.State {
 		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode = st.State, st.ExitCode
+			x.State, x.ExitCode = records.SessionState(st.State), st.ExitCode
 		default:
-			x.State, x.Error = SessionLost, "launch interrupted; its controller is gone and recorded no end"
+			x.State, x.Error = records.SessionLost, "launch interrupted; its controller is gone and recorded no end"
 		}
 		if x.EndedAt == nil {
 			now := time.Now().UTC().Truncate(time.Second)

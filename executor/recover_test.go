@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -36,8 +37,8 @@ func interrupt(t *testing.T, e *Executor, id string, l *state.Holder, startAgo t
 		v := time.Now().UTC().Add(-startAgo)
 		at = &v
 	}
-	if _, err := e.updateSession(context.Background(), id, "test.interrupt", func(x *Session) error {
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir, x.ExitCode, x.EndedAt, x.Launcher = SessionStarting, 0, 0, 0, "", nil, nil, l
+	if _, err := e.updateSession(context.Background(), id, "test.interrupt", func(x *records.Session) error {
+		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir, x.ExitCode, x.EndedAt, x.Launcher = records.SessionStarting, 0, 0, 0, "", nil, nil, l
 		x.ControllerStartAt, x.Error = at, ""
 		return nil
 	}); err != nil {
@@ -45,14 +46,14 @@ func interrupt(t *testing.T, e *Executor, id string, l *state.Holder, startAgo t
 	}
 }
 
-func recoverOne(t *testing.T, e *Executor, taskID string, remote bool) (*Session, []*Session, error) {
+func recoverOne(t *testing.T, e *Executor, taskID string, remote bool) (*records.Session, []*records.Session, error) {
 	t.Helper()
 	ctx := context.Background()
 	task, _, err := e.GetTask(ctx, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, pending, rerr := e.RecoverTasks(ctx, []*Task{task}, remote)
+	_, pending, rerr := e.RecoverTasks(ctx, []*records.Task{task}, remote)
 	s, _, err := e.GetSession(ctx, task.Sessions[len(task.Sessions)-1])
 	if err != nil {
 		t.Fatal(err)
@@ -72,16 +73,16 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	want := *s
 
 	interrupt(t, f.exec, s.ID, launcher(), 0)
-	if got, pending, err := recoverOne(t, f.exec, task.ID, true); err != nil || got.State != SessionStarting || len(pending) != 0 {
+	if got, pending, err := recoverOne(t, f.exec, task.ID, true); err != nil || got.State != records.SessionStarting || len(pending) != 0 {
 		t.Fatalf("live launcher: %s, %v, %v", got.State, pending, err)
 	}
 
 	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
-	if got, pending, err := recoverOne(t, f.exec, task.ID, false); err != nil || got.State != SessionStarting || len(pending) != 1 {
+	if got, pending, err := recoverOne(t, f.exec, task.ID, false); err != nil || got.State != records.SessionStarting || len(pending) != 1 {
 		t.Fatalf("local only: %s, %v, %v", got.State, pending, err)
 	}
 	got, _, err := recoverOne(t, f.exec, task.ID, true)
-	if err != nil || got.State != SessionRunning || got.PID != want.PID || got.StartTime != want.StartTime ||
+	if err != nil || got.State != records.SessionRunning || got.PID != want.PID || got.StartTime != want.StartTime ||
 		got.RemotePort != want.RemotePort || got.SessionDir != want.SessionDir {
 		t.Fatalf("adopt: %+v, %v\nwant %+v", got, err, want)
 	}
@@ -101,7 +102,7 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	waitGone(t, s.PID)
 	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
 	got, _, err = recoverOne(t, f.exec, task.ID, true)
-	if err != nil || got.State != SessionExited || got.ExitCode == nil || *got.ExitCode != 7 || got.SessionDir != s.SessionDir {
+	if err != nil || got.State != records.SessionExited || got.ExitCode == nil || *got.ExitCode != 7 || got.SessionDir != s.SessionDir {
 		t.Fatalf("gone after exit: %+v, %v", got, err)
 	}
 
@@ -111,18 +112,18 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
-	if got, _, err = recoverOne(t, f.exec, task.ID, true); err == nil || !strings.Contains(err.Error(), "may still finish") || got.State != SessionStarting {
+	if got, _, err = recoverOne(t, f.exec, task.ID, true); err == nil || !strings.Contains(err.Error(), "may still finish") || got.State != records.SessionStarting {
 		t.Fatalf("start just asked for: %s, %v", got.State, err)
 	}
 	interrupt(t, f.exec, s.ID, deadLauncher(t), 2*controllerStartBound)
 	got, _, err = recoverOne(t, f.exec, task.ID, true)
-	if err != nil || got.State != SessionFailed || !strings.Contains(got.Error, "before its controller started") {
+	if err != nil || got.State != records.SessionFailed || !strings.Contains(got.Error, "before its controller started") {
 		t.Fatalf("never started: %+v, %v", got, err)
 	}
 	// Never asked for a controller: settled from the records alone.
 	interrupt(t, f.exec, s.ID, deadLauncher(t), -1)
 	got, pending, err := recoverOne(t, f.exec, task.ID, false)
-	if err != nil || got.State != SessionFailed || len(pending) != 0 || !strings.Contains(got.Error, "before any controller start") {
+	if err != nil || got.State != records.SessionFailed || len(pending) != 0 || !strings.Contains(got.Error, "before any controller start") {
 		t.Fatalf("no controller start: %+v, %v, %v", got, pending, err)
 	}
 
@@ -130,7 +131,7 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	f.srv.Stop()
 	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
 	got, _, err = recoverOne(t, f.exec, task.ID, true)
-	if err == nil || !strings.Contains(err.Error(), "cannot tell") || got.State != SessionStarting {
+	if err == nil || !strings.Contains(err.Error(), "cannot tell") || got.State != records.SessionStarting {
 		t.Fatalf("unreachable: %s, %v", got.State, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -30,13 +31,13 @@ func (e *ActiveSessionError) Error() string {
 // Resume starts a new session in the task's preserved directory, once
 // every earlier session is proven finished. If the host cannot tell (SSH
 // fails), nothing is started.
-func (e *Executor) Resume(ctx context.Context, prefix string, command []string, progress func(string)) (*Task, *Session, error) {
+func (e *Executor) Resume(ctx context.Context, prefix string, command []string, progress func(string)) (*records.Task, *records.Session, error) {
 	t, _, err := e.GetTask(ctx, prefix)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch t.Phase {
-	case PhaseAllocating, PhasePreparing, PhaseReady:
+	case records.PhaseAllocating, records.PhasePreparing, records.PhaseReady:
 	default:
 		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
 	}
@@ -47,7 +48,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	}
 	defer unlock()
 	// What an interrupted launch left is settled first (recover.go).
-	ts, _, err := e.RecoverTasks(ctx, []*Task{t}, true)
+	ts, _, err := e.RecoverTasks(ctx, []*records.Task{t}, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +73,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 		}
 	}
 	s, err := e.startSession(ctx, t, lp, progress)
-	if t2, _, gerr := getRecord[Task](ctx, e.cfg.Store, KindTask, t.ID); gerr == nil {
+	if t2, _, gerr := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}
 	return t, s, err
@@ -105,19 +106,19 @@ func (e *Executor) lockResume(taskID string) (unlock func(), err error) {
 }
 
 // ensureFinished proves an earlier session is no longer running.
-func (e *Executor) ensureFinished(ctx context.Context, t *Task, id string) error {
-	s, _, err := getRecord[Session](ctx, e.cfg.Store, KindSession, id)
+func (e *Executor) ensureFinished(ctx context.Context, t *records.Task, id string) error {
+	s, _, err := getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return err
 	}
 	// A lost session's agent may have outlived its controller: ask again.
-	if isFinal(s.State) && (s.State != SessionLost || s.SessionDir == "") {
+	if isFinal(s.State) && (s.State != records.SessionLost || s.SessionDir == "") {
 		return nil
 	}
 	cannotTell := func(err error) error {
 		return fmt.Errorf("task %s: cannot tell whether session %s still runs, so no new session was started: %w", t.ID, id, err)
 	}
-	if s.State == SessionStarting {
+	if s.State == records.SessionStarting {
 		// Interrupted launches were settled above: this one is under way.
 		return &ActiveSessionError{TaskID: t.ID, SessionID: id, Starting: true}
 	}

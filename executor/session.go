@@ -13,6 +13,7 @@ import (
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -42,12 +43,12 @@ func (e *LaunchError) Error() string {
 func (e *LaunchError) Unwrap() error { return e.Err }
 
 // dialHost connects to a stored host, enforcing every pin.
-func (e *Executor) dialHost(ctx context.Context, h *Host) (*ssh.Client, error) {
+func (e *Executor) dialHost(ctx context.Context, h *records.Host) (*ssh.Client, error) {
 	t, err := e.resolveHost(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	return ssh.Dial(ctx, t, ssh.DialOptions{Pins: h.pins(), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
+	return ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
 }
 
 // remoteInfo is what one round trip learns before anything is written.
@@ -105,13 +106,13 @@ func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteI
 // startSession runs one session of t: connect, helper, task directory,
 // prepare script, controller. Every step's outcome lands in the records;
 // a session that may have a controller is never marked failed.
-func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, progress func(string)) (*Session, error) {
+func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launchPlan, progress func(string)) (*records.Session, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	s := &Session{ID: newID("s"), TaskID: t.ID, Host: t.Host, State: SessionStarting, Command: lp.command,
+	s := &records.Session{ID: newID("s"), TaskID: t.ID, Host: t.Host, State: records.SessionStarting, Command: lp.command,
 		OperationID: t.OperationID, StartedAt: time.Now().UTC().Truncate(time.Second), Launcher: launcher()}
-	if err := e.createRecord(ctx, KindSession, s.ID, "session.starting", s); err != nil {
+	if err := e.createRecord(ctx, records.KindSession, s.ID, "session.starting", s); err != nil {
 		return nil, err
 	}
 	step := StepConnecting
@@ -124,12 +125,12 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		}
 		return &LaunchError{TaskID: t.ID, Host: t.Host, SessionID: s.ID, Step: step, Err: err}
 	}
-	fail := func(err error) (*Session, error) {
+	fail := func(err error) (*records.Session, error) {
 		e.markFailed(context.WithoutCancel(ctx), t.ID, s.ID, err.Error())
-		s.State, s.Error = SessionFailed, err.Error()
+		s.State, s.Error = records.SessionFailed, err.Error()
 		return s, launchErr(err)
 	}
-	if _, err := e.updateTask(ctx, t.ID, "task.session", func(x *Task) error {
+	if _, err := e.updateTask(ctx, t.ID, "task.session", func(x *records.Task) error {
 		x.Sessions = append(x.Sessions, s.ID)
 		return nil
 	}); err != nil {
@@ -182,8 +183,8 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 			return fail(err)
 		}
 	}
-	if _, err := e.updateTask(ctx, t.ID, "task.ready", func(x *Task) error {
-		x.Phase, x.Error = PhaseReady, ""
+	if _, err := e.updateTask(ctx, t.ID, "task.ready", func(x *records.Task) error {
+		x.Phase, x.Error = records.PhaseReady, ""
 		return nil
 	}); err != nil {
 		return fail(err)
@@ -199,7 +200,7 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token, Require: programOf(lp.command),
 		Redact: redactions(defs, env)}
 	// From here a controller may exist: recovery must ask the host.
-	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *Session) error {
+	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *records.Session) error {
 		now := time.Now().UTC()
 		x.ControllerStartAt = &now
 		return nil
@@ -215,8 +216,8 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		// the host (see recover.go).
 		return s, launchErr(fmt.Errorf("%w (a controller may have started; the host will tell)", err))
 	}
-	running, err := e.updateSession(ctx, s.ID, "session.running", func(x *Session) error {
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
+	running, err := e.updateSession(ctx, s.ID, "session.running", func(x *records.Session) error {
+		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = records.SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
 		return nil
 	})
 	if err != nil {
@@ -252,16 +253,16 @@ func launcher() *state.Holder {
 // its task; a session settled meanwhile by another process is left alone.
 func (e *Executor) markFailed(ctx context.Context, taskID, sessionID, msg string) {
 	now := time.Now().UTC().Truncate(time.Second)
-	if _, err := e.updateSession(ctx, sessionID, "session.failed", func(x *Session) error {
-		if x.State != SessionStarting {
+	if _, err := e.updateSession(ctx, sessionID, "session.failed", func(x *records.Session) error {
+		if x.State != records.SessionStarting {
 			return errSettled
 		}
-		x.State, x.Error, x.EndedAt = SessionFailed, msg, &now
+		x.State, x.Error, x.EndedAt = records.SessionFailed, msg, &now
 		return nil
 	}); err != nil {
 		return
 	}
-	e.updateTask(ctx, taskID, "task.error", func(x *Task) error {
+	e.updateTask(ctx, taskID, "task.error", func(x *records.Task) error {
 		x.Error = msg
 		return nil
 	})
@@ -279,7 +280,7 @@ func shellOf(p *profiles.Profile) string {
 
 // controllerClient reaches a session's controller through a direct-tcpip
 // channel on c: nothing listens beyond the host's loopback.
-func (e *Executor) controllerClient(c *ssh.Client, s *Session, token string) *controller.Client {
+func (e *Executor) controllerClient(c *ssh.Client, s *records.Session, token string) *controller.Client {
 	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
 		return c.DialContext(ctx, "tcp", addr)
 	}

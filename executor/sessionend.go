@@ -7,14 +7,16 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/records"
+
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // isFinal: states the host can no longer change.
-func isFinal(state string) bool {
+func isFinal(state records.SessionState) bool {
 	switch state {
-	case SessionExited, SessionStopped, SessionLost, SessionFailed:
+	case records.SessionExited, records.SessionStopped, records.SessionLost, records.SessionFailed:
 		return true
 	}
 	return false
@@ -25,30 +27,30 @@ const lostNoEnd = "the controller is gone and recorded no end; the agent may hav
 // recordFinal stores what the controller (or its status file) said. An
 // empty state means the host keeps no record of the session's end: it is
 // lost (lostWhy says more), unless it was already known to have ended.
-func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*Session, error) {
-	apply := func(x *Session) {
+func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*records.Session, error) {
+	apply := func(x *records.Session) {
 		x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
 		switch st.State {
 		case controller.StateRunning, controller.StateStarting:
-			x.State = SessionRunning
+			x.State = records.SessionRunning
 			return
 		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode, x.Signal = st.State, st.ExitCode, st.Signal
+			x.State, x.ExitCode, x.Signal = records.SessionState(st.State), st.ExitCode, st.Signal
 			if st.EndedAt != nil {
 				x.EndedAt = st.EndedAt
 			}
 		default:
-			if isFinal(x.State) && x.State != SessionLost {
+			if isFinal(x.State) && x.State != records.SessionLost {
 				return
 			}
-			x.State, x.Error = SessionLost, lostWhy
+			x.State, x.Error = records.SessionLost, lostWhy
 		}
 		if x.EndedAt == nil {
 			now := time.Now().UTC().Truncate(time.Second)
 			x.EndedAt = &now
 		}
 	}
-	cur, _, err := getRecord[Session](ctx, e.cfg.Store, KindSession, id)
+	cur, _, err := getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +59,7 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 	if reflect.DeepEqual(&next, cur) {
 		return cur, nil
 	}
-	return e.updateSession(ctx, id, "session."+next.State, func(x *Session) error {
+	return e.updateSession(ctx, id, "session."+string(next.State), func(x *records.Session) error {
 		apply(x)
 		return nil
 	})
@@ -67,7 +69,7 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 // controller gone. A controller that died without writing a final state
 // leaves the session lost; if its agent's process group lives on, its id
 // comes back as orphan: the agent runs unsupervised.
-func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *Session, orphan int, err error) {
+func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Session, orphan int, err error) {
 	out, _, err := a.c.Run(ctx, "cat -- "+ssh.ShellQuote(a.s.SessionDir+"/status.json")+" 2>/dev/null || true", nil)
 	if err != nil {
 		return nil, 0, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -18,8 +19,8 @@ import (
 // attach runs a keepalive watchdog, so no session operation can hang on a
 // dead link.
 type attach struct {
-	s      *Session
-	t      *Task
+	s      *records.Session
+	t      *records.Task
 	c      *ssh.Client
 	wd     *ssh.Watchdog
 	ctrl   *controller.Client // nil when this state dir holds no token
@@ -34,10 +35,10 @@ func (a *attach) Close() {
 
 // NotStartedError: the session has no controller to ask, so there is
 // nothing to follow or stop.
-type NotStartedError struct{ S *Session }
+type NotStartedError struct{ S *records.Session }
 
 func (e *NotStartedError) Error() string {
-	if e.S.State == SessionStarting {
+	if e.S.State == records.SessionStarting {
 		return fmt.Sprintf("session %s is still starting (its launch has not recorded a controller yet); `kandev-exec session show %s` in a moment", e.S.ID, e.S.ID)
 	}
 	return fmt.Sprintf("session %s never started its agent: %s; see `kandev-exec task show %s`", e.S.ID, e.S.Error, e.S.TaskID)
@@ -46,24 +47,24 @@ func (e *NotStartedError) Error() string {
 // startedSession reads a session whose controller was started. One
 // still starting whose launch was interrupted is settled first (asking
 // the host); one whose launch is under way belongs to it until it ends.
-func (e *Executor) startedSession(ctx context.Context, prefix string) (*Session, error) {
+func (e *Executor) startedSession(ctx context.Context, prefix string) (*records.Session, error) {
 	s, _, err := e.GetSession(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if s.State == SessionStarting {
-		t, _, err := getRecord[Task](ctx, e.cfg.Store, KindTask, s.TaskID)
+	if s.State == records.SessionStarting {
+		t, _, err := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
 		if err != nil {
 			return nil, err
 		}
-		if _, _, err := e.RecoverTasks(ctx, []*Task{t}, true); err != nil {
+		if _, _, err := e.RecoverTasks(ctx, []*records.Task{t}, true); err != nil {
 			return s, err
 		}
-		if s, _, err = getRecord[Session](ctx, e.cfg.Store, KindSession, s.ID); err != nil {
+		if s, _, err = getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, s.ID); err != nil {
 			return nil, err
 		}
 	}
-	if s.SessionDir == "" || s.State == SessionStarting {
+	if s.SessionDir == "" || s.State == records.SessionStarting {
 		return s, &NotStartedError{S: s}
 	}
 	return s, nil
@@ -71,8 +72,8 @@ func (e *Executor) startedSession(ctx context.Context, prefix string) (*Session,
 
 // attachSession dials the session's host (refused hosts may still be
 // inspected: quarantine blocks launches, never recovery).
-func (e *Executor) attachSession(ctx context.Context, s *Session) (*attach, error) {
-	t, _, err := getRecord[Task](ctx, e.cfg.Store, KindTask, s.TaskID)
+func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*attach, error) {
+	t, _, err := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func (e *Executor) helperOnHost(ctx context.Context, a *attach) (remoteHelper, e
 }
 
 // RefreshSession asks the host how the session is doing and records it.
-func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*Session, error) {
+func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*records.Session, error) {
 	s, err := e.startedSession(ctx, prefix)
 	if err != nil {
 		var ns *NotStartedError
@@ -208,7 +209,7 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*Session,
 // StreamLogs copies the session's log to w; with follow it keeps
 // streaming until the agent exits. It returns the session as recorded
 // afterwards (still running when not following).
-func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w io.Writer) (*Session, error) {
+func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w io.Writer) (*records.Session, error) {
 	s, err := e.startedSession(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -223,7 +224,7 @@ func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w
 		fmt.Sprintf("`kandev-exec session logs -f %s` again once the host answers", a.s.ID))
 }
 
-func (e *Executor) streamLogs(ctx context.Context, a *attach, follow bool, w io.Writer) (*Session, error) {
+func (e *Executor) streamLogs(ctx context.Context, a *attach, follow bool, w io.Writer) (*records.Session, error) {
 	var offset int64
 	st, err := e.liveness(ctx, a)
 	if err == nil {
@@ -255,7 +256,7 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, follow bool, w io.
 
 // StopSession stops the agent gracefully (then kills its process group);
 // the task directory stays, so the task can be resumed.
-func (e *Executor) StopSession(ctx context.Context, prefix string) (*Session, error) {
+func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Session, error) {
 	s, err := e.startedSession(ctx, prefix)
 	if err != nil {
 		var ns *NotStartedError

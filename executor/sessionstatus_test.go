@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // Regression (issue 7 item 7): output the host could not write to the
@@ -43,7 +44,7 @@ func TestSessionRecordsLostLogBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := f.exec.RefreshSession(ctx, s.ID)
-	if err != nil || got.State != SessionExited || got.LogLostBytes != 4096 {
+	if err != nil || got.State != records.SessionExited || got.LogLostBytes != 4096 {
 		t.Fatalf("session %+v, %v; want exited with 4096 log bytes lost", got, err)
 	}
 }
@@ -80,7 +81,7 @@ func TestRefreshBusyControllerSaysSo(t *testing.T) {
 	if !errors.Is(err, controller.ErrBusy) || !strings.Contains(err.Error(), "refuses new connections") {
 		t.Fatalf("refresh of a busy controller: %v", err)
 	}
-	if got, _, err = f.exec.GetSession(ctx, s.ID); err != nil || got.State != SessionRunning {
+	if got, _, err = f.exec.GetSession(ctx, s.ID); err != nil || got.State != records.SessionRunning {
 		t.Fatalf("session after the refusal: %+v, %v; want still running", got, err)
 	}
 }

@@ -8,90 +8,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
+
+	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/state"
 )
-
-// Store kinds of the launch side.
-const (
-	KindTask    state.Kind = "task"
-	KindSession state.Kind = "session"
-)
-
-// Task phases (DESIGN.md, lifecycle).
-const (
-	PhaseAllocating     = "allocating"
-	PhasePreparing      = "preparing"
-	PhaseReady          = "ready"
-	PhaseDraining       = "draining"
-	PhaseDestroying     = "destroying"
-	PhaseCleanupPending = "cleanup_pending"
-	PhaseAbsent         = "absent"
-)
-
-// Session states.
-const (
-	SessionStarting = "starting"
-	SessionRunning  = "running"
-	SessionExited   = "exited"
-	SessionStopped  = "stopped"
-	SessionLost     = "lost"
-	SessionFailed   = "failed" // never started: the launch failed before the controller ran
-)
-
-// Task is one task environment: a directory on a host and its sessions.
-type Task struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Profile     string    `json:"profile"`
-	Agent       string    `json:"agent"`
-	Host        string    `json:"host"`
-	Root        string    `json:"workdir_root"`
-	DirName     string    `json:"task_dir_name"`
-	TaskDir     string    `json:"task_dir"` // absolute on the host, known once prepared
-	Repo        string    `json:"repo"`
-	Branch      string    `json:"branch"`
-	BaseBranch  string    `json:"base_branch"`
-	Command     string    `json:"command"`    // what resume runs by default
-	LaunchEnv   []string  `json:"launch_env"` // --env K=V literals, replayed on resume
-	Phase       string    `json:"phase"`
-	OperationID string    `json:"operation_id"`
-	Error       string    `json:"error"`
-	CreatedAt   time.Time `json:"created_at"`
-	Sessions    []string  `json:"sessions"`
-	// Launcher is the process that created the task: an interrupted
-	// launch is told from a running one by it.
-	Launcher *state.Holder `json:"launcher,omitempty"`
-}
-
-// Session is one controller run in a task directory.
-type Session struct {
-	ID          string     `json:"id"`
-	TaskID      string     `json:"task_id"`
-	Host        string     `json:"host"`
-	State       string     `json:"state"`
-	ExitCode    *int       `json:"exit_code"`
-	Signal      string     `json:"signal,omitempty"` // what ended the agent when no exit code did
-	PID         int        `json:"pid"`
-	StartTime   uint64     `json:"pid_start_time"`
-	RemotePort  int        `json:"remote_port"`
-	SessionDir  string     `json:"session_dir"`
-	Command     string     `json:"command"`
-	OperationID string     `json:"operation_id"`
-	Error       string     `json:"error"`
-	StartedAt   time.Time  `json:"started_at"`
-	EndedAt     *time.Time `json:"ended_at"`
-	// LogLostBytes is output the host could not write to the session's
-	// log (a full disk), as its controller last reported.
-	LogLostBytes int64 `json:"log_lost_bytes,omitempty"`
-	// Launcher is the process starting the session; a session still
-	// starting after it died was interrupted.
-	Launcher *state.Holder `json:"launcher,omitempty"`
-	// ControllerStartAt is when the launch asked the host to start the
-	// controller: without it, none can be running.
-	ControllerStartAt *time.Time `json:"controller_start_at,omitempty"`
-}
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
@@ -146,30 +67,30 @@ func (e *Executor) resolveID(ctx context.Context, kind state.Kind, prefix string
 }
 
 // GetTask resolves an ID prefix and reads the task.
-func (e *Executor) GetTask(ctx context.Context, idPrefix string) (*Task, state.Record, error) {
-	id, err := e.resolveID(ctx, KindTask, idPrefix)
+func (e *Executor) GetTask(ctx context.Context, idPrefix string) (*records.Task, state.Record, error) {
+	id, err := e.resolveID(ctx, records.KindTask, idPrefix)
 	if err != nil {
 		return nil, state.Record{}, err
 	}
-	return getRecord[Task](ctx, e.cfg.Store, KindTask, id)
+	return getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, id)
 }
 
 // GetSession resolves an ID prefix and reads the session.
-func (e *Executor) GetSession(ctx context.Context, idPrefix string) (*Session, state.Record, error) {
-	id, err := e.resolveID(ctx, KindSession, idPrefix)
+func (e *Executor) GetSession(ctx context.Context, idPrefix string) (*records.Session, state.Record, error) {
+	id, err := e.resolveID(ctx, records.KindSession, idPrefix)
 	if err != nil {
 		return nil, state.Record{}, err
 	}
-	return getRecord[Session](ctx, e.cfg.Store, KindSession, id)
+	return getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 }
 
 // ListTasks returns tasks, newest first, optionally on one host.
-func (e *Executor) ListTasks(ctx context.Context, host string) ([]*Task, error) {
-	ts, _, err := listRecords[Task](ctx, e.cfg.Store, KindTask)
+func (e *Executor) ListTasks(ctx context.Context, host string) ([]*records.Task, error) {
+	ts, _, err := listRecords[records.Task](ctx, e.cfg.Store, records.KindTask)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Task, 0, len(ts))
+	out := make([]*records.Task, 0, len(ts))
 	for _, t := range ts {
 		if host == "" || t.Host == host {
 			out = append(out, t)
@@ -180,7 +101,7 @@ func (e *Executor) ListTasks(ctx context.Context, host string) ([]*Task, error) 
 }
 
 // ListSessions returns sessions, newest first, optionally of one task.
-func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*Session, error) {
+func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*records.Session, error) {
 	taskID := ""
 	if taskPrefix != "" {
 		t, _, err := e.GetTask(ctx, taskPrefix)
@@ -189,11 +110,11 @@ func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*Sess
 		}
 		taskID = t.ID
 	}
-	ss, _, err := listRecords[Session](ctx, e.cfg.Store, KindSession)
+	ss, _, err := listRecords[records.Session](ctx, e.cfg.Store, records.KindSession)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Session, 0, len(ss))
+	out := make([]*records.Session, 0, len(ss))
 	for _, s := range ss {
 		if taskID == "" || s.TaskID == taskID {
 			out = append(out, s)
@@ -205,8 +126,8 @@ func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*Sess
 
 // TaskIDs and SessionIDs serve shell completion from local state.
 func (e *Executor) TaskIDs(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, KindTask)
+	return e.recordNames(ctx, records.KindTask)
 }
 func (e *Executor) SessionIDs(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, KindSession)
+	return e.recordNames(ctx, records.KindSession)
 }

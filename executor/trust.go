@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -107,7 +108,7 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if err != nil {
 		return TrustResult{}, err
 	}
-	pins := h.pins()
+	pins := hostPins(h)
 	if o.Replace {
 		pins = ssh.Pins{}
 	}
@@ -121,8 +122,8 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	}
 
 	res := TrustResult{Name: o.Name}
-	old := h.pins()
-	var newPins []HopPin
+	old := hostPins(h)
+	var newPins []records.HopPin
 	for _, obs := range observed {
 		ch := TrustChange{Hop: obs.Hop, Address: obs.Addr, New: obs.Pin, Action: "pinned"}
 		if p, ok := old[obs.Addr]; ok {
@@ -133,7 +134,7 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 			}
 		}
 		res.Changes = append(res.Changes, ch)
-		newPins = append(newPins, HopPin{Hop: obs.Hop, Address: obs.Addr, Pin: obs.Pin})
+		newPins = append(newPins, records.HopPin{Hop: obs.Hop, Address: obs.Addr, KeyType: obs.Pin.KeyType, Fingerprint: obs.Pin.Fingerprint})
 		if obs.Addr == t.Addr() {
 			res.Fingerprint, res.KeyType = obs.Fingerprint, obs.KeyType
 		}
@@ -151,15 +152,15 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if err != nil {
 		return TrustResult{}, err
 	}
-	if curRec.Revision != rec.Revision || !cur.sameSpec(h) || !cur.CreatedAt.Equal(h.CreatedAt) || !slices.Equal(cur.Pins, h.Pins) {
+	if curRec.Revision != rec.Revision || !cur.SameSpec(h) || !cur.CreatedAt.Equal(h.CreatedAt) || !slices.Equal(cur.Pins, h.Pins) {
 		return TrustResult{}, fmt.Errorf("%w; run `kandev-exec host trust %s` again",
-			&state.ConflictError{Kind: KindHost, Name: o.Name, Expected: rec.Revision, Actual: curRec.Revision}, o.Name)
+			&state.ConflictError{Kind: records.KindHost, Name: o.Name, Expected: rec.Revision, Actual: curRec.Revision}, o.Name)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	cur.Pins, cur.TrustedAt = newPins, &now
 	data, _ := json.Marshal(cur)
 	detail, _ := json.Marshal(res.Changes)
-	_, err = e.cfg.Store.Update(ctx, KindHost, o.Name, curRec.Revision, data, state.Event{Type: "host.trusted", Detail: detail})
+	_, err = e.cfg.Store.Update(ctx, records.KindHost, o.Name, curRec.Revision, data, state.Event{Type: "host.trusted", Detail: detail})
 	return res, err
 }
 

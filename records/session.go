@@ -69,8 +69,9 @@ type Session struct {
 	// ControllerStartAt is when the launch asked the host to start the
 	// controller: without it, none can be running.
 	ControllerStartAt *time.Time `json:"controller_start_at,omitempty"`
-	// LostBytes counts agent output the controller could not write.
-	LostBytes int64 `json:"lost_bytes,omitempty"`
+	// LogLostBytes is output the host could not write to the session's
+	// log (a full disk), as its controller last reported.
+	LogLostBytes int64 `json:"log_lost_bytes,omitempty"`
 	// Receipt is the drain receipt of the last teardown, when one was given.
 	Receipt *Receipt `json:"receipt,omitempty"`
 }

@@ -82,7 +82,7 @@ var typedErrors = []struct {
 	{&executor.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.UsageError{Msg: "x"}, 2, "usage"},
 	{&executor.NotFoundError{What: "host", Name: "h", ListCmd: "host ls"}, 1, "error"},
-	{&executor.NotStartedError{S: &executor.Session{ID: "s"}}, 1, "error"},
+	{&executor.NotStartedError{S: &records.Session{ID: "s"}}, 1, "error"},
 	{&executor.PrepareScriptError{ExitCode: 3}, 1, "error"},
 	{&executor.UnsupportedPlatformError{Platform: "plan9/386"}, 1, "error"},
 	{&executor.LaunchError{Err: errors.New("x")}, 1, "error"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // Options are the inputs of the per-session verbs.
@@ -64,7 +65,7 @@ func showRun(ctx context.Context, o *Options) error {
 	return printSession(o, s)
 }
 
-func printSession(o *Options, s *executor.Session) error {
+func printSession(o *Options, s *records.Session) error {
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, s)
 	}
@@ -79,16 +80,16 @@ func printSession(o *Options, s *executor.Session) error {
 }
 
 // outcome says in one line how a session stands, with the next command.
-func outcome(s *executor.Session) string {
+func outcome(s *records.Session) string {
 	switch s.State {
-	case executor.SessionExited:
+	case records.SessionExited:
 		if s.ExitCode == nil {
 			return fmt.Sprintf("Session %s ended by a signal", s.ID)
 		}
 		return fmt.Sprintf("Session %s exited with code %d", s.ID, *s.ExitCode)
-	case executor.SessionStopped:
+	case records.SessionStopped:
 		return fmt.Sprintf("Session %s stopped; the task directory stays: kandev-exec task resume %s", s.ID, s.TaskID)
-	case executor.SessionLost, executor.SessionFailed:
+	case records.SessionLost, records.SessionFailed:
 		return fmt.Sprintf("Session %s %s: %s; kandev-exec task resume %s starts a new one", s.ID, s.State, cmdutil.SafeText(s.Error), s.TaskID)
 	}
 	return fmt.Sprintf("Session %s is %s: kandev-exec session logs -f %s", s.ID, s.State, s.ID)

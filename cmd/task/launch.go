@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // LaunchOptions are `task launch`'s inputs.
@@ -80,7 +81,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 }
 
 // afterStart reports a started session, and follows it when asked.
-func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *executor.Task, s *executor.Session, follow, asJSON bool) error {
+func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *records.Task, s *records.Session, follow, asJSON bool) error {
 	if !follow {
 		if asJSON {
 			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t), "session": s})
@@ -111,7 +112,7 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 // agentOutcome turns how the agent ended into this command's exit: its
 // own code, 128+N for a signal (as shells report it), and an error when
 // the session was lost and nobody knows.
-func agentOutcome(s *executor.Session) error {
+func agentOutcome(s *records.Session) error {
 	switch {
 	case s.ExitCode != nil && *s.ExitCode != 0:
 		return &cmdutil.ExitCodeError{Code: *s.ExitCode, JSON: "error"}
@@ -121,13 +122,13 @@ func agentOutcome(s *executor.Session) error {
 			code = 1
 		}
 		return &cmdutil.ExitCodeError{Code: code, JSON: "error", Msg: fmt.Sprintf("the agent of session %s was killed by %s", s.ID, s.Signal)}
-	case s.State == executor.SessionLost:
+	case s.State == records.SessionLost:
 		return cmdutil.WithHint(fmt.Errorf("session %s was lost: %s", s.ID, s.Error), fmt.Sprintf("`kandev-exec session show %s`; the task directory stays: `kandev-exec task resume %s`", s.ID, s.TaskID))
 	}
 	return nil
 }
 
-func launchFailed(err error, t *executor.Task) error {
+func launchFailed(err error, t *records.Task) error {
 	if t == nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // ShowOptions are `task show`'s inputs.
@@ -47,7 +48,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	}
 	// An interrupted launch is settled here, asking the host if needed; the
 	// task is shown either way.
-	ts, _, err := ex.RecoverTasks(ctx, []*executor.Task{t}, true)
+	ts, _, err := ex.RecoverTasks(ctx, []*records.Task{t}, true)
 	if err != nil {
 		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", cmdutil.SafeText(err.Error()))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // NewCmdTask is the `task` noun.
@@ -35,9 +36,9 @@ type View struct {
 	Error     string    `json:"error"`
 }
 
-func viewOf(t *executor.Task) View {
+func viewOf(t *records.Task) View {
 	v := View{ID: t.ID, Name: t.Name, Profile: t.Profile, Agent: t.Agent, Host: t.Host, TaskDir: t.TaskDir,
-		Branch: t.Branch, Phase: t.Phase, CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
+		Branch: t.Branch, Phase: string(t.Phase), CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
 	if v.Sessions == nil {
 		v.Sessions = []string{}
 	}
