@@ -5,11 +5,9 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
-
-// KindAgent is the store kind of agent presets.
-const KindAgent state.Kind = "agent"
 
 // AgentView is a stored agent preset with its revision.
 type AgentView struct {
@@ -26,12 +24,12 @@ func (e *Executor) ApplyAgent(ctx context.Context, file string, data []byte) (Ap
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	return e.applyRecord(ctx, KindAgent, a.Name, a, nil)
+	return e.applyRecord(ctx, records.KindAgent, a.Name, a, nil)
 }
 
 // ListAgents returns every agent preset, sorted by name ([] when none).
 func (e *Executor) ListAgents(ctx context.Context) ([]AgentView, error) {
-	as, recs, err := listRecords[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent)
+	as, recs, err := records.List[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent)
 	if err != nil {
 		return nil, err
 	}
@@ -44,12 +42,12 @@ func (e *Executor) ListAgents(ctx context.Context) ([]AgentView, error) {
 
 // AgentNames lists agent preset names from local state (shell completion).
 func (e *Executor) AgentNames(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, KindAgent)
+	return records.Names(ctx, e.cfg.Store, records.KindAgent)
 }
 
 // ShowAgent returns one agent preset.
 func (e *Executor) ShowAgent(ctx context.Context, name string) (AgentView, error) {
-	a, rec, err := getRecord[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name)
+	a, rec, err := records.Get[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent, name)
 	if err != nil {
 		return AgentView{}, err
 	}
@@ -59,7 +57,7 @@ func (e *Executor) ShowAgent(ctx context.Context, name string) (AgentView, error
 // RemoveAgent forgets an agent preset; refused while tasks use it unless
 // force (tasks name their preset in an "agent" field).
 func (e *Executor) RemoveAgent(ctx context.Context, name string, force bool) error {
-	return removeUnused[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name, force, func(tx state.Tx) ([]string, error) {
+	return removeUnused[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent, name, force, func(tx state.Tx) ([]string, error) {
 		return tasksUsing(tx, "agent", name)
 	})
 }

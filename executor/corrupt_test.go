@@ -29,12 +29,12 @@ func TestUnreadableRecordsNameTheirFile(t *testing.T) {
 			show: func(e *Executor) error { _, err := e.ShowHost(ctx, "bad"); return err },
 			rm:   func(e *Executor, force bool) error { return e.RemoveHost(ctx, "bad", force) },
 		},
-		KindProfile: {
+		records.KindProfile: {
 			ls:   func(e *Executor) error { _, err := e.ListProfiles(ctx); return err },
 			show: func(e *Executor) error { _, err := e.ShowProfile(ctx, "bad"); return err },
 			rm:   func(e *Executor, force bool) error { return e.RemoveProfile(ctx, "bad", force) },
 		},
-		KindAgent: {
+		records.KindAgent: {
 			ls:   func(e *Executor) error { _, err := e.ListAgents(ctx); return err },
 			show: func(e *Executor) error { _, err := e.ShowAgent(ctx, "bad"); return err },
 			rm:   func(e *Executor, force bool) error { return e.RemoveAgent(ctx, "bad", force) },
@@ -100,7 +100,7 @@ func TestUnreadableSecretRecordRemovedByRm(t *testing.T) {
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
-	path := e.Store().Locate(KindSecret, "tok")
+	path := e.Store().Locate(records.KindSecret, "tok")
 	if err := os.WriteFile(path, []byte("{truncated"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 				_, err := e.ApplyProfile(ctx, name+".yaml", []byte("name: "+name+"\nhost: h\n"))
 				return err
 			})
-		hostLeft, profileMade := exists(t, st, records.KindHost, "h"), exists(t, st, KindProfile, name)
+		hostLeft, profileMade := exists(t, st, records.KindHost, "h"), exists(t, st, records.KindProfile, name)
 		if !hostLeft && profileMade {
 			t.Fatalf("round %d: profile %s names host h, which was removed (rm: %v, apply: %v)", round, name, errRm, errApply)
 		}
@@ -78,7 +78,7 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 // naming a removed record.
 func TestRemoveRacingTaskCreate(t *testing.T) {
 	ctx := context.Background()
-	for _, kind := range []state.Kind{records.KindHost, KindProfile, KindAgent} {
+	for _, kind := range []state.Kind{records.KindHost, records.KindProfile, records.KindAgent} {
 		t.Run(string(kind), func(t *testing.T) {
 			e := newTestExecutor(t)
 			st := e.Store()
@@ -95,23 +95,23 @@ func TestRemoveRacingTaskCreate(t *testing.T) {
 					_, err := st.Create(ctx, records.KindHost, "prod", data, state.Event{Type: "host.added"})
 					return err
 				},
-				KindProfile: func() error { _, err := e.ApplyProfile(ctx, "web.yaml", []byte(profile)); return err },
-				KindAgent: func() error {
+				records.KindProfile: func() error { _, err := e.ApplyProfile(ctx, "web.yaml", []byte(profile)); return err },
+				records.KindAgent: func() error {
 					_, err := e.ApplyAgent(ctx, "a.yaml", []byte("name: claude\ncommand: [claude]\n"))
 					return err
 				},
 			}
-			for _, k := range []state.Kind{KindProfile, KindAgent} {
+			for _, k := range []state.Kind{records.KindProfile, records.KindAgent} {
 				if err := remake[k](); err != nil {
 					t.Fatal(err)
 				}
 			}
 			remove := map[state.Kind]func() error{
-				records.KindHost: func() error { return e.RemoveHost(ctx, "prod", false) },
-				KindProfile:      func() error { return e.RemoveProfile(ctx, "web", false) },
-				KindAgent:        func() error { return e.RemoveAgent(ctx, "claude", false) },
+				records.KindHost:    func() error { return e.RemoveHost(ctx, "prod", false) },
+				records.KindProfile: func() error { return e.RemoveProfile(ctx, "web", false) },
+				records.KindAgent:   func() error { return e.RemoveAgent(ctx, "claude", false) },
 			}[kind]
-			name := map[state.Kind]string{records.KindHost: "prod", KindProfile: "web", KindAgent: "claude"}[kind]
+			name := map[state.Kind]string{records.KindHost: "prod", records.KindProfile: "web", records.KindAgent: "claude"}[kind]
 			for round := range raceRounds {
 				if !exists(t, st, kind, name) {
 					if err := remake[kind](); err != nil {
@@ -127,7 +127,7 @@ func TestRemoveRacingTaskCreate(t *testing.T) {
 					t.Fatalf("round %d: task %s names %s %s, which was removed (rm: %v, create: %v)", round, task.ID, kind, name, errRm, errCreate)
 				}
 				var inUse *InUseError
-				var nf *NotFoundError
+				var nf *records.NotFoundError
 				if errRm != nil && !errors.As(errRm, &inUse) || errCreate != nil && !errors.As(errCreate, &nf) ||
 					(errRm == nil) == (errCreate == nil) {
 					t.Fatalf("round %d: rm: %v, create: %v; want exactly one refused", round, errRm, errCreate)

@@ -80,18 +80,8 @@ func ValidateWorkdirRoot(r string) error {
 	return fmt.Errorf("invalid workdir root %q: use ~, ~/... or an absolute path", r)
 }
 
-// NotFoundError names a missing host (or task, ...) and the command that
-// lists what exists.
-type NotFoundError struct {
-	What, Name, ListCmd string
-}
-
-func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("%s %q not found (see `kandev-exec %s`)", e.What, e.Name, e.ListCmd)
-}
-
 func (e *Executor) getHost(ctx context.Context, name string) (*records.Host, state.Record, error) {
-	return getRecord[records.Host](ctx, e.cfg.Store, records.KindHost, name)
+	return records.Get[records.Host](ctx, e.cfg.Store, records.KindHost, name)
 }
 
 func (e *Executor) resolveHost(ctx context.Context, h *records.Host) (*ssh.Target, error) {

@@ -73,7 +73,7 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 		return HostView{}, fmt.Errorf("%w with other settings; run `kandev-exec host rm %s` first to replace it",
 			&state.ConflictError{Kind: records.KindHost, Name: o.Name, Actual: rec.Revision}, o.Name)
 	}
-	var nf *NotFoundError
+	var nf *records.NotFoundError
 	if !errors.As(err, &nf) {
 		return HostView{}, err
 	}
@@ -86,7 +86,7 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 
 // ListHosts returns every host, sorted by name ([] when none).
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
-	hs, recs, err := listRecords[records.Host](ctx, e.cfg.Store, records.KindHost)
+	hs, recs, err := records.List[records.Host](ctx, e.cfg.Store, records.KindHost)
 	if err != nil {
 		return nil, err
 	}

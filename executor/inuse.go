@@ -54,16 +54,16 @@ func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
 
 // profilesUsing lists the profiles naming host.
 func profilesUsing(st state.Store, tx state.Tx, host string) ([]string, error) {
-	recs, err := tx.List(KindProfile)
+	recs, err := tx.List(records.KindProfile)
 	if err != nil {
-		return nil, withRemedy(err)
-	}
-	ps, err := decodeRecords[profiles.Profile](st, recs)
-	if err != nil {
-		return nil, err
+		return nil, records.WithRemedy(err)
 	}
 	var users []string
-	for _, p := range ps {
+	for _, rec := range recs {
+		p, err := records.Decode[profiles.Profile](st, rec)
+		if err != nil {
+			return nil, err
+		}
 		if p.Host == host {
 			users = append(users, "profile "+p.Name)
 		}
@@ -76,19 +76,19 @@ func profilesUsing(st state.Store, tx state.Tx, host string) ([]string, error) {
 // check, and is needed to remove a record that cannot be read: a file
 // that is not a record is discarded, data that is not a T deleted.
 func removeUnused[T any](ctx context.Context, st state.Store, kind state.Kind, name string, force bool, users func(state.Tx) ([]string, error)) error {
-	if err := checkName(kind, name); err != nil {
+	if err := records.CheckName(kind, name); err != nil {
 		return err
 	}
 	err := st.Txn(ctx, func(tx state.Tx) error {
 		rec, err := tx.Get(kind, name)
 		if errors.Is(err, state.ErrNotFound) {
-			return &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
+			return &records.NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
 		}
 		if err != nil {
-			return withRemedy(err)
+			return records.WithRemedy(err)
 		}
 		if !force {
-			if _, err := decodeRecord[T](st, rec); err != nil {
+			if _, err := records.Decode[T](st, rec); err != nil {
 				return err
 			}
 			names, err := users(tx)
@@ -119,9 +119,9 @@ type recordRef struct {
 func referencesOf(v any) []recordRef {
 	switch r := v.(type) {
 	case *records.Task:
-		refs := []recordRef{{records.KindHost, r.Host}, {KindProfile, r.Profile}}
+		refs := []recordRef{{records.KindHost, r.Host}, {records.KindProfile, r.Profile}}
 		if r.Agent != "" {
-			refs = append(refs, recordRef{KindAgent, r.Agent})
+			refs = append(refs, recordRef{records.KindAgent, r.Agent})
 		}
 		return refs
 	case *records.Session:
@@ -130,13 +130,13 @@ func referencesOf(v any) []recordRef {
 	return nil
 }
 
-// checkReferences fails with *NotFoundError when a record v points at is
+// checkReferences fails with *records.NotFoundError when a record v points at is
 // gone (removed by a concurrent command since v was planned).
 func checkReferences(tx state.Tx, v any) error {
 	for _, ref := range referencesOf(v) {
 		_, err := tx.Get(ref.kind, ref.name)
 		if errors.Is(err, state.ErrNotFound) {
-			return &NotFoundError{What: string(ref.kind), Name: ref.name, ListCmd: string(ref.kind) + " ls"}
+			return &records.NotFoundError{What: string(ref.kind), Name: ref.name, ListCmd: string(ref.kind) + " ls"}
 		}
 		if err != nil {
 			return err

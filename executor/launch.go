@@ -74,7 +74,7 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 	if lp.launch, err = profiles.ParseLaunchEnv(o.Env); err != nil {
 		return nil, err
 	}
-	if lp.profile, _, err = getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, o.Profile); err != nil {
+	if lp.profile, _, err = records.Get[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, o.Profile); err != nil {
 		return nil, err
 	}
 	if o.Agent != "" {
@@ -204,18 +204,18 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 		return nil, nil, err
 	}
 	s, err := e.startSession(ctx, t, lp, o.Progress)
-	if t2, _, gerr := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
+	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}
 	return t, s, err
 }
 
 func (e *Executor) agentPreset(ctx context.Context, name string) (*profiles.AgentPreset, error) {
-	a, _, err := getRecord[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, name)
+	a, _, err := records.Get[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent, name)
 	return a, err
 }
 
 func (e *Executor) profileOf(ctx context.Context, t *records.Task) (*profiles.Profile, error) {
-	p, _, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, t.Profile)
+	p, _, err := records.Get[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, t.Profile)
 	return p, err
 }

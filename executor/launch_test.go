@@ -188,11 +188,11 @@ func TestTwelveParallelLaunches(t *testing.T) {
 func checkStore(t *testing.T, st state.Store, n int) {
 	t.Helper()
 	ctx := context.Background()
-	ts, _, err := listRecords[records.Task](ctx, st, records.KindTask)
+	ts, _, err := records.List[records.Task](ctx, st, records.KindTask)
 	if err != nil || len(ts) != n {
 		t.Fatalf("tasks: %d, %v", len(ts), err)
 	}
-	ss, _, err := listRecords[records.Session](ctx, st, records.KindSession)
+	ss, _, err := records.List[records.Session](ctx, st, records.KindSession)
 	if err != nil || len(ss) != n {
 		t.Fatalf("sessions: %d, %v", len(ss), err)
 	}

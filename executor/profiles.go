@@ -10,9 +10,6 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// KindProfile is the store kind of executor profiles.
-const KindProfile state.Kind = "profile"
-
 // ProfileView is a stored profile as `profile show --json` prints it: the
 // document's fields, then revision and updated_at.
 type ProfileView struct {
@@ -35,7 +32,7 @@ func (e *Executor) ApplyProfile(ctx context.Context, file string, data []byte) (
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	return e.applyRecord(ctx, KindProfile, p.Name, p, func(tx state.Tx) error {
+	return e.applyRecord(ctx, records.KindProfile, p.Name, p, func(tx state.Tx) error {
 		var lookupErr error
 		known := func(h string) bool {
 			_, err := tx.Get(records.KindHost, h)
@@ -54,7 +51,7 @@ func (e *Executor) ApplyProfile(ctx context.Context, file string, data []byte) (
 
 // ListProfiles returns every profile, sorted by name ([] when none).
 func (e *Executor) ListProfiles(ctx context.Context) ([]ProfileView, error) {
-	ps, recs, err := listRecords[profiles.Profile](ctx, e.cfg.Store, KindProfile)
+	ps, recs, err := records.List[profiles.Profile](ctx, e.cfg.Store, records.KindProfile)
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +64,12 @@ func (e *Executor) ListProfiles(ctx context.Context) ([]ProfileView, error) {
 
 // ProfileNames lists profile names from local state (shell completion).
 func (e *Executor) ProfileNames(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, KindProfile)
+	return records.Names(ctx, e.cfg.Store, records.KindProfile)
 }
 
 // ShowProfile returns one profile.
 func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, error) {
-	p, rec, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, name)
+	p, rec, err := records.Get[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, name)
 	if err != nil {
 		return ProfileView{}, err
 	}
@@ -82,7 +79,7 @@ func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, e
 // RemoveProfile forgets a profile. While tasks use it the answer is an
 // *InUseError, unless force.
 func (e *Executor) RemoveProfile(ctx context.Context, name string, force bool) error {
-	return removeUnused[profiles.Profile](ctx, e.cfg.Store, KindProfile, name, force, func(tx state.Tx) ([]string, error) {
+	return removeUnused[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, name, force, func(tx state.Tx) ([]string, error) {
 		return tasksUsing(tx, "profile", name)
 	})
 }
@@ -103,13 +100,13 @@ func (e *Executor) ProfileEnv(ctx context.Context, o EnvOptions) ([]profiles.Exp
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := getRecord[profiles.Profile](ctx, e.cfg.Store, KindProfile, o.Profile)
+	p, _, err := records.Get[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, o.Profile)
 	if err != nil {
 		return nil, err
 	}
 	var agent *profiles.AgentPreset
 	if o.Agent != "" {
-		if agent, _, err = getRecord[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent, o.Agent); err != nil {
+		if agent, _, err = records.Get[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent, o.Agent); err != nil {
 			return nil, err
 		}
 	}

@@ -100,7 +100,7 @@ func TestRemoveProfileRefusedWhileTasksUseIt(t *testing.T) {
 	if err := e.RemoveProfile(ctx, "web", true); err != nil {
 		t.Fatal(err)
 	}
-	var nf *NotFoundError
+	var nf *records.NotFoundError
 	if _, err := e.ShowProfile(ctx, "web"); !errors.As(err, &nf) {
 		t.Fatalf("after --force: %v", err)
 	}

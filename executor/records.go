@@ -38,115 +38,11 @@ type ApplyResult struct {
 	EnvChanged []string `json:"env_changed"`
 }
 
-// UsageError is bad input caught here rather than by flag parsing: a
-// name no record can have, an unusable secret value (exit code 2).
+// UsageError is bad input caught here rather than by flag parsing: an
+// unusable secret value, a bad port (exit code 2).
 type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
-
-func checkName(kind state.Kind, name string) error {
-	if profiles.ValidName(name) {
-		return nil
-	}
-	return &UsageError{Msg: fmt.Sprintf("invalid %s name %q: want [A-Za-z0-9][A-Za-z0-9._-]*, at most 128 bytes", kind, name)}
-}
-
-// getRecord reads one record of kind into a T.
-func getRecord[T any](ctx context.Context, st state.Store, kind state.Kind, name string) (*T, state.Record, error) {
-	if err := checkName(kind, name); err != nil {
-		return nil, state.Record{}, err
-	}
-	rec, err := st.Get(ctx, kind, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, rec, &NotFoundError{What: string(kind), Name: name, ListCmd: string(kind) + " ls"}
-	}
-	if err != nil {
-		return nil, rec, withRemedy(err)
-	}
-	v, err := decodeRecord[T](st, rec)
-	return v, rec, err
-}
-
-// decodeRecord reads a record's data into a T. Data that does not decode
-// into one, or that names another record than the one stored (its "id",
-// else its "name"), is a *state.CorruptRecordError naming where it is
-// kept: shown as a blank or foreign row it would go unnoticed.
-func decodeRecord[T any](st state.Store, rec state.Record) (*T, error) {
-	corrupt := func(reason string) error {
-		return withRemedy(&state.CorruptRecordError{Kind: rec.Kind, Name: rec.Name, Where: st.Locate(rec.Kind, rec.Name), Reason: reason})
-	}
-	var key struct {
-		ID   *string `json:"id"`
-		Name *string `json:"name"`
-	}
-	if err := json.Unmarshal(rec.Data, &key); err != nil {
-		return nil, corrupt("its data does not decode: " + err.Error())
-	}
-	v := new(T)
-	if err := json.Unmarshal(rec.Data, v); err != nil {
-		return nil, corrupt("its data does not decode: " + err.Error())
-	}
-	named := key.ID
-	if named == nil {
-		named = key.Name
-	}
-	switch {
-	case named == nil:
-		return nil, corrupt("its data names no " + string(rec.Kind))
-	case *named != rec.Name:
-		return nil, corrupt(fmt.Sprintf("its data names %s %q", rec.Kind, *named))
-	}
-	return v, nil
-}
-
-// withRemedy adds to an unreadable record's error the command that
-// removes it, for the kinds that have one.
-func withRemedy(err error) error {
-	var ce *state.CorruptRecordError
-	if errors.As(err, &ce) && ce.Remedy == "" {
-		switch ce.Kind {
-		case records.KindHost, KindProfile, KindAgent:
-			ce.Remedy = fmt.Sprintf("kandev-exec %s rm --force %s", ce.Kind, ce.Name)
-		case KindSecret:
-			ce.Remedy = "kandev-exec secret rm " + ce.Name
-		}
-	}
-	return err
-}
-
-// listRecords reads every record of kind.
-func listRecords[T any](ctx context.Context, st state.Store, kind state.Kind) ([]*T, []state.Record, error) {
-	recs, err := st.List(ctx, kind)
-	if err != nil {
-		return nil, nil, withRemedy(err)
-	}
-	out, err := decodeRecords[T](st, recs)
-	return out, recs, err
-}
-
-func decodeRecords[T any](st state.Store, recs []state.Record) ([]*T, error) {
-	out := make([]*T, 0, len(recs))
-	for _, rec := range recs {
-		v, err := decodeRecord[T](st, rec)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func (e *Executor) recordNames(ctx context.Context, kind state.Kind) ([]string, error) {
-	recs, err := e.cfg.Store.List(ctx, kind)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(recs))
-	for _, r := range recs {
-		names = append(names, r.Name)
-	}
-	return names, nil
-}
 
 // applyRecord creates the record, or updates it if any field differs,
 // in one transaction with check (nil: none), so what check verified
@@ -166,7 +62,7 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 			}
 		}
 		old, err := tx.Get(kind, name)
-		err = withRemedy(err)
+		err = records.WithRemedy(err)
 		if errors.Is(err, state.ErrNotFound) {
 			rec, err := tx.Create(kind, name, data, state.Event{Type: string(kind) + ".created"})
 			res.Action, res.Revision = ActionCreated, rec.Revision
@@ -176,7 +72,7 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 			return err
 		}
 		if err := diffRecord(old.Data, data, &res); err != nil {
-			return withRemedy(&state.CorruptRecordError{Kind: kind, Name: name, Where: e.cfg.Store.Locate(kind, name),
+			return records.WithRemedy(&state.CorruptRecordError{Kind: kind, Name: name, Where: e.cfg.Store.Locate(kind, name),
 				Reason: "its data does not decode: " + err.Error()})
 		}
 		if len(res.Changed) == 0 {

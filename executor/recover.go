@@ -41,7 +41,7 @@ func sessionDirOf(taskDir, sessionID string) string {
 // the records prove (no controller start was attempted) and returns the
 // sessions that need the host to tell; with remote it asks the host.
 func (e *Executor) RecoverTasks(ctx context.Context, ts []*records.Task, remote bool) ([]*records.Task, []*records.Session, error) {
-	sessions, _, err := listRecords[records.Session](ctx, e.cfg.Store, records.KindSession)
+	sessions, _, err := records.List[records.Session](ctx, e.cfg.Store, records.KindSession)
 	if err != nil {
 		return ts, nil, err
 	}
@@ -59,7 +59,7 @@ func (e *Executor) RecoverTasks(ctx context.Context, ts []*records.Task, remote 
 			return out, pending, err
 		}
 		if changed {
-			if t2, _, err := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); err == nil {
+			if t2, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); err == nil {
 				out[i] = t2
 			}
 		}

@@ -73,7 +73,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 		}
 	}
 	s, err := e.startSession(ctx, t, lp, progress)
-	if t2, _, gerr := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
+	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}
 	return t, s, err
@@ -107,7 +107,7 @@ func (e *Executor) lockResume(taskID string) (unlock func(), err error) {
 
 // ensureFinished proves an earlier session is no longer running.
 func (e *Executor) ensureFinished(ctx context.Context, t *records.Task, id string) error {
-	s, _, err := getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, id)
+	s, _, err := records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,9 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
-
-// KindSecret is the store kind of secret metadata: names and times, never
-// the value or anything derived from it.
-const KindSecret state.Kind = "secret"
 
 // Secret is what `secret ls` shows.
 type Secret struct {
@@ -32,8 +29,8 @@ type secretRecord struct {
 
 // secretRecord reads a secret's record; nil when there is none.
 func (e *Executor) secretRecord(ctx context.Context, name string) (*secretRecord, error) {
-	r, _, err := getRecord[secretRecord](ctx, e.cfg.Store, KindSecret, name)
-	var nf *NotFoundError
+	r, _, err := records.Get[secretRecord](ctx, e.cfg.Store, records.KindSecret, name)
+	var nf *records.NotFoundError
 	if errors.As(err, &nf) {
 		return nil, nil
 	}
@@ -46,7 +43,7 @@ func (e *Executor) secretRecord(ctx context.Context, name string) (*secretRecord
 // transaction: after an error the value in force is the old one, and two
 // concurrent sets both land, journaled in order, the later one winning.
 func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Secret, bool, error) {
-	if err := checkName(KindSecret, name); err != nil {
+	if err := records.CheckName(records.KindSecret, name); err != nil {
 		return Secret{}, false, err
 	}
 	switch {
@@ -74,23 +71,23 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 	ev := state.Event{Type: "secret.set"}
 	ev.Detail, _ = json.Marshal(map[string]string{"version": v.vid})
 	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
-		rec, err := tx.Get(KindSecret, name)
+		rec, err := tx.Get(records.KindSecret, name)
 		if errors.Is(err, state.ErrNotFound) {
 			out, created = secretRecord{Secret: Secret{Name: name, CreatedAt: now, UpdatedAt: now}, Version: v.vid}, true
 			data, _ := json.Marshal(out)
-			_, err = tx.Create(KindSecret, name, data, ev)
+			_, err = tx.Create(records.KindSecret, name, data, ev)
 			return err
 		}
 		if err != nil {
-			return withRemedy(err)
+			return records.WithRemedy(err)
 		}
-		old, err := decodeRecord[secretRecord](e.cfg.Store, rec)
+		old, err := records.Decode[secretRecord](e.cfg.Store, rec)
 		if err != nil {
 			return err
 		}
 		out, created = secretRecord{Secret: Secret{Name: name, CreatedAt: old.CreatedAt, UpdatedAt: now}, Version: v.vid}, false
 		data, _ := json.Marshal(out)
-		_, err = tx.Update(KindSecret, name, rec.Revision, data, ev)
+		_, err = tx.Update(records.KindSecret, name, rec.Revision, data, ev)
 		return err
 	})
 	if err != nil {
@@ -106,7 +103,7 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 
 // ListSecrets returns the metadata of every secret ([] when none).
 func (e *Executor) ListSecrets(ctx context.Context) ([]Secret, error) {
-	ss, _, err := listRecords[secretRecord](ctx, e.cfg.Store, KindSecret)
+	ss, _, err := records.List[secretRecord](ctx, e.cfg.Store, records.KindSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +116,7 @@ func (e *Executor) ListSecrets(ctx context.Context) ([]Secret, error) {
 
 // SecretNames lists secret names from local state (shell completion).
 func (e *Executor) SecretNames(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, KindSecret)
+	return records.Names(ctx, e.cfg.Store, records.KindSecret)
 }
 
 // RemoveSecret deletes a secret's record, then its value files (the
@@ -128,7 +125,7 @@ func (e *Executor) SecretNames(ctx context.Context) ([]string, error) {
 // profiles and agent presets that still reference the secret: they will
 // fail at launch until it is set again.
 func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, error) {
-	if err := checkName(KindSecret, name); err != nil {
+	if err := records.CheckName(records.KindSecret, name); err != nil {
 		return nil, err
 	}
 	users, err := e.secretUsers(ctx, name)
@@ -137,7 +134,7 @@ func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, err
 	}
 	found := true
 	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
-		rec, err := tx.Get(KindSecret, name)
+		rec, err := tx.Get(records.KindSecret, name)
 		if errors.Is(err, state.ErrNotFound) {
 			found = false
 			return nil
@@ -145,11 +142,11 @@ func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, err
 		if err != nil {
 			return err
 		}
-		return tx.Delete(KindSecret, name, rec.Revision, state.Event{Type: "secret.removed"})
+		return tx.Delete(records.KindSecret, name, rec.Revision, state.Event{Type: "secret.removed"})
 	})
 	var corrupt *state.CorruptRecordError
 	if errors.As(err, &corrupt) {
-		err = e.cfg.Store.Discard(ctx, KindSecret, name, state.Event{Type: "secret.discarded"})
+		err = e.cfg.Store.Discard(ctx, records.KindSecret, name, state.Event{Type: "secret.discarded"})
 	}
 	if err != nil {
 		return nil, err
@@ -161,7 +158,7 @@ func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, err
 	case err != nil:
 		return nil, err
 	case !found && len(removed) == 0:
-		return nil, &NotFoundError{What: "secret", Name: name, ListCmd: "secret ls"}
+		return nil, &records.NotFoundError{What: "secret", Name: name, ListCmd: "secret ls"}
 	}
 	return users, nil
 }
@@ -177,7 +174,7 @@ func (e *Executor) secretUsers(ctx context.Context, name string) ([]string, erro
 		}
 		return false
 	}
-	ps, _, err := listRecords[profiles.Profile](ctx, e.cfg.Store, KindProfile)
+	ps, _, err := records.List[profiles.Profile](ctx, e.cfg.Store, records.KindProfile)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +187,7 @@ func (e *Executor) secretUsers(ctx context.Context, name string) ([]string, erro
 			users = append(users, "profile "+p.Name)
 		}
 	}
-	as, _, err := listRecords[profiles.AgentPreset](ctx, e.cfg.Store, KindAgent)
+	as, _, err := records.List[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -181,7 +182,7 @@ func TestRemoveSecretNamesItsUsers(t *testing.T) {
 	if files := valueFiles(t, e, "tok"); len(files) != 0 {
 		t.Fatalf("files left behind: %v", files)
 	}
-	var nf *NotFoundError
+	var nf *records.NotFoundError
 	if _, err := e.RemoveSecret(ctx, "tok"); !errors.As(err, &nf) {
 		t.Fatalf("second rm: %v", err)
 	}

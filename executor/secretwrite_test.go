@@ -16,6 +16,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -138,7 +139,7 @@ func TestConcurrentFirstSecretSets(t *testing.T) {
 	}
 	var sets []state.Entry
 	for _, en := range es {
-		if en.Kind == KindSecret && en.Type == "secret.set" {
+		if en.Kind == records.KindSecret && en.Type == "secret.set" {
 			sets = append(sets, en)
 		}
 	}
@@ -245,7 +246,7 @@ func TestSecretStrayFilesRemovedAndReported(t *testing.T) {
 	if got := valueFiles(t, e, "tok"); len(got) != 0 {
 		t.Fatalf("after the writer died: %v", got)
 	}
-	var nf *NotFoundError
+	var nf *records.NotFoundError
 	if _, err := e.RemoveSecret(ctx, "tok"); !errors.As(err, &nf) {
 		t.Fatalf("rm of nothing: %v", err)
 	}
@@ -262,7 +263,7 @@ func TestLegacySecretFilesMigrate(t *testing.T) {
 	created := time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC)
 	for _, name := range []string{"tok", "gone"} {
 		data, _ := json.Marshal(map[string]any{"name": name, "created_at": created, "updated_at": created})
-		if _, err := e.Store().Create(ctx, KindSecret, name, data, state.Event{Type: "secret.set"}); err != nil {
+		if _, err := e.Store().Create(ctx, records.KindSecret, name, data, state.Event{Type: "secret.set"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("legacy-"+name), 0o600); err != nil {

@@ -50,7 +50,7 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 			x.EndedAt = &now
 		}
 	}
-	cur, _, err := getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, id)
+	cur, _, err := records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return nil, err
 	}

@@ -53,14 +53,14 @@ func (e *Executor) startedSession(ctx context.Context, prefix string) (*records.
 		return nil, err
 	}
 	if s.State == records.SessionStarting {
-		t, _, err := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
+		t, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
 		if err != nil {
 			return nil, err
 		}
 		if _, _, err := e.RecoverTasks(ctx, []*records.Task{t}, true); err != nil {
 			return s, err
 		}
-		if s, _, err = getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, s.ID); err != nil {
+		if s, _, err = records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, s.ID); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +73,7 @@ func (e *Executor) startedSession(ctx context.Context, prefix string) (*records.
 // attachSession dials the session's host (refused hosts may still be
 // inspected: quarantine blocks launches, never recovery).
 func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*attach, error) {
-	t, _, err := getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
+	t, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/kdlbs/kandev-exec/records"
 
@@ -26,67 +23,27 @@ func newID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b)[:12]
 }
 
-// AmbiguousError: an ID prefix matches several records (exit 2).
-type AmbiguousError struct {
-	What, Prefix string
-	Matches      []string
-}
-
-func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("%s ID prefix %q is ambiguous: %s", e.What, e.Prefix, strings.Join(e.Matches, ", "))
-}
-
-// resolveID finds the one record of kind whose name starts with prefix.
-func (e *Executor) resolveID(ctx context.Context, kind state.Kind, prefix string) (string, error) {
-	if err := checkName(kind, prefix); err != nil {
-		return "", err
-	}
-	if _, err := e.cfg.Store.Get(ctx, kind, prefix); err == nil {
-		return prefix, nil
-	} else if !errors.Is(err, state.ErrNotFound) {
-		return "", err
-	}
-	names, err := e.recordNames(ctx, kind)
-	if err != nil {
-		return "", err
-	}
-	var hits []string
-	for _, n := range names {
-		if prefix != "" && strings.HasPrefix(n, prefix) {
-			hits = append(hits, n)
-		}
-	}
-	sort.Strings(hits)
-	switch len(hits) {
-	case 0:
-		return "", &NotFoundError{What: string(kind), Name: prefix, ListCmd: string(kind) + " ls"}
-	case 1:
-		return hits[0], nil
-	}
-	return "", &AmbiguousError{What: string(kind), Prefix: prefix, Matches: hits}
-}
-
 // GetTask resolves an ID prefix and reads the task.
 func (e *Executor) GetTask(ctx context.Context, idPrefix string) (*records.Task, state.Record, error) {
-	id, err := e.resolveID(ctx, records.KindTask, idPrefix)
+	id, err := records.ResolveID(ctx, e.cfg.Store, records.KindTask, idPrefix)
 	if err != nil {
 		return nil, state.Record{}, err
 	}
-	return getRecord[records.Task](ctx, e.cfg.Store, records.KindTask, id)
+	return records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, id)
 }
 
 // GetSession resolves an ID prefix and reads the session.
 func (e *Executor) GetSession(ctx context.Context, idPrefix string) (*records.Session, state.Record, error) {
-	id, err := e.resolveID(ctx, records.KindSession, idPrefix)
+	id, err := records.ResolveID(ctx, e.cfg.Store, records.KindSession, idPrefix)
 	if err != nil {
 		return nil, state.Record{}, err
 	}
-	return getRecord[records.Session](ctx, e.cfg.Store, records.KindSession, id)
+	return records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 }
 
 // ListTasks returns tasks, newest first, optionally on one host.
 func (e *Executor) ListTasks(ctx context.Context, host string) ([]*records.Task, error) {
-	ts, _, err := listRecords[records.Task](ctx, e.cfg.Store, records.KindTask)
+	ts, _, err := records.List[records.Task](ctx, e.cfg.Store, records.KindTask)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +67,7 @@ func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*reco
 		}
 		taskID = t.ID
 	}
-	ss, _, err := listRecords[records.Session](ctx, e.cfg.Store, records.KindSession)
+	ss, _, err := records.List[records.Session](ctx, e.cfg.Store, records.KindSession)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +83,8 @@ func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*reco
 
 // TaskIDs and SessionIDs serve shell completion from local state.
 func (e *Executor) TaskIDs(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, records.KindTask)
+	return records.Names(ctx, e.cfg.Store, records.KindTask)
 }
 func (e *Executor) SessionIDs(ctx context.Context) ([]string, error) {
-	return e.recordNames(ctx, records.KindSession)
+	return records.Names(ctx, e.cfg.Store, records.KindSession)
 }
