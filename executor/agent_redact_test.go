@@ -15,7 +15,7 @@ func TestAgentOutputRedactsSecretValues(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
 	const value = "agent-s3cr3t-value-42"
-	if _, _, err := f.exec.SetSecret(ctx, "tok", []byte(value)); err != nil {
+	if _, _, err := f.exec.Vault().SetSecret(ctx, "tok", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
 	bare, _ := gitRepo(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // Check is one doctor line.
@@ -124,7 +125,7 @@ func checkStateDir(ctx context.Context, in DoctorInput) Check {
 // by an interrupted `secret set`, they may hold plaintext.
 func checkSecretFiles(ctx context.Context, in DoctorInput) Check {
 	c := Check{Name: "secret files", Status: "ok", Detail: "no stray value files"}
-	if _, err := os.Lstat(filepath.Join(in.StateDir, secretsDirName)); os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(in.StateDir, vault.SecretsDirName)); os.IsNotExist(err) {
 		return c
 	}
 	st, err := state.Open(in.StateDir, state.Options{LockTimeout: in.LockTimeout})
@@ -133,7 +134,7 @@ func checkSecretFiles(ctx context.Context, in DoctorInput) Check {
 		return c
 	}
 	defer st.Close()
-	dir, strays, err := New(Config{Store: st}).StraySecretFiles(ctx)
+	dir, strays, err := vault.New(in.StateDir, st).StraySecretFiles(ctx)
 	switch {
 	case err != nil:
 		c.Status, c.Detail = "fail", err.Error()

@@ -6,15 +6,19 @@ package executor
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // Config is what an Executor is built from.
 type Config struct {
 	Store          state.Store
+	StateDir       string        // the local state directory: the vault and local locks live there
 	SSHConfig      string        // --ssh-config; "" = OpenSSH defaults
 	SSHBinary      string        // "" = ssh from PATH; "-" = built-in parser
 	ConnectTimeout time.Duration // per hop; 0 = ssh.DefaultTimeout / ConnectTimeout
@@ -27,11 +31,23 @@ type Config struct {
 
 // Executor runs host, profile and task operations.
 type Executor struct {
-	cfg Config
+	cfg   Config
+	vault *vault.Vault
 }
 
 // New returns an Executor over cfg.
-func New(cfg Config) *Executor { return &Executor{cfg: cfg} }
+func New(cfg Config) *Executor { return &Executor{cfg: cfg, vault: vault.New(cfg.StateDir, cfg.Store)} }
+
+// Vault is the operator's secrets and session tokens.
+func (e *Executor) Vault() *vault.Vault { return e.vault }
+
+// locksDir is <state dir>/locks (0700), for locks that only matter on
+// this machine.
+func (e *Executor) locksDir() (string, error) {
+	dir := filepath.Join(e.cfg.StateDir, "locks")
+	_, err := fsx.EnsureDir(dir, 0o700)
+	return dir, err
+}
 
 // Store exposes the store to callers that only read (watch, completion).
 func (e *Executor) Store() state.Store { return e.cfg.Store }

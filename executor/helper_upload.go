@@ -15,12 +15,12 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode"
 
 	"github.com/pkg/sftp"
 
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -349,40 +349,25 @@ func replaceRename(sc *sftp.Client, tmp, final string) error {
 	return sc.Rename(tmp, final)
 }
 
-// lockHelper takes <store>/locks/helper-<addr>-<sha>.lock. flock dies with
-// its holder, so a crashed launch never leaves a host locked; waiting
-// polls so ctx can end it.
+// helperUploadWait bounds the wait for another upload of the same helper
+// to the same host: longer than any upload over a slow link should take.
+const helperUploadWait = 10 * time.Minute
+
+// lockHelper takes <state>/locks/helper-<addr>-<sha>.lock, the one lock
+// of internal/fsx: it dies with its holder, so a crashed launch never
+// leaves a host locked; the wait is bounded and cancellable, and names
+// who holds it.
 func (e *Executor) lockHelper(ctx context.Context, addr, sha string) (unlock func(), err error) {
-	dir := filepath.Join(e.cfg.Store.Dir(), "locks")
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	if fi, err := os.Lstat(dir); err != nil {
-		return nil, err
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	name := "helper-" + sanitizeName(addr) + "-" + sha + ".lock"
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	dir, err := e.locksDir()
 	if err != nil {
 		return nil, err
 	}
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for another upload of the helper to %s: %w", addr, ctx.Err())
-		case <-time.After(wait):
-		}
+	name := "helper-" + sanitizeName(addr) + "-" + sha + ".lock"
+	l, err := fsx.Acquire(ctx, filepath.Join(dir, name), fsx.LockOptions{What: "helper upload to", Path: addr, Wait: helperUploadWait})
+	if err != nil {
+		return nil, err
 	}
+	return l.Release, nil
 }
 
 // sanitizeName keeps a host address usable as part of a file name.

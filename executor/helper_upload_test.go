@@ -45,12 +45,13 @@ func newUploadFixture(t *testing.T) *uploadFixture {
 		t.Fatal(err)
 	}
 	t.Setenv("SSH_AUTH_SOCK", "")
-	st, err := state.Open(t.TempDir(), state.Options{})
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &uploadFixture{srv: srv, target: tg, exec: New(Config{Store: st}), root: filepath.Join(t.TempDir(), "kandev root")}
+	return &uploadFixture{srv: srv, target: tg, exec: New(Config{Store: st, StateDir: dir}), root: filepath.Join(t.TempDir(), "kandev root")}
 }
 
 func (f *uploadFixture) dial(t *testing.T) *ssh.Client {

@@ -109,7 +109,7 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 	}
 	// Every reference must resolve now: a missing secret found after the
 	// task dir exists would leave a half-made task behind.
-	if _, _, err := profiles.Resolve(profiles.Assemble(profiles.RuntimePlaceholders(), lp.profile, lp.agent, lp.launch), e.Reveal); err != nil {
+	if _, _, err := profiles.Resolve(profiles.Assemble(profiles.RuntimePlaceholders(), lp.profile, lp.agent, lp.launch), e.vault.Reveal); err != nil {
 		var se *profiles.SecretError
 		if errors.As(err, &se) && se.Err != nil {
 			return nil, fmt.Errorf("profile %s: %w: %v", lp.profile.Name, err, se.Err)

@@ -71,7 +71,7 @@ func (f *launchFixture) open(t *testing.T) *Executor {
 	}
 	t.Cleanup(func() { st.Close() })
 	cfg := f.cfg
-	cfg.Store = st
+	cfg.Store, cfg.StateDir = st, f.state
 	return New(cfg)
 }
 

@@ -28,7 +28,7 @@ func (e *Executor) createRecord(ctx context.Context, kind state.Kind, name, even
 		if err := checkReferences(tx, v); err != nil {
 			return err
 		}
-		_, err := tx.Create(kind, name, data, state.Event{Type: event})
+		_, err := tx.Create(kind, name, data, records.EventFor(event, v))
 		return err
 	})
 }

@@ -15,12 +15,13 @@ import (
 
 func newTestExecutor(t *testing.T) *Executor {
 	t.Helper()
-	st, err := state.Open(t.TempDir(), state.Options{})
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := New(Config{Store: st})
+	e := New(Config{Store: st, StateDir: dir})
 	data, _ := json.Marshal(records.Host{Name: "prod", Alias: "prod", WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})
 	if _, err := st.Create(context.Background(), records.KindHost, "prod", data, state.Event{Type: "host.added"}); err != nil {
 		t.Fatal(err)

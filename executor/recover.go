@@ -154,7 +154,7 @@ func (e *Executor) settleOnHost(ctx context.Context, t *records.Task, s *records
 		e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
 		return nil
 	}
-	if token, err := e.loadToken(s.ID); err == nil && files.Port > 0 {
+	if token, err := e.vault.LoadToken(s.ID); err == nil && files.Port > 0 {
 		probe := *s
 		probe.RemotePort = files.Port
 		if hl, err := e.controllerClient(c, &probe, token).Health(ctx); err == nil {

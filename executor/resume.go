@@ -89,7 +89,7 @@ func (e *ResumingError) Error() string {
 // lockResume takes the task's resume lock (<state>/locks/resume-<id>.lock)
 // without waiting; the lock goes with the process, so a crash frees it.
 func (e *Executor) lockResume(taskID string) (unlock func(), err error) {
-	dir, err := e.privateDir("locks", true)
+	dir, err := e.locksDir()
 	if err != nil {
 		return nil, err
 	}

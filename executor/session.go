@@ -16,6 +16,7 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // PrepareTimeout bounds clone/fetch/checkout, and the prepare script,
@@ -172,7 +173,7 @@ func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launch
 	}
 	runtime := map[string]string{profiles.EnvTaskID: t.ID, profiles.EnvSessionID: s.ID, profiles.EnvTaskDir: taskDir}
 	defs := profiles.Assemble(runtime, lp.profile, lp.agent, lp.launch)
-	env, _, err := profiles.Resolve(defs, e.Reveal)
+	env, _, err := profiles.Resolve(defs, e.vault.Reveal)
 	if err != nil {
 		return fail(err)
 	}
@@ -192,8 +193,8 @@ func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launch
 
 	step = StepStarting
 	progress(step)
-	token := newToken()
-	if err := e.saveToken(s.ID, token); err != nil {
+	token := vault.NewToken()
+	if err := e.vault.SaveToken(s.ID, token); err != nil {
 		return fail(err)
 	}
 	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: sessionDirOf(taskDir, s.ID),

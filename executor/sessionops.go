@@ -86,7 +86,7 @@ func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*atta
 		return nil, err
 	}
 	a := &attach{s: s, t: t, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}
-	if token, err := e.loadToken(s.ID); err == nil && s.RemotePort > 0 {
+	if token, err := e.vault.LoadToken(s.ID); err == nil && s.RemotePort > 0 {
 		a.ctrl = e.controllerClient(c, s, token)
 	}
 	return a, nil

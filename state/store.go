@@ -152,7 +152,5 @@ type Store interface {
 	Journal(ctx context.Context, after uint64) ([]Entry, error)
 	Epoch(ctx context.Context) (uint64, error)
 
-	// Dir is where the store lives (secret files and caches sit beside it).
-	Dir() string
 	Close() error
 }

@@ -208,7 +208,7 @@ func (f *Factory) Executor() (*executor.Executor, error) {
 	if s.Debug {
 		debug = f.IO.ErrOut
 	}
-	f.exec = executor.New(executor.Config{Store: st, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug,
+	f.exec = executor.New(executor.Config{Store: st, StateDir: s.StateDir, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug,
 		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline})
 	return f.exec, nil
 }

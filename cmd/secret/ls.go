@@ -42,7 +42,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	ss, err := ex.ListSecrets(ctx)
+	ss, err := ex.Vault().ListSecrets(ctx)
 	if err != nil {
 		return err
 	}

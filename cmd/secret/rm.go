@@ -50,7 +50,7 @@ func removeRun(ctx context.Context, o *RemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	users, err := ex.RemoveSecret(ctx, o.Name)
+	users, err := ex.Vault().RemoveSecret(ctx, o.Name)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@
 package secret
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
@@ -20,5 +22,7 @@ func NewCmdSecret(f *cmdutil.Factory) *cobra.Command {
 }
 
 func completeSecrets(f *cmdutil.Factory, max int) cobra.CompletionFunc {
-	return cmdutil.CompleteNames(f, max, (*executor.Executor).SecretNames)
+	return cmdutil.CompleteNames(f, max, func(ex *executor.Executor, ctx context.Context) ([]string, error) {
+		return ex.Vault().SecretNames(ctx)
+	})
 }

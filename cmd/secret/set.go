@@ -12,6 +12,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // SetOptions are `secret set`'s inputs.
@@ -85,7 +86,7 @@ func setRun(ctx context.Context, o *SetOptions) error {
 	if err != nil {
 		return err
 	}
-	s, created, err := ex.SetSecret(ctx, o.Name, value)
+	s, created, err := ex.Vault().SetSecret(ctx, o.Name, value)
 	if err != nil {
 		return err
 	}
@@ -131,5 +132,5 @@ func readValue(o *SetOptions) ([]byte, error) {
 // readLimited reads one byte past the limit, so an oversized value is
 // refused by SetSecret rather than silently cut.
 func readLimited(r io.Reader) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(r, executor.MaxSecretSize+1))
+	return io.ReadAll(io.LimitReader(r, vault.MaxSecretSize+1))
 }

@@ -13,7 +13,8 @@ import (
 
 // On a terminal the value is read without echo, after a prompt on stderr.
 func TestSetReadsHiddenOnATerminal(t *testing.T) {
-	st, err := state.Open(t.TempDir(), state.Options{})
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func TestSetReadsHiddenOnATerminal(t *testing.T) {
 	ios, _, out, errb := cmdutil.Test()
 	o := &SetOptions{
 		IO:         ios,
-		Executor:   func() (*executor.Executor, error) { return executor.New(executor.Config{Store: st}), nil },
+		Executor:   func() (*executor.Executor, error) { return executor.New(executor.Config{Store: st, StateDir: dir}), nil },
 		Name:       "tok",
 		ReadHidden: func() ([]byte, error) { return []byte("typed-VALUE"), nil },
 	}
@@ -34,8 +35,8 @@ func TestSetReadsHiddenOnATerminal(t *testing.T) {
 	if strings.Contains(out.String()+errb.String(), "typed-VALUE") {
 		t.Errorf("value echoed: %q %q", out.String(), errb.String())
 	}
-	ex := executor.New(executor.Config{Store: st})
-	if v, err := ex.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}); v != "typed-VALUE" {
+	ex := executor.New(executor.Config{Store: st, StateDir: dir})
+	if v, err := ex.Vault().Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}); v != "typed-VALUE" {
 		t.Errorf("stored %q (%v)", v, err)
 	}
 }

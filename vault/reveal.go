@@ -1,4 +1,4 @@
-package executor
+package vault
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 // profiles.RevealFunc of this executor. Something missing is an error,
 // never an empty value: an unset variable is not the empty string. The
 // resolver wraps errors in *profiles.SecretError, naming key and origin.
-func (e *Executor) Reveal(r profiles.Ref) (string, error) {
+func (vt *Vault) Reveal(r profiles.Ref) (string, error) {
 	switch r.Kind {
 	case profiles.RefSecret:
-		return e.revealSecret(context.Background(), r.Name)
+		return vt.revealSecret(context.Background(), r.Name)
 	case profiles.RefFromEnv:
 		v, ok := os.LookupEnv(r.Name)
 		if !ok {
@@ -50,10 +50,10 @@ func (e *Executor) Reveal(r profiles.Ref) (string, error) {
 // revealSecret reads the record, then the value file it names. A set
 // finishing in between may remove that file: the record then names a
 // newer one, and the read is tried again.
-func (e *Executor) revealSecret(ctx context.Context, name string) (string, error) {
+func (vt *Vault) revealSecret(ctx context.Context, name string) (string, error) {
 	prev := "\x00" // no version id
 	for range 3 {
-		rec, err := e.secretRecord(ctx, name)
+		rec, err := vt.secretRecord(ctx, name)
 		if err != nil {
 			return "", err
 		}
@@ -64,7 +64,7 @@ func (e *Executor) revealSecret(ctx context.Context, name string) (string, error
 			break // the file is missing, and no newer value replaced it
 		}
 		prev = rec.Version
-		dir, err := e.secretsDir(false)
+		dir, err := vt.secretsDir(false)
 		var b []byte
 		if err == nil {
 			b, err = fsx.ReadFileMax(valuePath(dir, name, rec.Version), MaxSecretSize)

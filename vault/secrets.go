@@ -1,4 +1,4 @@
-package executor
+package vault
 
 import (
 	"bytes"
@@ -13,7 +13,12 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// Secret is what `secret ls` shows.
+// ValueError is a secret value that cannot be stored (a usage error).
+type ValueError struct{ Name, Problem string }
+
+func (e *ValueError) Error() string { return fmt.Sprintf("secret %q: %s", e.Name, e.Problem) }
+
+// Secret is what `secret ls` shows: never the value.
 type Secret struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
@@ -28,8 +33,8 @@ type secretRecord struct {
 }
 
 // secretRecord reads a secret's record; nil when there is none.
-func (e *Executor) secretRecord(ctx context.Context, name string) (*secretRecord, error) {
-	r, _, err := records.Get[secretRecord](ctx, e.cfg.Store, records.KindSecret, name)
+func (vt *Vault) secretRecord(ctx context.Context, name string) (*secretRecord, error) {
+	r, _, err := records.Get[secretRecord](ctx, vt.st, records.KindSecret, name)
 	var nf *records.NotFoundError
 	if errors.As(err, &nf) {
 		return nil, nil
@@ -42,20 +47,20 @@ func (e *Executor) secretRecord(ctx context.Context, name string) (*secretRecord
 // written to a fresh file, then the record switched to it in one
 // transaction: after an error the value in force is the old one, and two
 // concurrent sets both land, journaled in order, the later one winning.
-func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Secret, bool, error) {
+func (vt *Vault) SetSecret(ctx context.Context, name string, value []byte) (Secret, bool, error) {
 	if err := records.CheckName(records.KindSecret, name); err != nil {
 		return Secret{}, false, err
 	}
 	switch {
 	case len(value) == 0:
-		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value is empty", name)}
+		return Secret{}, false, &ValueError{Name: name, Problem: "the value is empty"}
 	case len(value) > MaxSecretSize:
-		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value is larger than %d bytes", name, MaxSecretSize)}
+		return Secret{}, false, &ValueError{Name: name, Problem: fmt.Sprintf("the value is larger than %d bytes", MaxSecretSize)}
 	case bytes.IndexByte(value, 0) >= 0:
 		// No process environment can carry a NUL byte.
-		return Secret{}, false, &UsageError{Msg: fmt.Sprintf("secret %q: the value contains a NUL byte", name)}
+		return Secret{}, false, &ValueError{Name: name, Problem: "the value contains a NUL byte"}
 	}
-	dir, err := e.secretsDir(true)
+	dir, err := vt.secretsDir(true)
 	if err != nil {
 		return Secret{}, false, err
 	}
@@ -70,7 +75,7 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 	// which of several concurrent sets is in force.
 	ev := state.Event{Type: "secret.set"}
 	ev.Detail, _ = json.Marshal(map[string]string{"version": v.vid})
-	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+	err = vt.st.Txn(ctx, func(tx state.Tx) error {
 		rec, err := tx.Get(records.KindSecret, name)
 		if errors.Is(err, state.ErrNotFound) {
 			out, created = secretRecord{Secret: Secret{Name: name, CreatedAt: now, UpdatedAt: now}, Version: v.vid}, true
@@ -81,7 +86,7 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 		if err != nil {
 			return records.WithRemedy(err)
 		}
-		old, err := records.Decode[secretRecord](e.cfg.Store, rec)
+		old, err := records.Decode[secretRecord](vt.st, rec)
 		if err != nil {
 			return err
 		}
@@ -97,13 +102,13 @@ func (e *Executor) SetSecret(ctx context.Context, name string, value []byte) (Se
 	v.done()
 	// Best effort: the new value is in force whatever happens here, and a
 	// file left behind is removed next time (doctor reports it meanwhile).
-	e.removeStrays(ctx, name)
+	vt.removeStrays(ctx, name)
 	return out.Secret, created, nil
 }
 
 // ListSecrets returns the metadata of every secret ([] when none).
-func (e *Executor) ListSecrets(ctx context.Context) ([]Secret, error) {
-	ss, _, err := records.List[secretRecord](ctx, e.cfg.Store, records.KindSecret)
+func (vt *Vault) ListSecrets(ctx context.Context) ([]Secret, error) {
+	ss, _, err := records.List[secretRecord](ctx, vt.st, records.KindSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +120,8 @@ func (e *Executor) ListSecrets(ctx context.Context) ([]Secret, error) {
 }
 
 // SecretNames lists secret names from local state (shell completion).
-func (e *Executor) SecretNames(ctx context.Context) ([]string, error) {
-	return records.Names(ctx, e.cfg.Store, records.KindSecret)
+func (vt *Vault) SecretNames(ctx context.Context) ([]string, error) {
+	return records.Names(ctx, vt.st, records.KindSecret)
 }
 
 // RemoveSecret deletes a secret's record, then its value files (the
@@ -124,16 +129,16 @@ func (e *Executor) SecretNames(ctx context.Context) ([]string, error) {
 // name with no record but stray files has them removed. It returns the
 // profiles and agent presets that still reference the secret: they will
 // fail at launch until it is set again.
-func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, error) {
+func (vt *Vault) RemoveSecret(ctx context.Context, name string) ([]string, error) {
 	if err := records.CheckName(records.KindSecret, name); err != nil {
 		return nil, err
 	}
-	users, err := e.secretUsers(ctx, name)
+	users, err := vt.secretUsers(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	found := true
-	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
+	err = vt.st.Txn(ctx, func(tx state.Tx) error {
 		rec, err := tx.Get(records.KindSecret, name)
 		if errors.Is(err, state.ErrNotFound) {
 			found = false
@@ -146,12 +151,12 @@ func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, err
 	})
 	var corrupt *state.CorruptRecordError
 	if errors.As(err, &corrupt) {
-		err = e.cfg.Store.Discard(ctx, records.KindSecret, name, state.Event{Type: "secret.discarded"})
+		err = vt.st.Discard(ctx, records.KindSecret, name, state.Event{Type: "secret.discarded"})
 	}
 	if err != nil {
 		return nil, err
 	}
-	removed, err := e.removeStrays(ctx, name)
+	removed, err := vt.removeStrays(ctx, name)
 	switch {
 	case err != nil && found:
 		return nil, fmt.Errorf("secret %q is removed, but not all of its value files: %w (doctor lists what is left)", name, err)
@@ -164,7 +169,7 @@ func (e *Executor) RemoveSecret(ctx context.Context, name string) ([]string, err
 }
 
 // secretUsers names the profiles and agent presets referencing a secret.
-func (e *Executor) secretUsers(ctx context.Context, name string) ([]string, error) {
+func (vt *Vault) secretUsers(ctx context.Context, name string) ([]string, error) {
 	var users []string
 	uses := func(es []profiles.EnvEntry) bool {
 		for _, x := range es {
@@ -174,7 +179,7 @@ func (e *Executor) secretUsers(ctx context.Context, name string) ([]string, erro
 		}
 		return false
 	}
-	ps, _, err := records.List[profiles.Profile](ctx, e.cfg.Store, records.KindProfile)
+	ps, _, err := records.List[profiles.Profile](ctx, vt.st, records.KindProfile)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +192,7 @@ func (e *Executor) secretUsers(ctx context.Context, name string) ([]string, erro
 			users = append(users, "profile "+p.Name)
 		}
 	}
-	as, _, err := records.List[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent)
+	as, _, err := records.List[profiles.AgentPreset](ctx, vt.st, records.KindAgent)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
-package executor
+package vault
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -18,8 +19,19 @@ import (
 
 const secretValue = "s3cr3t-value-for-tests"
 
+func newTestVault(t *testing.T) *Vault {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return New(dir, st)
+}
+
 // valueFiles lists the files of secret name in the secrets directory.
-func valueFiles(t *testing.T, e *Executor, name string) []string {
+func valueFiles(t *testing.T, e *Vault, name string) []string {
 	t.Helper()
 	_, files, err := e.secretFiles(name)
 	if err != nil {
@@ -33,23 +45,23 @@ func valueFiles(t *testing.T, e *Executor, name string) []string {
 }
 
 // liveValuePath is the file the secret's record names.
-func liveValuePath(t *testing.T, e *Executor, name string) string {
+func liveValuePath(t *testing.T, e *Vault, name string) string {
 	t.Helper()
 	rec, err := e.secretRecord(context.Background(), name)
 	if err != nil || rec == nil {
 		t.Fatalf("record of %s: %+v, %v", name, rec, err)
 	}
-	return valuePath(filepath.Join(e.Store().Dir(), "secrets"), name, rec.Version)
+	return valuePath(filepath.Join(e.dir, "secrets"), name, rec.Version)
 }
 
 func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
 	ctx := context.Background()
-	e := newTestExecutor(t)
+	e := newTestVault(t)
 	s, created, err := e.SetSecret(ctx, "tok", []byte(secretValue))
 	if err != nil || !created || s.Name != "tok" {
 		t.Fatalf("set: %+v %v %v", s, created, err)
 	}
-	dir := filepath.Join(e.Store().Dir(), "secrets")
+	dir := filepath.Join(e.dir, "secrets")
 	first := liveValuePath(t, e, "tok")
 	fi, err := os.Stat(first)
 	if err != nil || fi.Mode().Perm() != 0o600 {
@@ -67,7 +79,7 @@ func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
 		t.Fatalf("files after update: %v, record names %s (first was %s)", files, live, first)
 	}
 	// Nothing else holds the value: records, journal, temp files.
-	filepath.WalkDir(e.Store().Dir(), func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(e.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || p == live {
 			return err
 		}
@@ -87,11 +99,12 @@ func TestSetSecretStoresValueOnlyInItsFile(t *testing.T) {
 }
 
 func TestSetSecretRefusesBadInput(t *testing.T) {
-	e := newTestExecutor(t)
+	e := newTestVault(t)
 	for name, value := range map[string]string{"../x": "v", ".hidden": "v", "empty": "", "nul": "leak\x00me"} {
 		_, _, err := e.SetSecret(context.Background(), name, []byte(value))
-		var ue *UsageError
-		if !errors.As(err, &ue) {
+		var ue *ValueError
+		var ne *records.NameError
+		if !errors.As(err, &ue) && !errors.As(err, &ne) {
 			t.Errorf("%q: got %v", name, err)
 		} else if strings.Contains(err.Error(), "leak") {
 			t.Errorf("%q: error quotes the value: %v", name, err)
@@ -101,7 +114,7 @@ func TestSetSecretRefusesBadInput(t *testing.T) {
 
 func TestSecretFilesRefuseSymlinks(t *testing.T) {
 	ctx := context.Background()
-	e := newTestExecutor(t)
+	e := newTestVault(t)
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +153,7 @@ func TestSecretFilesRefuseSymlinks(t *testing.T) {
 }
 
 func TestRevealReferences(t *testing.T) {
-	e := newTestExecutor(t)
+	e := newTestVault(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("KE_SET", "from-env")
@@ -168,8 +181,10 @@ func TestRevealReferences(t *testing.T) {
 
 func TestRemoveSecretNamesItsUsers(t *testing.T) {
 	ctx := context.Background()
-	e := newTestExecutor(t)
-	if _, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile)); err != nil {
+	e := newTestVault(t)
+	web := profiles.Profile{Name: "web", Host: "prod", Env: []profiles.EnvEntry{{Key: "B", Ref: profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}}}}
+	data, _ := json.Marshal(web)
+	if _, err := e.st.Create(ctx, records.KindProfile, "web", data, state.Event{Type: "profile.created"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v")); err != nil {

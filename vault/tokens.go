@@ -1,4 +1,4 @@
-package executor
+package vault
 
 import (
 	"crypto/rand"
@@ -13,7 +13,8 @@ import (
 // record, the journal or output.
 const tokensDirName = "tokens"
 
-func newToken() string {
+// NewToken is a fresh session token.
+func NewToken() string {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
@@ -21,16 +22,18 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-func (e *Executor) saveToken(sessionID, token string) error {
-	dir, err := e.privateDir(tokensDirName, true)
+// SaveToken keeps a session's token (0600).
+func (vt *Vault) SaveToken(sessionID, token string) error {
+	dir, err := vt.privateDir(tokensDirName, true)
 	if err != nil {
 		return err
 	}
 	return fsx.WriteFile(filepath.Join(dir, sessionID), []byte(token), true)
 }
 
-func (e *Executor) loadToken(sessionID string) (string, error) {
-	dir, err := e.privateDir(tokensDirName, false)
+// LoadToken reads a session's token.
+func (vt *Vault) LoadToken(sessionID string) (string, error) {
+	dir, err := vt.privateDir(tokensDirName, false)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package executor
+package vault
 
 import (
 	"crypto/rand"
@@ -42,19 +42,20 @@ import (
 // a bound keeps a mistaken --from-file /dev/zero from eating memory.
 const MaxSecretSize = 1 << 20
 
-const secretsDirName = "secrets"
+// SecretsDirName is the secrets directory in the state directory.
+const SecretsDirName = "secrets"
 
 // secretsDir returns the secrets directory, creating it when create is
 // set.
-func (e *Executor) secretsDir(create bool) (string, error) {
-	return e.privateDir(secretsDirName, create)
+func (vt *Vault) secretsDir(create bool) (string, error) {
+	return vt.privateDir(SecretsDirName, create)
 }
 
 // privateDir returns a 0700 directory beside the store. A symlink or
 // non-directory there is refused, and a directory others can read is
 // tightened first, so no value is written where it could leak.
-func (e *Executor) privateDir(name string, create bool) (string, error) {
-	dir := filepath.Join(e.cfg.Store.Dir(), name)
+func (vt *Vault) privateDir(name string, create bool) (string, error) {
+	dir := filepath.Join(vt.dir, name)
 	if create {
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err

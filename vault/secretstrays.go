@@ -1,4 +1,4 @@
-package executor
+package vault
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 
 // secretFiles lists the entries of the secrets directory that belong to
 // name, or to every secret when name is "". No directory, no files.
-func (e *Executor) secretFiles(name string) (string, []valueFile, error) {
-	dir, err := e.secretsDir(false)
+func (vt *Vault) secretFiles(name string) (string, []valueFile, error) {
+	dir, err := vt.secretsDir(false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, nil
 	}
@@ -40,7 +40,7 @@ func (e *Executor) secretFiles(name string) (string, []valueFile, error) {
 // stray reports whether vf is a file no record names and nobody is
 // writing. When it is, the file is still flocked on return, and release
 // must be called after removing it (or not).
-func (e *Executor) stray(ctx context.Context, dir string, vf valueFile) (bool, func(), error) {
+func (vt *Vault) stray(ctx context.Context, dir string, vf valueFile) (bool, func(), error) {
 	path := filepath.Join(dir, vf.file)
 	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	var unsafe *fsx.UnsafePathError
@@ -63,7 +63,7 @@ func (e *Executor) stray(ctx context.Context, dir string, vf valueFile) (bool, f
 	}
 	// Read the record only now: a writer switches it before letting go
 	// of its file, so a file named by now is seen named.
-	rec, err := e.secretRecord(ctx, vf.secret)
+	rec, err := vt.secretRecord(ctx, vf.secret)
 	if err != nil || !vf.temp && rec != nil && rec.Version == vf.vid {
 		f.Close()
 		return false, nil, err
@@ -73,15 +73,15 @@ func (e *Executor) stray(ctx context.Context, dir string, vf valueFile) (bool, f
 
 // removeStrays removes the stray files of a secret and returns their
 // names.
-func (e *Executor) removeStrays(ctx context.Context, name string) ([]string, error) {
-	dir, files, err := e.secretFiles(name)
+func (vt *Vault) removeStrays(ctx context.Context, name string) ([]string, error) {
+	dir, files, err := vt.secretFiles(name)
 	if err != nil || len(files) == 0 {
 		return nil, err
 	}
 	var removed []string
 	var errs []error
 	for _, vf := range files {
-		isStray, release, err := e.stray(ctx, dir, vf)
+		isStray, release, err := vt.stray(ctx, dir, vf)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -104,13 +104,13 @@ func (e *Executor) removeStrays(ctx context.Context, name string) ([]string, err
 
 // StraySecretFiles lists the stray files of every secret (for doctor),
 // removing nothing.
-func (e *Executor) StraySecretFiles(ctx context.Context) (dir string, strays []string, err error) {
-	dir, files, err := e.secretFiles("")
+func (vt *Vault) StraySecretFiles(ctx context.Context) (dir string, strays []string, err error) {
+	dir, files, err := vt.secretFiles("")
 	if err != nil {
 		return "", nil, err
 	}
 	for _, vf := range files {
-		isStray, release, err := e.stray(ctx, dir, vf)
+		isStray, release, err := vt.stray(ctx, dir, vf)
 		if err != nil {
 			return dir, strays, err
 		}

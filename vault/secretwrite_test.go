@@ -1,4 +1,4 @@
-package executor
+package vault
 
 import (
 	"context"
@@ -20,27 +20,28 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// newLockableExecutor is an executor whose store gives up waiting for its
-// lock quickly, and a function that holds that lock as another process
-// would until the returned release.
-func newLockableExecutor(t *testing.T) (*Executor, func() (release func())) {
+// newLockableVault is a vault whose store gives up waiting for its lock
+// quickly, and a function that holds that lock as another process would
+// until the returned release.
+func newLockableVault(t *testing.T) (*Vault, func() (release func())) {
 	t.Helper()
-	st, err := state.Open(t.TempDir(), state.Options{LockTimeout: 100 * time.Millisecond})
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{LockTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	hold := func() func() {
-		l, err := fsx.Acquire(context.Background(), filepath.Join(st.Dir(), "lock"), fsx.LockOptions{Wait: time.Second})
+		l, err := fsx.Acquire(context.Background(), filepath.Join(dir, "lock"), fsx.LockOptions{Wait: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l.Release
 	}
-	return New(Config{Store: st}), hold
+	return New(dir, st), hold
 }
 
-func reveal(t *testing.T, e *Executor, name string) string {
+func reveal(t *testing.T, e *Vault, name string) string {
 	t.Helper()
 	v, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: name})
 	if err != nil {
@@ -54,7 +55,7 @@ func reveal(t *testing.T, e *Executor, name string) string {
 // nothing. The value used to be replaced before the record write failed.
 func TestSecretSetFailureLeavesOldValue(t *testing.T) {
 	ctx := context.Background()
-	e, hold := newLockableExecutor(t)
+	e, hold := newLockableVault(t)
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("old")); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestSecretSetFailureLeavesOldValue(t *testing.T) {
 // before the record, so a failed rm left a listed secret with no value.
 func TestSecretRemoveFailureKeepsValue(t *testing.T) {
 	ctx := context.Background()
-	e, hold := newLockableExecutor(t)
+	e, hold := newLockableVault(t)
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestSecretRemoveFailureKeepsValue(t *testing.T) {
 func TestConcurrentFirstSecretSets(t *testing.T) {
 	const writers = 8
 	ctx := context.Background()
-	e := newTestExecutor(t)
+	e := newTestVault(t)
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
 	created := make([]bool, writers)
@@ -133,7 +134,7 @@ func TestConcurrentFirstSecretSets(t *testing.T) {
 	if n := len(slices.DeleteFunc(created, func(c bool) bool { return !c })); n != 1 {
 		t.Fatalf("%d sets reported creating the secret, want 1", n)
 	}
-	es, err := e.Store().Journal(ctx, 0)
+	es, err := e.st.Journal(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,14 +172,14 @@ func TestConcurrentFirstSecretSets(t *testing.T) {
 // that secret; a file another process is writing right now is not.
 func TestSecretStrayFilesRemovedAndReported(t *testing.T) {
 	ctx := context.Background()
-	e := newTestExecutor(t)
+	e := newTestVault(t)
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.SetSecret(ctx, "other", []byte("o")); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(e.Store().Dir(), "secrets")
+	dir := filepath.Join(e.dir, "secrets")
 	plant := func() []string {
 		strays := []string{".tok.tmp-2146273", "tok@" + newVID(), "tok", ".other.tmp-1"}
 		for _, f := range strays {
@@ -200,22 +201,17 @@ func TestSecretStrayFilesRemovedAndReported(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var check Check
-	for _, c := range Doctor(ctx, DoctorInput{StateDir: e.Store().Dir(), LockTimeout: time.Second}) {
-		if c.Name == "secret files" {
-			check = c
-		}
-	}
-	if check.Status != "warn" || !strings.Contains(check.Detail, "4 stray value file(s) in "+dir) {
-		t.Fatalf("doctor: %+v", check)
+	gotDir, got, err := e.StraySecretFiles(ctx)
+	if err != nil || gotDir != dir || len(got) != 4 {
+		t.Fatalf("strays: %s %v %v", gotDir, got, err)
 	}
 	for _, s := range strays {
-		if !strings.Contains(check.Detail, s) {
-			t.Errorf("doctor does not name %s: %s", s, check.Detail)
+		if !slices.Contains(got, s) {
+			t.Errorf("strays do not name %s: %v", s, got)
 		}
 	}
-	if strings.Contains(check.Detail, filepath.Base(inFlight)) || strings.Contains(check.Detail, "plaintext") {
-		t.Errorf("doctor names the file being written, or a value: %s", check.Detail)
+	if slices.Contains(got, filepath.Base(inFlight)) {
+		t.Errorf("the file being written is named a stray: %v", got)
 	}
 
 	if _, _, err := e.SetSecret(ctx, "tok", []byte("v2")); err != nil {
@@ -257,13 +253,13 @@ func TestSecretStrayFilesRemovedAndReported(t *testing.T) {
 // its next set moves it to a versioned file, and rm removes it.
 func TestLegacySecretFilesMigrate(t *testing.T) {
 	ctx := context.Background()
-	e := newTestExecutor(t)
-	dir := filepath.Join(e.Store().Dir(), "secrets")
+	e := newTestVault(t)
+	dir := filepath.Join(e.dir, "secrets")
 	os.Mkdir(dir, 0o700)
 	created := time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC)
 	for _, name := range []string{"tok", "gone"} {
 		data, _ := json.Marshal(map[string]any{"name": name, "created_at": created, "updated_at": created})
-		if _, err := e.Store().Create(ctx, records.KindSecret, name, data, state.Event{Type: "secret.set"}); err != nil {
+		if _, err := e.st.Create(ctx, records.KindSecret, name, data, state.Event{Type: "secret.set"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("legacy-"+name), 0o600); err != nil {
