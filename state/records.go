@@ -250,6 +250,7 @@ type pending struct {
 	rf       *recordFile // nil deletes the record
 	ev       Event
 	revision uint64 // what the journal entry names
+	then     *Event // a second entry of the same write (the claim a CreateClaimed took)
 }
 
 func (s *FileStore) apply(t *tx, p *pending) error {
@@ -262,7 +263,10 @@ func (s *FileStore) apply(t *tx, p *pending) error {
 	if err != nil {
 		return err
 	}
-	return t.record(p.kind, p.name, p.ev, p.revision)
+	if err := t.record(p.kind, p.name, p.ev, p.revision); err != nil || p.then == nil {
+		return err
+	}
+	return t.record(p.kind, p.name, *p.then, p.revision)
 }
 
 // planCreate checks a Create; a nil pending means the same data is

@@ -86,6 +86,11 @@ type Tx interface {
 	Create(kind Kind, name string, data json.RawMessage, ev Event) (Record, error)
 	Update(kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (Record, error)
 	Delete(kind Kind, name string, expected uint64, ev Event) error
+	// CreateClaimed is Create and AcquireClaim in one write: the new
+	// record is never seen unclaimed, so no other process can take it
+	// over before its creator's first checkpoint (a launch's task). An
+	// existing record, whatever its data, is a *ConflictError.
+	CreateClaimed(kind Kind, name string, data json.RawMessage, ev Event, ttl time.Duration) (Claim, Record, error)
 }
 
 // Store is the backend-neutral API; state/statetest checks any

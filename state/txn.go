@@ -3,6 +3,8 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 )
 
 // Txn runs fn once under the store lock; see Store.Txn. Reads go straight
@@ -80,4 +82,27 @@ func (x *fileTx) Delete(kind Kind, name string, expected uint64, ev Event) error
 	p, err := x.s.planDelete(x.t, kind, name, expected, ev)
 	x.write = p
 	return err
+}
+
+func (x *fileTx) CreateClaimed(kind Kind, name string, data json.RawMessage, ev Event, ttl time.Duration) (Claim, Record, error) {
+	if err := x.usable(); err != nil {
+		return Claim{}, Record{}, err
+	}
+	x.ended = true
+	if ttl <= 0 {
+		return Claim{}, Record{}, fmt.Errorf("claim on %s %q: ttl must be positive, got %s", kind, name, ttl)
+	}
+	p, out, err := x.s.planCreate(x.t, kind, name, data, ev)
+	switch {
+	case err != nil:
+		return Claim{}, Record{}, err
+	case p == nil: // the same data is there already: still not ours to claim
+		return Claim{}, Record{}, &ConflictError{Kind: kind, Name: name, Actual: out.Revision}
+	}
+	c := Claim{ID: newClaimID(), Kind: kind, Name: name, Holder: currentHolder(x.t.now), ExpiresAt: x.t.now.Add(ttl)}
+	p.rf.Claim = &storedClaim{Claim: c, TTL: ttl}
+	claimed := claimEvent(EventClaimAcquired, c, "")
+	p.then = &claimed
+	x.write = p
+	return c, out, nil
 }

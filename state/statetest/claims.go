@@ -2,6 +2,8 @@ package statetest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -236,4 +238,82 @@ func testRefusedWritesChangeNothing(t *testing.T, s state.Store) {
 	if _, _, err := s.Checkpoint(ctx, c, 1, 1, data(`{"v":1}`), ev("widget.phase")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A record created claimed is never seen without its claim: no other
+// process can take it over before its creator's first checkpoint, and it
+// checkpoints like any acquired claim.
+func testCreateClaimed(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	c, r, err := createClaimed(s, "a", data(`{"phase":"allocating"}`))
+	if err != nil || c.ID == "" || c.Seq != 0 || r.Revision != 1 || c.Holder.PID != os.Getpid() {
+		t.Fatalf("CreateClaimed: %+v %+v %v", c, r, err)
+	}
+	sameRecord(t, "after CreateClaimed", get(t, s, "a"), r)
+	_, err = s.AcquireClaim(ctx, kind, "a", time.Minute)
+	wantErr[*state.ClaimedError](t, "AcquireClaim of a record created claimed", err)
+	_, err = s.Update(ctx, kind, "a", 1, data(`{"v":2}`), ev("widget.changed"))
+	wantErr[*state.ClaimedError](t, "Update of a record created claimed", err)
+	c, r2, err := s.Checkpoint(ctx, c, 1, 1, data(`{"phase":"preparing"}`), ev("widget.preparing"))
+	if err != nil || r2.Revision != 2 || c.Seq != 1 {
+		t.Fatalf("Checkpoint: %+v %+v %v", c, r2, err)
+	}
+	_, _, err = createClaimed(s, "a", data(`{"phase":"preparing"}`))
+	wantErr[*state.ConflictError](t, "CreateClaimed of an existing record", err)
+	if err := s.ReleaseClaim(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.Journal(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range es {
+		types = append(types, e.Type)
+	}
+	want := []string{"widget.created", state.EventClaimAcquired, "widget.preparing", state.EventClaimReleased}
+	if len(types) != len(want) {
+		t.Fatalf("journal %v, want %v", types, want)
+	}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("journal %v, want %v", types, want)
+		}
+	}
+}
+
+// Whoever wins between creating a record claimed and another process
+// acquiring its claim, the creator never ends up without the claim on a
+// record it made: the acquirer finds nothing, or a claimed record.
+func testCreateClaimedRacingAcquire(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	for i := range 20 {
+		name := fmt.Sprintf("r%d", i)
+		var wg sync.WaitGroup
+		var acqErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, acqErr = s.AcquireClaim(ctx, kind, name, time.Minute)
+		}()
+		c, _, err := createClaimed(s, name, data(`{}`))
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("round %d: CreateClaimed: %v", i, err)
+		}
+		if acqErr == nil {
+			t.Fatalf("round %d: another holder acquired a record created claimed", i)
+		}
+		if _, _, err := s.Checkpoint(ctx, c, 1, 1, data(`{"v":1}`), ev("widget.changed")); err != nil {
+			t.Fatalf("round %d: the creator lost its claim: %v", i, err)
+		}
+	}
+}
+
+func createClaimed(s state.Store, name string, d json.RawMessage) (c state.Claim, r state.Record, err error) {
+	err = s.Txn(context.Background(), func(tx state.Tx) error {
+		c, r, err = tx.CreateClaimed(kind, name, d, ev("widget.created"), time.Minute)
+		return err
+	})
+	return c, r, err
 }

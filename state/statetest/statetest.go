@@ -40,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"CheckpointStaleClaimID", testCheckpointStaleClaimID},
 		{"ExpiredClaim", testExpiredClaim},
 		{"ConcurrentAcquire", testConcurrentAcquire},
+		{"CreateClaimed", testCreateClaimed},
+		{"CreateClaimedRacingAcquire", testCreateClaimedRacingAcquire},
 		{"RefusedWritesChangeNothing", testRefusedWritesChangeNothing},
 		{"DiscardReadable", testDiscardReadable},
 		{"TxnCommitsItsWrite", testTxnCommitsItsWrite},
