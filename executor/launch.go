@@ -200,10 +200,12 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
-	if err := e.createRecord(ctx, records.KindTask, t.ID, "task.allocating", t); err != nil {
+	tc, err := e.createTask(ctx, t, launchTTL(lp.profile))
+	if err != nil {
 		return nil, nil, err
 	}
-	s, err := e.startSession(ctx, t, lp, o.Progress)
+	defer tc.release(ctx)
+	s, err := e.startSession(ctx, tc, t, lp, o.Progress)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}

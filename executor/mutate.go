@@ -8,10 +8,6 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-func (e *Executor) updateTask(ctx context.Context, id, event string, change func(*records.Task) error) (*records.Task, error) {
-	return records.Mutate(ctx, e.cfg.Store, records.KindTask, id, event, change)
-}
-
 func (e *Executor) updateSession(ctx context.Context, id, event string, change func(*records.Session) error) (*records.Session, error) {
 	return records.Mutate(ctx, e.cfg.Store, records.KindSession, id, event, change)
 }

@@ -31,8 +31,8 @@ func (e *PrepareScriptError) Error() string {
 	return what
 }
 
-func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *records.Task, lp *launchPlan, helper remoteHelper, info remoteInfo) (string, error) {
-	if _, err := e.updateTask(ctx, t.ID, "task.preparing", func(x *records.Task) error {
+func (e *Executor) prepareTaskDir(ctx context.Context, tc *taskClaim, c *ssh.Client, t *records.Task, lp *launchPlan, helper remoteHelper, info remoteInfo) (string, error) {
+	if _, err := tc.update(ctx, "task.preparing", func(x *records.Task) error {
 		if x.Phase == records.PhaseAllocating {
 			x.Phase = records.PhasePreparing
 		}
@@ -65,7 +65,7 @@ func (e *Executor) prepareTaskDir(ctx context.Context, c *ssh.Client, t *records
 	}
 	// Recorded now, so a failed prepare script can be inspected with
 	// `task exec`; the phase stays preparing until the script passes.
-	if _, err := e.updateTask(ctx, t.ID, "task.prepared", func(x *records.Task) error {
+	if _, err := tc.update(ctx, "task.prepared", func(x *records.Task) error {
 		x.TaskDir = resp.TaskDirAbs
 		return nil
 	}); err != nil {

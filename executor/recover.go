@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"time"
@@ -13,24 +14,17 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// A launch records its intent, and names its launcher (pid, machine,
-// boot) on every record it creates, before anything happens on the host.
-// If that process dies mid-way, the next command that looks settles what
-// it left: a session whose controller answers with the saved token is
-// adopted, one the host shows never started is marked failed.
-
-// staleLaunch is how long a launch may take at most (two prepare steps
-// and slack): past it, a launcher that cannot be checked from here (on
-// another machine, or not recorded) counts as gone.
-func staleLaunch() time.Duration { return 2*PrepareTimeout + 5*time.Minute }
+// A launch records its intent, claimed, before anything happens on the
+// host, and holds the task's claim until it ends (claims.go). If it dies
+// mid-way, its claim can be taken: the next command that looks takes it
+// and settles what the launch left. A session whose controller answers
+// with the saved token is adopted; one the host shows never started is
+// marked failed. While the claim is held the launch is under way, and
+// nothing is settled.
 
 // controllerStartBound is past the longest `controller start` runs: the
 // program lookup and the ready handshake are bounded by 15 s each.
 const controllerStartBound = time.Minute
-
-func interrupted(l *state.Holder, since time.Time) bool {
-	return time.Since(since) > staleLaunch() || l != nil && state.ProvablyGone(*l)
-}
 
 func sessionDirOf(taskDir, sessionID string) string {
 	return path.Join(taskDir, ".kandev", "sessions", sessionID)
@@ -68,8 +62,61 @@ func (e *Executor) RecoverTasks(ctx context.Context, ts []*records.Task, remote 
 }
 
 func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[string]*records.Session, remote bool) (changed bool, pending []*records.Session, err error) {
-	if t.Phase == records.PhaseAllocating && len(t.Sessions) == 0 && t.Error == "" && interrupted(t.Launcher, t.CreatedAt) {
-		_, err := e.updateTask(ctx, t.ID, "task.error", func(x *records.Task) error {
+	if !needsRecovery(t, byID) {
+		return false, nil, nil
+	}
+	tc, err := e.claimTask(ctx, t.ID, recoverTTL)
+	var busy *TaskBusyError
+	if errors.As(err, &busy) {
+		return false, nil, nil // its launch is under way
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	defer tc.release(ctx)
+	return e.recoverClaimed(ctx, tc, t, byID, remote)
+}
+
+// recoverHeld settles t under a claim this process already holds, and
+// returns it as now recorded.
+func (e *Executor) recoverHeld(ctx context.Context, tc *taskClaim, t *records.Task) (*records.Task, error) {
+	sessions, _, err := records.List[records.Session](ctx, e.cfg.Store, records.KindSession)
+	if err != nil {
+		return t, err
+	}
+	byID := map[string]*records.Session{}
+	for _, s := range sessions {
+		byID[s.ID] = s
+	}
+	if !needsRecovery(t, byID) {
+		return t, nil
+	}
+	if _, _, err := e.recoverClaimed(ctx, tc, t, byID, true); err != nil {
+		return t, err
+	}
+	t2, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID)
+	return t2, err
+}
+
+// needsRecovery: a launch left the task without its session recorded, or
+// left a session starting.
+func needsRecovery(t *records.Task, byID map[string]*records.Session) bool {
+	if t.Phase == records.PhaseAllocating && len(t.Sessions) == 0 && t.Error == "" {
+		return true
+	}
+	for _, id := range t.Sessions {
+		if s := byID[id]; s != nil && s.State == records.SessionStarting {
+			return true
+		}
+	}
+	return false
+}
+
+// recoverClaimed settles, under the task's claim, what the launch that
+// held it before left.
+func (e *Executor) recoverClaimed(ctx context.Context, tc *taskClaim, t *records.Task, byID map[string]*records.Session, remote bool) (changed bool, pending []*records.Session, err error) {
+	if t.Phase == records.PhaseAllocating && len(t.Sessions) == 0 && t.Error == "" {
+		_, err := tc.update(ctx, "task.error", func(x *records.Task) error {
 			if len(x.Sessions) > 0 || x.Error != "" {
 				return errSettled
 			}
@@ -80,17 +127,17 @@ func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[st
 	}
 	for _, id := range t.Sessions {
 		s := byID[id]
-		if s == nil || s.State != records.SessionStarting || !interrupted(s.Launcher, s.StartedAt) {
+		if s == nil || s.State != records.SessionStarting {
 			continue
 		}
 		switch {
-		case s.ControllerStartAt == nil && s.Launcher != nil:
-			e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted while the task was %s, before any controller start (%s)", t.Phase, launcherGone(s)))
+		case s.ControllerStartAt == nil:
+			e.markFailed(ctx, tc, s.ID, fmt.Sprintf("launch interrupted while the task was %s, before any controller start (%s)", t.Phase, launcherGone(s)))
 		case !remote:
 			pending = append(pending, s)
 			continue
 		default:
-			if err := e.settleOnHost(ctx, t, s); err != nil {
+			if err := e.settleOnHost(ctx, tc, t, s); err != nil {
 				return true, pending, err
 			}
 		}
@@ -99,6 +146,8 @@ func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[st
 	return changed, pending, nil
 }
 
+// launcherGone says why the launch is known to have ended: its claim
+// could be taken.
 func launcherGone(s *records.Session) string {
 	switch {
 	case s.Launcher == nil:
@@ -106,7 +155,7 @@ func launcherGone(s *records.Session) string {
 	case state.ProvablyGone(*s.Launcher):
 		return fmt.Sprintf("kandev-exec pid %d is gone", s.Launcher.PID)
 	}
-	return fmt.Sprintf("kandev-exec pid %d on %s started it over %s ago", s.Launcher.PID, s.Launcher.Host, staleLaunch())
+	return fmt.Sprintf("kandev-exec pid %d on %s let its claim on the task lapse", s.Launcher.PID, s.Launcher.Host)
 }
 
 func ignoreSettled(err error) error {
@@ -119,7 +168,7 @@ func ignoreSettled(err error) error {
 // settleOnHost looks in the session's would-be directory: no pid file
 // means no controller ever ran; a controller that answers with the saved
 // token is adopted; a pid that is alive but does not answer is left alone.
-func (e *Executor) settleOnHost(ctx context.Context, t *records.Task, s *records.Session) error {
+func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.Task, s *records.Session) error {
 	cannotTell := func(err error) error {
 		return fmt.Errorf("task %s on %s: session %s's launch was interrupted, and the host cannot tell what became of it: %w", t.ID, t.Host, s.ID, err)
 	}
@@ -151,7 +200,7 @@ func (e *Executor) settleOnHost(ctx context.Context, t *records.Task, s *records
 		if s.ControllerStartAt != nil && time.Since(*s.ControllerStartAt) < controllerStartBound {
 			return cannotTell(fmt.Errorf("its controller start began %s ago and may still finish; ask again in a minute", time.Since(*s.ControllerStartAt).Round(time.Second)))
 		}
-		e.markFailed(ctx, t.ID, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
+		e.markFailed(ctx, tc, s.ID, fmt.Sprintf("launch interrupted before its controller started (%s)", launcherGone(s)))
 		return nil
 	}
 	if token, err := e.vault.LoadToken(s.ID); err == nil && files.Port > 0 {

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -36,23 +34,9 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	switch t.Phase {
-	case records.PhaseAllocating, records.PhasePreparing, records.PhaseReady:
-	default:
+	if !t.Phase.Launchable() {
 		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
 	}
-	// Two resumes at once would both find the earlier sessions finished.
-	unlock, err := e.lockResume(t.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer unlock()
-	// What an interrupted launch left is settled first (recover.go).
-	ts, _, err := e.RecoverTasks(ctx, []*records.Task{t}, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	t = ts[0]
 	o := LaunchOptions{Profile: t.Profile, Agent: t.Agent, Env: t.LaunchEnv, Command: command}
 	if len(command) == 0 {
 		o.Agent = "" // the stored command already includes the preset's
@@ -67,42 +51,31 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 			return nil, nil, err
 		}
 	}
+	// Under the task's claim: two resumes at once would both find the
+	// earlier sessions finished, and an archive must not run beside one.
+	tc, err := e.claimTask(ctx, t.ID, launchTTL(lp.profile))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tc.release(ctx)
+	// What an interrupted launch left is settled first (recover.go); the
+	// task as now recorded decides.
+	if t, err = e.recoverHeld(ctx, tc, t); err != nil {
+		return nil, nil, err
+	}
+	if !t.Phase.Launchable() {
+		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
+	}
 	for _, id := range t.Sessions {
 		if err := e.ensureFinished(ctx, t, id); err != nil {
 			return nil, nil, err
 		}
 	}
-	s, err := e.startSession(ctx, t, lp, progress)
+	s, err := e.startSession(ctx, tc, t, lp, progress)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}
 	return t, s, err
-}
-
-// ResumingError: another process is resuming the task right now (exit 10).
-type ResumingError struct{ TaskID string }
-
-func (e *ResumingError) Error() string {
-	return fmt.Sprintf("task %s is being resumed by another kandev-exec right now; `kandev-exec task show %s` once it is done", e.TaskID, e.TaskID)
-}
-
-// lockResume takes the task's resume lock (<state>/locks/resume-<id>.lock)
-// without waiting; the lock goes with the process, so a crash frees it.
-func (e *Executor) lockResume(taskID string) (unlock func(), err error) {
-	dir, err := e.locksDir()
-	if err != nil {
-		return nil, err
-	}
-	l, err := fsx.Acquire(context.Background(), filepath.Join(dir, "resume-"+taskID+".lock"),
-		fsx.LockOptions{What: "resume of task", Path: taskID})
-	var le *fsx.LockedError
-	if errors.As(err, &le) {
-		return nil, &ResumingError{TaskID: taskID}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return l.Release, nil
 }
 
 // ensureFinished proves an earlier session is no longer running.

@@ -107,7 +107,7 @@ func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteI
 // startSession runs one session of t: connect, helper, task directory,
 // prepare script, controller. Every step's outcome lands in the records;
 // a session that may have a controller is never marked failed.
-func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launchPlan, progress func(string)) (*records.Session, error) {
+func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan, progress func(string)) (*records.Session, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
@@ -127,11 +127,11 @@ func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launch
 		return &LaunchError{TaskID: t.ID, Host: t.Host, SessionID: s.ID, Step: step, Err: err}
 	}
 	fail := func(err error) (*records.Session, error) {
-		e.markFailed(context.WithoutCancel(ctx), t.ID, s.ID, err.Error())
+		e.markFailed(context.WithoutCancel(ctx), tc, s.ID, err.Error())
 		s.State, s.Error = records.SessionFailed, err.Error()
 		return s, launchErr(err)
 	}
-	if _, err := e.updateTask(ctx, t.ID, "task.session", func(x *records.Task) error {
+	if _, err := tc.update(ctx, "task.session", func(x *records.Task) error {
 		x.Sessions = append(x.Sessions, s.ID)
 		return nil
 	}); err != nil {
@@ -167,7 +167,7 @@ func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launch
 
 	step = StepPreparing
 	progress(step)
-	taskDir, err := e.prepareTaskDir(ctx, c, t, lp, helper, info)
+	taskDir, err := e.prepareTaskDir(ctx, tc, c, t, lp, helper, info)
 	if err != nil {
 		return fail(err)
 	}
@@ -184,7 +184,7 @@ func (e *Executor) startSession(ctx context.Context, t *records.Task, lp *launch
 			return fail(err)
 		}
 	}
-	if _, err := e.updateTask(ctx, t.ID, "task.ready", func(x *records.Task) error {
+	if _, err := tc.update(ctx, "task.ready", func(x *records.Task) error {
 		x.Phase, x.Error = records.PhaseReady, ""
 		return nil
 	}); err != nil {
@@ -252,7 +252,7 @@ func launcher() *state.Holder {
 
 // markFailed records a session that never ran an agent, and the reason on
 // its task; a session settled meanwhile by another process is left alone.
-func (e *Executor) markFailed(ctx context.Context, taskID, sessionID, msg string) {
+func (e *Executor) markFailed(ctx context.Context, tc *taskClaim, sessionID, msg string) {
 	now := time.Now().UTC().Truncate(time.Second)
 	if _, err := e.updateSession(ctx, sessionID, "session.failed", func(x *records.Session) error {
 		if x.State != records.SessionStarting {
@@ -263,7 +263,7 @@ func (e *Executor) markFailed(ctx context.Context, taskID, sessionID, msg string
 	}); err != nil {
 		return
 	}
-	e.updateTask(ctx, taskID, "task.error", func(x *records.Task) error {
+	tc.update(ctx, "task.error", func(x *records.Task) error {
 		x.Error = msg
 		return nil
 	})

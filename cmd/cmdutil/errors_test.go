@@ -77,7 +77,7 @@ var typedErrors = []struct {
 	{&executor.InUseError{What: "host", Name: "h"}, 1, "error"},
 	{&executor.FingerprintMismatchError{Want: "SHA256:x"}, 5, "host_key_changed"},
 	{&executor.ActiveSessionError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
-	{&executor.ResumingError{TaskID: "t"}, 10, "conflict"},
+	{&executor.TaskBusyError{TaskID: "t", Doing: "worked on"}, 10, "conflict"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.UsageError{Msg: "x"}, 2, "usage"},

@@ -85,7 +85,7 @@ var exitRules = []exitRule{
 	{as[*state.ClaimedError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
 	{as[*records.TransitionError], ExitConflict, "another kandev-exec moved it meanwhile: `kandev-exec task show` says where it stands now"},
 	{as[*executor.ActiveSessionError], ExitConflict, ""},
-	{as[*executor.ResumingError], ExitConflict, ""},
+	{as[*executor.TaskBusyError], ExitConflict, ""},
 	{as[*executor.OrphanError], ExitConflict, ""},
 	{as[*state.UnsafePathError], ExitError, "remove the link or odd file from the state directory by hand, then retry"},
 }
