@@ -105,6 +105,19 @@ type HostView struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	Revision     uint64     `json:"revision"`
 	ResolveError string     `json:"resolve_error,omitempty"`
+	// ProxyJumpHops are the jump hosts as resolved, first hop first.
+	ProxyJumpHops []JumpHop `json:"proxy_jump_hops"`
+}
+
+// JumpHop is one resolved ProxyJump hop: the name as the chain names it
+// and where it leads.
+type JumpHop struct {
+	Name     string `json:"name"`
+	User     string `json:"user"`
+	Hostname string `json:"hostname"`
+	Port     int    `json:"port"`
+	// Destination is user@host:port, as ssh and ProxyJump write it.
+	Destination string `json:"destination"`
 }
 
 var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -169,12 +182,17 @@ func (e *Executor) view(ctx context.Context, h *Host, rec state.Record) HostView
 	if v.Pins == nil {
 		v.Pins = []HopPin{}
 	}
+	v.ProxyJumpHops = []JumpHop{}
 	t, err := e.resolveHost(ctx, h)
 	if err != nil {
 		v.ResolveError = err.Error()
 		return v
 	}
 	v.Hostname, v.Port, v.User, v.ProxyJump = t.HostName, t.Port, t.User, t.JumpSpec()
+	for _, j := range t.Jumps {
+		v.ProxyJumpHops = append(v.ProxyJumpHops, JumpHop{Name: j.Name, User: j.User, Hostname: j.HostName, Port: j.Port,
+			Destination: j.User + "@" + j.Addr()})
+	}
 	pin := h.TargetPin(t)
 	v.Fingerprint, v.KeyType = pin.Fingerprint, pin.KeyType
 	return v
