@@ -167,7 +167,11 @@ func (e *Executor) getHost(ctx context.Context, name string) (*Host, state.Recor
 }
 
 func (e *Executor) resolveHost(ctx context.Context, h *Host) (*ssh.Target, error) {
-	t, err := ssh.Resolve(ctx, h.Alias, h.overrides(), e.resolveOptions())
+	return e.resolveHostWith(ctx, h, e.resolveOptions())
+}
+
+func (e *Executor) resolveHostWith(ctx context.Context, h *Host, opts ssh.ResolveOptions) (*ssh.Target, error) {
+	t, err := ssh.Resolve(ctx, h.Alias, h.overrides(), opts)
 	if err != nil {
 		return nil, &ssh.Error{Host: h.Name, Hop: h.Alias, Class: ssh.ClassConfig, Err: err,
 			Hint: fmt.Sprintf("fix the ssh config, or `kandev-exec host rm %s` and add it again", h.Name)}
@@ -176,6 +180,11 @@ func (e *Executor) resolveHost(ctx context.Context, h *Host) (*ssh.Target, error
 }
 
 func (e *Executor) view(ctx context.Context, h *Host, rec state.Record) HostView {
+	return e.viewWith(ctx, h, rec, e.resolveOptions())
+}
+
+// viewWith is view resolving with opts (a listing shares one lookup cache).
+func (e *Executor) viewWith(ctx context.Context, h *Host, rec state.Record, opts ssh.ResolveOptions) HostView {
 	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: h.Status,
 		StatusReason: h.StatusReason, StatusBy: h.StatusBy, StatusAt: h.StatusAt, CreatedAt: h.CreatedAt,
 		Revision: rec.Revision, Hostname: h.HostName, Port: h.Port, User: h.User, ProxyJump: h.ProxyJump}
@@ -183,7 +192,7 @@ func (e *Executor) view(ctx context.Context, h *Host, rec state.Record) HostView
 		v.Pins = []HopPin{}
 	}
 	v.ProxyJumpHops = []JumpHop{}
-	t, err := e.resolveHost(ctx, h)
+	t, err := e.resolveHostWith(ctx, h, opts)
 	if err != nil {
 		v.ResolveError = err.Error()
 		return v

@@ -20,6 +20,9 @@ type ResolveOptions struct {
 	// SSHBinary is the OpenSSH client used for `ssh -G`. Empty looks up
 	// "ssh" in PATH; "-" never uses it and parses the config directly.
 	SSHBinary string
+	// Cache, when set, shares identical lookups among the resolutions of
+	// one command (see LookupCache).
+	Cache *LookupCache
 }
 
 // Overrides are explicit settings (flags); they win over the config.
@@ -160,6 +163,10 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 // lookup gets the settings for name from `ssh -G`, or from the parser when
 // no OpenSSH client is available.
 func lookup(ctx context.Context, name string, ov Overrides, opts ResolveOptions) (settings, error) {
+	if c := opts.Cache; c != nil {
+		opts.Cache = nil
+		return c.get(ctx, lookupKey(name, ov), func() (settings, error) { return lookup(ctx, name, ov, opts) })
+	}
 	bin := opts.SSHBinary
 	if bin == "" {
 		if p, err := exec.LookPath("ssh"); err == nil {
