@@ -83,8 +83,19 @@ type cfgParser struct {
 	final     bool   // the second pass, after HostName took effect
 	wantFinal bool   // some Match line says `final`
 	s         settings
-	at        map[string]string // "file:line" of each kept value, for later errors
+	at        map[string]cfgPos // where each kept value was set, for later errors
 	ignore    *string           // IgnoreUnknown's patterns, first active value
+}
+
+// cfgPos is a file and line, to name in an error found after reading.
+type cfgPos struct {
+	file string
+	line int
+}
+
+// errAt is an error about the value of kw, naming where it was set.
+func (p *cfgParser) errAt(kw, msg string) error {
+	return &ConfigError{File: p.at[kw].file, Line: p.at[kw].line, Msg: msg}
 }
 
 // cfgFile is one file being read and how it was reached.
@@ -109,7 +120,7 @@ func parseConfigFor(name string, ov Overrides, file string) (settings, error) {
 	} else {
 		files = []cfgFile{{path: filepath.Join(me.home, ".ssh", "config"), user: true}, {path: "/etc/ssh/ssh_config"}}
 	}
-	p := &cfgParser{me: me, hostArg: name, host: name, s: settings{}, at: map[string]string{}}
+	p := &cfgParser{me: me, hostArg: name, host: name, s: settings{}, at: map[string]cfgPos{}}
 	if err := p.commandLine(ov); err != nil {
 		return nil, err
 	}
@@ -195,7 +206,7 @@ func (p *cfgParser) file(f *cfgFile, active *bool, depth int) error {
 func (p *cfgParser) set(kw, v string, f *cfgFile, line int) {
 	if _, ok := p.s[kw]; !ok {
 		p.s[kw] = []string{v}
-		p.at[kw] = fmt.Sprintf("%s:%d", f.path, line)
+		p.at[kw] = cfgPos{f.path, line}
 	}
 }
 
@@ -238,9 +249,15 @@ func (p *cfgParser) line(f *cfgFile, n int, text string, active *bool, depth int
 		}
 		return nil
 	}
-	if !used[kw] && !tracked[kw] && kw != "ignoreunknown" {
-		return nil // known, and irrelevant to dialling: not validated
+	if used[kw] || tracked[kw] || kw == "ignoreunknown" {
+		return p.single(kw, args, f, n, *active, fail)
 	}
+	return nil // known, and irrelevant to dialling: not validated
+}
+
+// single handles a keyword with one argument: checked in any block, kept
+// when active and first.
+func (p *cfgParser) single(kw string, args []string, f *cfgFile, n int, active bool, fail func(string, ...any) error) error {
 	if len(args) == 0 || args[0] == "" {
 		return fail("%s: missing argument", kw)
 	}
@@ -251,19 +268,17 @@ func (p *cfgParser) line(f *cfgFile, n int, text string, active *bool, depth int
 	if err != nil {
 		return fail("%v", err)
 	}
-	if !*active || v == "" {
-		return nil
-	}
-	if kw == "identityfile" {
+	switch {
+	case !active || v == "":
+	case kw == "identityfile":
 		return p.addIdentity(v, fail)
-	}
-	if kw == "ignoreunknown" {
+	case kw == "ignoreunknown":
 		if p.ignore == nil {
 			p.ignore = &v
 		}
-		return nil
+	default:
+		p.set(kw, v, f, n)
 	}
-	p.set(kw, v, f, n)
 	return nil
 }
 
@@ -380,105 +395,4 @@ func (p *cfgParser) hostLine(args []string, f *cfgFile, active *bool, fail func(
 		}
 	}
 	return nil
-}
-
-// destination is the host name ssh connects to after the first pass:
-// HostName with %h expanded (or the name as given), then canonicalHost.
-func (p *cfgParser) destination() (string, error) {
-	h, err := p.hostnameSoFar()
-	if err != nil {
-		return "", err
-	}
-	return canonicalHost(h), nil
-}
-
-// hostnameSoFar is what `Match host` compares: the final name in the
-// final pass, else HostName expanded as far as the config has set it.
-func (p *cfgParser) hostnameSoFar() (string, error) {
-	h := p.s.first("hostname")
-	switch {
-	case p.final:
-		return h, nil
-	case h == "":
-		return p.hostArg, nil
-	}
-	x, err := expand(h, hostnameTokens(p.hostArg), false)
-	if err != nil {
-		file, line := splitAt(p.at["hostname"])
-		return "", &ConfigError{File: file, Line: line, Msg: fmt.Sprintf("HostName %v (HostName accepts %%%% and %%h)", err)}
-	}
-	return x, nil
-}
-
-// refuseCanonicalization: resolving names through DNS the way ssh would
-// is beyond a parser, so a config that asks for it needs `ssh -G`.
-func (p *cfgParser) refuseCanonicalization() error {
-	kw := ""
-	switch {
-	case p.s.first("canonicalizehostname") == "yes" || p.s.first("canonicalizehostname") == "always":
-		kw = "canonicalizehostname"
-	case p.s["canonicalizepermittedcnames"] != nil && !strings.EqualFold(p.s.first("canonicalizepermittedcnames"), "none"):
-		kw = "canonicalizepermittedcnames"
-	default:
-		return nil
-	}
-	file, line := splitAt(p.at[kw])
-	return &ConfigError{File: file, Line: line, Msg: fmt.Sprintf("%s needs DNS lookups the built-in ssh config parser does not do; install an OpenSSH client so `ssh -G` resolves this host", kw)}
-}
-
-// finish fills ssh's defaults and expands what `ssh -G` prints expanded.
-func (p *cfgParser) finish(host string) (settings, error) {
-	s := p.s
-	for k, v := range map[string]string{"user": p.me.name, "port": "22", "identitiesonly": "no"} {
-		if s[k] == nil {
-			s[k] = []string{v}
-		}
-	}
-	if len(s["identityfile"]) == 0 {
-		s["identityfile"] = append([]string{}, defaultIdentities...)
-	}
-	for _, k := range []string{"proxyjump", "proxycommand"} {
-		if strings.EqualFold(s.first(k), "none") {
-			delete(s, k)
-		}
-	}
-	if a := s.first("hostkeyalias"); a != "" {
-		s["hostkeyalias"] = []string{asciiLower(a)}
-	}
-	port, _ := strconv.Atoi(s.first("port"))
-	if err := jumpLoop(s, host, port); err != nil {
-		file, line := splitAt(p.at["proxyjump"])
-		return nil, &ConfigError{File: file, Line: line, Msg: err.Error()}
-	}
-	if a := s.first("identityagent"); a != "" {
-		x, err := tildeExpand(a, p.me)
-		if err == nil {
-			keys := clientTokens(p.me, p.hostArg, host, s.first("hostkeyalias"), s.first("user"), port)
-			x, err = expand(x, keys, true)
-		}
-		if err != nil {
-			file, line := splitAt(p.at["identityagent"])
-			return nil, &ConfigError{File: file, Line: line, Msg: "IdentityAgent " + err.Error()}
-		}
-		s["identityagent"] = []string{x}
-	}
-	return s, nil
-}
-
-func splitAt(at string) (string, int) {
-	i := strings.LastIndexByte(at, ':')
-	if i < 0 {
-		return at, 0
-	}
-	n, _ := strconv.Atoi(at[i+1:])
-	return at[:i], n
-}
-
-func validEnvName(s string) bool {
-	for _, c := range []byte(s) {
-		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return s != ""
 }
