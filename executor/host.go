@@ -57,6 +57,19 @@ type HostView struct {
 	CreatedAt    time.Time        `json:"created_at"`
 	Revision     uint64           `json:"revision"`
 	ResolveError string           `json:"resolve_error,omitempty"`
+	// ProxyJumpHops are the jump hosts as resolved, first hop first.
+	ProxyJumpHops []JumpHop `json:"proxy_jump_hops"`
+}
+
+// JumpHop is one resolved ProxyJump hop: the name as the chain names it
+// and where it leads.
+type JumpHop struct {
+	Name     string `json:"name"`
+	User     string `json:"user"`
+	Hostname string `json:"hostname"`
+	Port     int    `json:"port"`
+	// Destination is user@host:port, as ssh and ProxyJump write it.
+	Destination string `json:"destination"`
 }
 
 var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -85,7 +98,11 @@ func (e *Executor) getHost(ctx context.Context, name string) (*records.Host, sta
 }
 
 func (e *Executor) resolveHost(ctx context.Context, h *records.Host) (*ssh.Target, error) {
-	t, err := ssh.Resolve(ctx, h.Alias, hostOverrides(h), e.resolveOptions())
+	return e.resolveHostWith(ctx, h, e.resolveOptions())
+}
+
+func (e *Executor) resolveHostWith(ctx context.Context, h *records.Host, opts ssh.ResolveOptions) (*ssh.Target, error) {
+	t, err := ssh.Resolve(ctx, h.Alias, hostOverrides(h), opts)
 	if err != nil {
 		return nil, &ssh.Error{Host: h.Name, Hop: h.Alias, Class: ssh.ClassConfig, Err: err,
 			Hint: fmt.Sprintf("fix the ssh config, or `kandev-exec host rm %s` and add it again", h.Name)}
@@ -94,18 +111,28 @@ func (e *Executor) resolveHost(ctx context.Context, h *records.Host) (*ssh.Targe
 }
 
 func (e *Executor) view(ctx context.Context, h *records.Host, rec state.Record) HostView {
+	return e.viewWith(ctx, h, rec, e.resolveOptions())
+}
+
+// viewWith is view resolving with opts (a listing shares one lookup cache).
+func (e *Executor) viewWith(ctx context.Context, h *records.Host, rec state.Record, opts ssh.ResolveOptions) HostView {
 	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: string(h.Status),
 		StatusReason: h.StatusReason, StatusBy: h.StatusBy, StatusAt: h.StatusAt, CreatedAt: h.CreatedAt,
 		Revision: rec.Revision, Hostname: h.HostName, Port: h.Port, User: h.User, ProxyJump: h.ProxyJump}
 	if v.Pins == nil {
 		v.Pins = []records.HopPin{}
 	}
-	t, err := e.resolveHost(ctx, h)
+	v.ProxyJumpHops = []JumpHop{}
+	t, err := e.resolveHostWith(ctx, h, opts)
 	if err != nil {
 		v.ResolveError = err.Error()
 		return v
 	}
 	v.Hostname, v.Port, v.User, v.ProxyJump = t.HostName, t.Port, t.User, t.JumpSpec()
+	for _, j := range t.Jumps {
+		v.ProxyJumpHops = append(v.ProxyJumpHops, JumpHop{Name: j.Name, User: j.User, Hostname: j.HostName, Port: j.Port,
+			Destination: j.User + "@" + j.Addr()})
+	}
 	pin := targetPin(h, t)
 	v.Fingerprint, v.KeyType = pin.Fingerprint, pin.KeyType
 	return v

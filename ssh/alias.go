@@ -14,11 +14,11 @@ const sentinelHost = "kandev-exec-undefined-alias.invalid"
 // alias: it resolves alias and a name nobody defines, and compares them
 // with the names swapped. `Host *` defaults apply to both and cancel out.
 func AliasDefined(ctx context.Context, alias string, opts ResolveOptions) (bool, error) {
-	got, err := lookup(ctx, alias, opts)
+	got, err := lookup(ctx, alias, Overrides{}, opts)
 	if err != nil {
 		return false, err
 	}
-	base, err := lookup(ctx, sentinelHost, opts)
+	base, err := lookup(ctx, sentinelHost, Overrides{}, opts)
 	if err != nil {
 		return false, err
 	}

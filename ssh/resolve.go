@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,17 +20,28 @@ type ResolveOptions struct {
 	// SSHBinary is the OpenSSH client used for `ssh -G`. Empty looks up
 	// "ssh" in PATH; "-" never uses it and parses the config directly.
 	SSHBinary string
+	// Cache, when set, shares identical lookups among the resolutions of
+	// one command (see LookupCache).
+	Cache *LookupCache
 }
 
 // Overrides are explicit settings (flags); they win over the config.
+// User, Port, IdentitiesOnly and ProxyJump reach the config the way ssh's
+// -l, -p, -o and -J do (so `Match user` sees the user); HostName and
+// IdentityFiles are applied to the result.
 type Overrides struct {
 	HostName       string
 	Port           int
 	User           string
 	IdentityFiles  []string
 	IdentitiesOnly bool   // true forces IdentitiesOnly yes
-	ProxyJump      string // "" keeps the config's; "none" disables it
+	ProxyJump      string // "" keeps the config's; "none" connects directly (no ProxyJump or ProxyCommand)
+
+	viaJump bool // a later hop of a ProxyJump list: reached through the earlier ones
 }
+
+// direct says the config's ProxyJump and ProxyCommand do not apply.
+func (ov Overrides) direct() bool { return ov.viaJump || strings.EqualFold(ov.ProxyJump, "none") }
 
 // settings is the flattened keyword -> values view that `ssh -G` prints and
 // the fallback parser produces. Keys are lower case.
@@ -57,10 +66,16 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 	if depth > maxJumpDepth {
 		return nil, &ConfigError{File: opts.ConfigFile, Msg: fmt.Sprintf("ProxyJump chain deeper than %d hops at %q (a loop?)", maxJumpDepth, name)}
 	}
-	if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t\n'\"\\") {
-		return nil, &ConfigError{Msg: fmt.Sprintf("invalid host name %q", name)}
+	if !validHostArg(name) || strings.Contains(name, "@") || strings.HasPrefix(name, "ssh://") {
+		return nil, &ConfigError{Msg: fmt.Sprintf("invalid host name %q: no whitespace, '@', quotes or shell characters ('`$\\;&<>|(){},), and not starting with '-'", name)}
 	}
-	s, err := lookup(ctx, name, opts)
+	if ov.User != "" && !validRemoteUser(ov.User) {
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid user %q", name, ov.User)}
+	}
+	if strings.ContainsAny(ov.ProxyJump, " \t\n#'\"") {
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid ProxyJump %q: no blanks, quotes or '#'", name, ov.ProxyJump)}
+	}
+	s, err := lookup(ctx, name, ov, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -72,19 +87,15 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 		return nil, err
 	}
 	jump := s.first("proxyjump")
-	if ov.ProxyJump != "" {
-		jump = ov.ProxyJump
-	}
 	if jump == "" || jump == "none" {
 		return t, nil
 	}
-	specs := strings.Split(jump, ",")
-	for i, spec := range specs {
-		hopName, hopOv, err := parseJumpSpec(spec)
-		if err != nil {
-			return nil, err
-		}
-		hop, err := resolve(ctx, hopName, hopOv, opts, depth+1)
+	hops, err := jumpHops(jump, proxyTokens(name, t.HostName, s.first("hostkeyalias"), t.User, t.Port))
+	if err != nil {
+		return nil, &ConfigError{File: opts.ConfigFile, Msg: fmt.Sprintf("host %q: %v", name, err)}
+	}
+	for i, h := range hops {
+		hop, err := resolve(ctx, h.host, Overrides{User: h.user, Port: h.port, viaJump: i > 0}, opts, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -102,45 +113,11 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 	return t, nil
 }
 
-// parseJumpSpec splits "[user@]host[:port]" (or an ssh:// URI; IPv6 in
-// brackets).
-func parseJumpSpec(spec string) (string, Overrides, error) {
-	var ov Overrides
-	orig := spec
-	spec = strings.TrimPrefix(strings.TrimSpace(spec), "ssh://")
-	if i := strings.LastIndex(spec, "@"); i >= 0 {
-		ov.User, spec = spec[:i], spec[i+1:]
-	}
-	host, port := spec, ""
-	if strings.HasPrefix(spec, "[") {
-		end := strings.Index(spec, "]")
-		if end < 0 || (end+1 < len(spec) && spec[end+1] != ':') {
-			return "", ov, &ConfigError{Msg: fmt.Sprintf("bad ProxyJump entry %q", orig)}
-		}
-		host = spec[1:end]
-		port = strings.TrimPrefix(spec[end+1:], ":")
-	} else if i := strings.LastIndex(spec, ":"); i >= 0 {
-		host, port = spec[:i], spec[i+1:]
-	}
-	if port != "" {
-		p, err := strconv.Atoi(port)
-		if err != nil || p < 1 || p > 65535 {
-			return "", ov, &ConfigError{Msg: fmt.Sprintf("bad port in ProxyJump entry %q", orig)}
-		}
-		ov.Port = p
-	}
-	if host == "" {
-		return "", ov, &ConfigError{Msg: fmt.Sprintf("empty host in ProxyJump entry %q", orig)}
-	}
-	return host, ov, nil
-}
-
 func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
-	t := &Target{Name: name, HostName: s.first("hostname"), User: s.first("user")}
+	t := &Target{Name: name, HostName: s.first("hostname"), User: s.first("user"), Port: 22}
 	if t.HostName == "" {
 		t.HostName = name
 	}
-	t.Port = 22
 	if p := s.first("port"); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
@@ -148,34 +125,33 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 		}
 		t.Port = n
 	}
-	t.IdentitiesOnly = strings.EqualFold(s.first("identitiesonly"), "yes")
+	t.IdentitiesOnly = strings.EqualFold(s.first("identitiesonly"), "yes") || ov.IdentitiesOnly
 	t.IdentityAgent = s.first("identityagent")
 	if ct := s.first("connecttimeout"); ct != "" && ct != "none" {
 		t.ConnectTimeout, _ = strconv.Atoi(ct)
 	}
-	files := s["identityfile"]
 	if ov.HostName != "" {
 		t.HostName = ov.HostName
-	}
-	if ov.Port != 0 {
-		t.Port = ov.Port
-	}
-	if ov.User != "" {
-		t.User = ov.User
 	}
 	if t.User == "" {
 		t.User = currentUser()
 	}
-	if len(ov.IdentityFiles) > 0 {
-		// Explicit files go first, like `ssh -i`, and the config's follow.
-		files = append(append([]string{}, ov.IdentityFiles...), files...)
-	}
-	if ov.IdentitiesOnly {
-		t.IdentitiesOnly = true
-	}
+	// Explicit files go first, like `ssh -i`, and the config's follow.
+	files := append(append([]string{}, ov.IdentityFiles...), s["identityfile"]...)
+	me := currentLocal()
+	keys := clientTokens(me, name, t.HostName, s.first("hostkeyalias"), t.User, t.Port)
 	seen := map[string]bool{}
 	for _, f := range files {
-		p := expandTokens(f, t)
+		if strings.EqualFold(f, "none") {
+			continue
+		}
+		p, err := tildeExpand(f, me)
+		if err == nil {
+			p, err = expand(p, keys, true)
+		}
+		if err != nil {
+			return nil, &ConfigError{Msg: fmt.Sprintf("host %q: IdentityFile %v", name, err)}
+		}
 		if !seen[p] {
 			seen[p] = true
 			t.IdentityFiles = append(t.IdentityFiles, p)
@@ -184,27 +160,13 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 	return t, nil
 }
 
-// expandTokens expands ~ and the % tokens OpenSSH allows in IdentityFile.
-func expandTokens(p string, t *Target) string {
-	home, _ := os.UserHomeDir()
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
-	}
-	r := strings.NewReplacer("%%", "%", "%d", home, "%u", currentUser(), "%h", t.HostName,
-		"%r", t.User, "%p", strconv.Itoa(t.Port))
-	return r.Replace(p)
-}
-
-func currentUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return os.Getenv("USER")
-}
-
 // lookup gets the settings for name from `ssh -G`, or from the parser when
 // no OpenSSH client is available.
-func lookup(ctx context.Context, name string, opts ResolveOptions) (settings, error) {
+func lookup(ctx context.Context, name string, ov Overrides, opts ResolveOptions) (settings, error) {
+	if c := opts.Cache; c != nil {
+		opts.Cache = nil
+		return c.get(ctx, lookupKey(name, ov), func() (settings, error) { return lookup(ctx, name, ov, opts) })
+	}
 	bin := opts.SSHBinary
 	if bin == "" {
 		if p, err := exec.LookPath("ssh"); err == nil {
@@ -212,14 +174,14 @@ func lookup(ctx context.Context, name string, opts ResolveOptions) (settings, er
 		}
 	}
 	if bin == "" || bin == "-" {
-		return parseConfigFor(name, opts.ConfigFile)
+		return parseConfigFor(name, ov, opts.ConfigFile)
 	}
-	return sshG(ctx, bin, name, opts.ConfigFile)
+	return sshG(ctx, bin, name, ov, opts.ConfigFile)
 }
 
 var sshErrLine = regexp.MustCompile(`^(.+?):? line (\d+): (.+)$`)
 
-func sshG(ctx context.Context, bin, name, file string) (settings, error) {
+func sshG(ctx context.Context, bin, name string, ov Overrides, file string) (settings, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	args := []string{"-G"}
@@ -229,6 +191,7 @@ func sshG(ctx context.Context, bin, name, file string) (settings, error) {
 		}
 		args = append(args, "-F", file)
 	}
+	args = append(args, commandLine(ov)...)
 	args = append(args, "--", name)
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -254,4 +217,24 @@ func sshG(ctx context.Context, bin, name, file string) (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// commandLine is ov as ssh options, in the order ssh applies them.
+func commandLine(ov Overrides) []string {
+	var args []string
+	if ov.User != "" {
+		args = append(args, "-l", ov.User)
+	}
+	if ov.Port != 0 {
+		args = append(args, "-p", strconv.Itoa(ov.Port))
+	}
+	if ov.IdentitiesOnly {
+		args = append(args, "-o", "IdentitiesOnly=yes")
+	}
+	if ov.direct() {
+		args = append(args, "-o", "ProxyCommand=none")
+	} else if ov.ProxyJump != "" {
+		args = append(args, "-J", ov.ProxyJump)
+	}
+	return args
 }

@@ -54,6 +54,9 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	fmt.Fprintf(w, "address:      %s:%d\n", h.Hostname, h.Port)
 	fmt.Fprintf(w, "user:         %s\n", h.User)
 	fmt.Fprintf(w, "proxy jump:   %s\n", cmdutil.Dash(h.ProxyJump))
+	for i, j := range h.ProxyJumpHops {
+		fmt.Fprintf(w, "%-14s%s (%s)\n", fmt.Sprintf("hop %d:", i+1), j.Destination, j.Name)
+	}
 	fmt.Fprintf(w, "workdir root: %s\n", h.WorkdirRoot)
 	fmt.Fprintf(w, "status:       %s\n", h.Status)
 	if h.StatusReason != "" {
