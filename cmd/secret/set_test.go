@@ -21,8 +21,10 @@ func TestSetReadsHiddenOnATerminal(t *testing.T) {
 	defer st.Close()
 	ios, _, out, errb := cmdutil.Test()
 	o := &SetOptions{
-		IO:         ios,
-		Executor:   func() (*executor.Executor, error) { return executor.New(executor.Config{Store: st, StateDir: dir}), nil },
+		IO: ios,
+		Executor: func() (*executor.Executor, error) {
+			return executor.New(executor.Config{Store: st, StateDir: dir}), nil
+		},
 		Name:       "tok",
 		ReadHidden: func() ([]byte, error) { return []byte("typed-VALUE"), nil },
 	}
