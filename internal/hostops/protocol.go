@@ -40,6 +40,9 @@ const (
 	OpControllerProbe = "controller-probe" // SessionRequest -> controller.Identity
 	OpControllerKill  = "controller-kill"  // SessionRequest -> controller.Identity
 	OpSessionFiles    = "session-files"    // SessionRequest -> SessionFiles
+	OpReclaimProve    = "reclaim-prove"    // reclaim.Request -> reclaim.Report: proof only, nothing touched
+	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
+	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
 )
 
 // Error codes of the protocol itself; each operation adds its own (see

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
+	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -74,6 +75,9 @@ var handlers = map[string]handler{
 		return identity(controller.KillIfOurs(r.SessionDir, r.StartTime))
 	}),
 	OpSessionFiles: op(func(_ context.Context, r SessionRequest) (any, error) { return sessionFiles(r.SessionDir) }),
+	OpReclaimProve: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
+	OpReclaimApply: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
+	OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
 }
 
 // identity: no pid file means the session dir is gone or no controller
