@@ -2,15 +2,14 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // isFinal: states the host can no longer change.
@@ -70,13 +69,16 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 // leaves the session lost; if its agent's process group lives on, its id
 // comes back as orphan: the agent runs unsupervised.
 func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Session, orphan int, err error) {
-	out, _, err := a.c.Run(ctx, "cat -- "+ssh.ShellQuote(a.s.SessionDir+"/status.json")+" 2>/dev/null || true", nil)
+	helper, err := e.helperOnHost(ctx, a)
 	if err != nil {
 		return nil, 0, err
 	}
-	var st controller.Status
-	if json.Unmarshal(out, &st) == nil && (st.State == controller.StateExited || st.State == controller.StateStopped) {
-		s, err = e.recordFinal(ctx, a.s.ID, st, "")
+	var files hostops.SessionFiles
+	if err := callHelperOp(ctx, a.c, a.s.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
+		return nil, 0, err
+	}
+	if st := files.Status; st != nil && (st.State == controller.StateExited || st.State == controller.StateStopped) {
+		s, err = e.recordFinal(ctx, a.s.ID, *st, "")
 		return s, 0, err
 	}
 	why := lostNoEnd

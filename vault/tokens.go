@@ -3,6 +3,9 @@ package vault
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -39,4 +42,20 @@ func (vt *Vault) LoadToken(sessionID string) (string, error) {
 	}
 	b, err := fsx.ReadFileMax(filepath.Join(dir, sessionID), MaxSecretSize)
 	return string(b), err
+}
+
+// RemoveToken forgets a session's token (the session is gone for good);
+// one already gone is not an error.
+func (vt *Vault) RemoveToken(sessionID string) error {
+	dir, err := vt.privateDir(tokensDirName, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, sessionID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }

@@ -1,0 +1,185 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/records"
+)
+
+// Drain before destroy (docs/architecture.md, "Drain"): every session of
+// the task that may have a controller is sealed and stopped, and its
+// controller signs a receipt for this claim, which is verified with the
+// session token. Only drained and not_attempted let teardown destroy
+// anything; unreachable and uncertain keep the directory and quarantine
+// the host. A process that does not prove it is ours is never signalled.
+
+// maxGracefulStop bounds one session's graceful stop.
+const maxGracefulStop = 15 * time.Second
+
+// drain drains t's sessions and says what it proved.
+func (a *attempt) drain(ctx context.Context, t *records.Task) (records.DrainOutcome, []string, string) {
+	var live []*records.Session
+	for _, id := range t.Sessions {
+		s, _, err := records.Get[records.Session](ctx, a.e.cfg.Store, records.KindSession, id)
+		if err != nil {
+			return records.DrainUncertain, nil, fmt.Sprintf("session %s: %v", id, err)
+		}
+		// Failed: its launch ended before any controller start, which
+		// recovery proved before this attempt began.
+		if s.ControllerStartAt != nil && s.State != records.SessionFailed {
+			live = append(live, s)
+		}
+	}
+	if len(live) == 0 {
+		return records.DrainNotAttempted, nil, "no session of the task ever started a controller"
+	}
+	if err := a.connect(ctx, t); err != nil {
+		return records.DrainUnreachable, nil, err.Error()
+	}
+	outcome := records.DrainDrained
+	var receipts, details []string
+	for _, s := range live {
+		o, receipt, detail := a.drainSession(ctx, t, s)
+		if receipt != "" {
+			receipts = append(receipts, receipt)
+		}
+		details = append(details, fmt.Sprintf("session %s: %s", s.ID, detail))
+		switch {
+		case o == records.DrainUnreachable:
+			outcome = o
+		case o == records.DrainUncertain && outcome == records.DrainDrained:
+			outcome = o
+		}
+	}
+	return outcome, receipts, strings.Join(details, "; ")
+}
+
+// drainSession seals and stops one session within min(15 s, a third of
+// what is left of the budget). detail says what was proved.
+func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.Session) (records.DrainOutcome, string, string) {
+	at := &attach{s: s, t: t, c: a.c, wd: a.wd, helper: &a.helper}
+	token, terr := a.e.vault.LoadToken(s.ID)
+	if terr == nil && s.RemotePort > 0 {
+		at.ctrl = a.e.controllerClient(a.c, s, token)
+	}
+	bound := min(maxGracefulStop, a.remaining()/3)
+	if at.ctrl != nil {
+		bctx, cancel := context.WithTimeout(ctx, bound)
+		o, receipt, detail, done := a.drainByReceipt(bctx, at, token)
+		cancel()
+		if done {
+			return o, receipt, detail
+		}
+	}
+	// The controller does not answer (or this machine has no token for
+	// it): ask the host whether it, or its agent, still runs.
+	id, err := a.e.probeController(ctx, at, hostops.OpControllerProbe)
+	if err != nil {
+		return a.linkOr(records.DrainUncertain), "", fmt.Sprintf("asking the host about its controller: %v", err)
+	}
+	if id.Alive && at.ctrl == nil && id.Ours {
+		// Another machine launched it: without its token the only stop
+		// that can be proved is the controller's own, signalled once it
+		// proved to be ours.
+		kctx, cancel := context.WithTimeout(ctx, max(bound, 20*time.Second))
+		id, err = a.e.probeController(kctx, at, hostops.OpControllerKill)
+		cancel()
+		if err != nil {
+			return a.linkOr(records.DrainUncertain), "", fmt.Sprintf("stopping its controller: %v", err)
+		}
+	}
+	switch {
+	case id.Alive && (id.Ours || s.StartTime == 0):
+		return records.DrainUncertain, "", fmt.Sprintf("controller pid %d is alive but did not confirm a stop within %s", id.PID, bound)
+	case id.Alive:
+		// The pid was reused by another process: ours is gone.
+	case id.Orphan > 0:
+		return records.DrainUncertain, "", fmt.Sprintf("its controller is gone but the agent's process group %d still runs", id.Orphan)
+	}
+	at.orphan = id.Orphan
+	if _, _, err := a.e.finalFromHost(ctx, at); err != nil {
+		return a.linkOr(records.DrainUncertain), "", fmt.Sprintf("reading how it ended: %v", err)
+	}
+	return records.DrainDrained, "", "its controller is gone and its agent ended"
+}
+
+// drainByReceipt asks the controller to seal and stop, and verifies its
+// receipt. done is false when the controller could not be asked at all.
+func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string) (o records.DrainOutcome, receipt, detail string, done bool) {
+	_, err := at.ctrl.Health(ctx)
+	switch {
+	case errors.Is(err, controller.ErrBusy):
+		return records.DrainUncertain, "", "its controller refuses connections (another user may hold them all)", true
+	case err != nil && a.wd.Check() != nil:
+		return records.DrainUnreachable, "", fmt.Sprintf("the connection to %s was lost", at.s.Host), true
+	case err != nil:
+		return "", "", "", false
+	}
+	r, err := at.ctrl.Drain(ctx, a.tc.ID())
+	switch {
+	case err == nil && r.ClaimID == a.tc.ID() && r.SessionID == at.s.ID && controller.VerifyReceipt(token, r):
+	case err == nil:
+		return records.DrainUncertain, "", "its controller's receipt does not verify", true
+	case a.wd.Check() != nil:
+		return records.DrainUnreachable, "", fmt.Sprintf("the connection to %s was lost while draining", at.s.Host), true
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return records.DrainUncertain, "", "its controller did not confirm the stop in time", true
+	default:
+		return records.DrainUncertain, "", fmt.Sprintf("draining its controller: %v", err), true
+	}
+	rec := &records.Receipt{ClaimID: r.ClaimID, State: records.SessionState(r.State), ExitCode: r.ExitCode, DrainedAt: r.DrainedAt, Proof: r.Proof}
+	_, err = records.Mutate(context.WithoutCancel(ctx), a.e.cfg.Store, records.KindSession, at.s.ID, "session.drained", func(x *records.Session) error {
+		x.Receipt = rec
+		if !x.State.Ended() && rec.State.Ended() {
+			x.ExitCode = rec.ExitCode
+			now := rec.DrainedAt
+			x.EndedAt = &now
+			return x.Move(rec.State)
+		}
+		return nil
+	})
+	if err != nil {
+		return records.DrainUncertain, "", fmt.Sprintf("recording its receipt: %v", err), true
+	}
+	return records.DrainDrained, rec.Short(), "sealed and stopped, receipt " + rec.Short(), true
+}
+
+// linkOr is unreachable when the connection died, else o.
+func (a *attempt) linkOr(o records.DrainOutcome) records.DrainOutcome {
+	if a.wd != nil && a.wd.Check() != nil {
+		return records.DrainUnreachable
+	}
+	return o
+}
+
+// quarantineHost blocks new launches on the host, with the evidence; a
+// host already quarantined keeps its first reason. Failing to record it
+// is reported, never fatal: the drain's outcome already keeps the
+// directory.
+func (e *Executor) quarantineHost(ctx context.Context, host, reason, by string) {
+	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, host, "host.quarantined", func(h *records.Host) error {
+		if h.EffectiveStatus(time.Now()) == records.HostQuarantined {
+			return errSettled
+		}
+		return h.SetStatus(records.HostQuarantined, reason, by, time.Now().UTC().Truncate(time.Second), nil)
+	})
+}
+
+// actor names who did something, for a host's status_by: what ran, as
+// whom, where.
+func actor(what string) string {
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s (%s@%s, pid %d)", what, who, host, os.Getpid())
+}

@@ -1,0 +1,164 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// ensureJob stores the task's cleanup job before anything happens on the
+// host, or re-arms the one it has: asking twice is one job, and a delete
+// after an archive turns the job into a delete.
+func (e *Executor) ensureJob(ctx context.Context, t *records.Task, trigger records.Trigger) (*records.CleanupJob, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	j := &records.CleanupJob{ID: t.ID, OperationID: newID("op"), TaskID: t.ID, Host: t.Host, Trigger: trigger,
+		State: records.JobPending, CreatedAt: now, UpdatedAt: now}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	_, err = e.cfg.Store.Create(ctx, records.KindJob, t.ID, data, records.EventFor("job.pending", j))
+	var ce *state.ConflictError
+	if !errors.As(err, &ce) {
+		return j, err
+	}
+	return records.Mutate(ctx, e.cfg.Store, records.KindJob, t.ID, "job.pending", func(x *records.CleanupJob) error {
+		if trigger == records.TriggerDelete {
+			x.Trigger = trigger
+		}
+		switch x.State {
+		case records.JobSucceeded, records.JobFailed:
+			// Asked again: a fresh run of attempts.
+			x.Attempts, x.LastError, x.NextAt = 0, "", nil
+			x.OperationID = newID("op")
+		}
+		x.UpdatedAt = now
+		return x.Move(records.JobPending)
+	})
+}
+
+// teardownTTL is how long a teardown's claim lasts without a checkpoint:
+// past its budget, with slack for the last step to report.
+func teardownTTL(budget time.Duration) time.Duration { return budget + time.Minute }
+
+// runJob runs one attempt of a job under the task's claim and records
+// how it ended on the job: succeeded, or failed with its retry time.
+func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget time.Duration, progress func(string)) (*TeardownResult, error) {
+	deadline := time.Now().Add(budget)
+	ctx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
+	defer cancel()
+	tc, err := e.claimTask(ctx, job.TaskID, teardownTTL(budget))
+	if err != nil {
+		return nil, err
+	}
+	defer tc.release(ctx)
+	job, err = records.Mutate(ctx, e.cfg.Store, records.KindJob, job.ID, "job.attempt", func(x *records.CleanupJob) error {
+		x.Attempts++
+		x.UpdatedAt = time.Now().UTC().Truncate(time.Second)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &attempt{e: e, tc: tc, job: job, deadline: deadline, progress: progress}
+	t, runErr := a.run(ctx)
+	res := &TeardownResult{TaskID: job.TaskID, Job: job.ID, Attempts: job.Attempts}
+	if t != nil {
+		res.Phase = t.Phase
+		if td := t.Teardown; td != nil {
+			res.Drain, res.Reclaim, res.Reason = td.Drain, td.Reclaim, td.Reason
+			if n := len(td.Receipts); n > 0 {
+				res.Receipt = td.Receipts[n-1]
+			}
+		}
+	}
+	// The attempt's outcome lands on the job whatever ctx says: a job
+	// left without it would look like one whose holder died.
+	ctx = context.WithoutCancel(ctx)
+	if runErr == nil {
+		_, err := records.Mutate(ctx, e.cfg.Store, records.KindJob, job.ID, "job.succeeded", func(x *records.CleanupJob) error {
+			x.LastError, x.NextAt, x.UpdatedAt = "", nil, time.Now().UTC().Truncate(time.Second)
+			return x.Move(records.JobSucceeded)
+		})
+		return res, err
+	}
+	failed, err := records.Mutate(ctx, e.cfg.Store, records.KindJob, job.ID, "job.failed", func(x *records.CleanupJob) error {
+		x.UpdatedAt = time.Now().UTC().Truncate(time.Second)
+		return x.Failed(runErr.Error(), x.UpdatedAt)
+	})
+	if err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	res.NextAt, res.LastError = failed.NextAt, failed.LastError
+	return res, &PendingError{TaskID: job.TaskID, Host: job.Host, Drain: res.Drain, NextAt: failed.NextAt, Err: runErr.Error()}
+}
+
+// SweepResult is one job a sweep looked at.
+type SweepResult struct {
+	TaskID   string                 `json:"task_id"`
+	Host     string                 `json:"host"`
+	Trigger  records.Trigger        `json:"trigger"`
+	Ran      bool                   `json:"ran"`
+	Phase    records.Phase          `json:"phase"`
+	Drain    records.DrainOutcome   `json:"drain"`
+	Reclaim  records.ReclaimOutcome `json:"reclaim"`
+	Reason   string                 `json:"reason"`
+	State    records.JobState       `json:"state"`
+	Attempts int                    `json:"attempts"`
+	NextAt   *time.Time             `json:"next_at,omitempty"`
+	Error    string                 `json:"error,omitempty"`
+}
+
+// Sweep runs every due cleanup job once (cron, CI). A job another process
+// is running is left to it; one whose holder died is taken over (its
+// claim can be taken). Two sweeps at once fence each other by the claim.
+func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResult, error) {
+	if budget <= 0 {
+		budget = DefaultTeardownBudget
+	}
+	jobs, _, err := records.List[records.CleanupJob](ctx, e.cfg.Store, records.KindJob)
+	if err != nil {
+		return nil, err
+	}
+	out := []SweepResult{}
+	for _, j := range jobs {
+		if !j.Due(time.Now()) {
+			continue
+		}
+		r := SweepResult{TaskID: j.TaskID, Host: j.Host, Trigger: j.Trigger}
+		res, err := e.runJob(ctx, j, budget, nil)
+		var busy *TaskBusyError
+		switch {
+		case errors.As(err, &busy):
+			r.Error = busy.Error()
+		default:
+			r.Ran = true
+			if res != nil {
+				r.Phase, r.Drain, r.Reclaim, r.Reason = res.Phase, res.Drain, res.Reclaim, res.Reason
+			}
+			if err != nil {
+				r.Error = err.Error()
+			}
+		}
+		if cur, _, gerr := records.Get[records.CleanupJob](ctx, e.cfg.Store, records.KindJob, j.ID); gerr == nil {
+			r.State, r.Attempts, r.NextAt = cur.State, cur.Attempts, cur.NextAt
+		}
+		if r.Ran && j.Trigger == records.TriggerDelete && r.Phase == records.PhaseAbsent {
+			if t, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, j.TaskID); gerr == nil {
+				if _, ferr := e.forgetTask(ctx, t); ferr != nil {
+					r.Error = fmt.Sprintf("forgetting the deleted task: %v", ferr)
+				}
+			}
+		}
+		out = append(out, r)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}
