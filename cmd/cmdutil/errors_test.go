@@ -78,6 +78,8 @@ var typedErrors = []struct {
 	{&executor.FingerprintMismatchError{Want: "SHA256:x"}, 5, "host_key_changed"},
 	{&executor.ActiveSessionError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&executor.TaskBusyError{TaskID: "t", Doing: "worked on"}, 10, "conflict"},
+	{&executor.PendingError{TaskID: "t", Host: "h", Drain: "unreachable", Err: "x"}, 8, "pending"},
+	{&executor.KeptError{TaskID: "t", Host: "h", Reason: "dirty_worktree"}, 3, "partial"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.UsageError{Msg: "x"}, 2, "usage"},

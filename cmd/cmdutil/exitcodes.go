@@ -77,6 +77,8 @@ var exitRules = []exitRule{
 	{as[*ssh.PassphraseKeyError], ExitAuth, ""},
 	{as[*ssh.LostError], ExitUnreachable, ""},
 	{as[*PartialError], ExitPartial, ""},
+	{as[*executor.KeptError], ExitPartial, ""},
+	{as[*executor.PendingError], ExitPending, ""},
 	{as[*executor.RefusedError], ExitRefused, ""},
 	{as[*state.LockedError], ExitLocked, "wait for the other kandev-exec to finish, or raise --lock-timeout"},
 	{as[*state.OpenError], ExitError, "the state directory comes from --state-dir, KANDEV_EXEC_STATE_DIR or the config file's state-dir"},

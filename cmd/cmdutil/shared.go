@@ -35,13 +35,20 @@ func CompleteNames(f *Factory, max int, names func(*executor.Executor, context.C
 // ConfirmRemove asks before a removal, or demands --yes without a
 // terminal so a script never hangs on a prompt.
 func ConfirmRemove(ios *IOStreams, yes bool, what, name string) error {
+	return ConfirmDestructive(ios, yes, fmt.Sprintf("Remove %s %s?", what, name), fmt.Sprintf("remove %s %s", what, name))
+}
+
+// ConfirmDestructive asks question on a terminal (doing names the action
+// for the error without one), unless --yes said so already. Without a
+// terminal --yes is required; a "no" is an interruption.
+func ConfirmDestructive(ios *IOStreams, yes bool, question, doing string) error {
 	if yes {
 		return nil
 	}
 	if !ios.CanPrompt() {
-		return FlagErrorf("--yes required to remove %s %s when not running interactively", what, name)
+		return FlagErrorf("--yes required to %s when not running interactively", doing)
 	}
-	ok, err := ios.Confirm(fmt.Sprintf("Remove %s %s?", what, name))
+	ok, err := ios.Confirm(question)
 	if err != nil {
 		return err
 	}

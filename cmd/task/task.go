@@ -1,4 +1,5 @@
-// Package task holds the `task` verbs: launch, ls, show, resume, exec.
+// Package task holds the `task` verbs: launch, ls, show, resume, exec,
+// archive, delete.
 package task
 
 import (
@@ -17,7 +18,8 @@ import (
 // NewCmdTask is the `task` noun.
 func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: "task", Short: "Launch, inspect, resume and exec into tasks on SSH hosts"}
-	c.AddCommand(NewCmdLaunch(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdResume(f, nil), NewCmdExec(f, nil))
+	c.AddCommand(NewCmdLaunch(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdResume(f, nil), NewCmdExec(f, nil),
+		NewCmdArchive(f, nil), NewCmdDelete(f, nil))
 	return c
 }
 

@@ -1,0 +1,103 @@
+// Package sweep is `kandev-exec sweep`: run the cleanup jobs that are due.
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
+)
+
+// Options are `sweep`'s inputs.
+type Options struct {
+	IO       *cmdutil.IOStreams
+	Executor func() (*executor.Executor, error)
+	JSON     bool
+	Timeout  time.Duration
+}
+
+// NewCmdSweep is `sweep`.
+func NewCmdSweep(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Executor: f.Executor}
+	c := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run the cleanup jobs that are due (for cron and CI)",
+		Long: `Run every due cleanup job of task archive/delete once: those never tried,
+and those whose retry time has come (backoff 1m 5m 15m 1h 3h 6h 12h; failed
+after 8 attempts, still listed). A job another kandev-exec is running is left
+to it; one whose holder died is taken over. Safe to run from cron on two
+machines at once: a job's attempts fence each other.
+
+Exits 0 when no job is left pending, 8 when some still are.`,
+		Args: cmdutil.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.JSON = f.JSON()
+			if opts.Timeout <= 0 {
+				return cmdutil.FlagErrorf("--timeout must be positive, got %s", opts.Timeout)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return sweepRun(c.Context(), opts)
+		},
+	}
+	c.Flags().DurationVar(&opts.Timeout, "timeout", executor.DefaultTeardownBudget, "bound on each job's attempt")
+	return c
+}
+
+func sweepRun(ctx context.Context, o *Options) error {
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	res, err := ex.Sweep(ctx, o.Timeout)
+	if err != nil {
+		return err
+	}
+	pending := 0
+	for _, r := range res {
+		if r.State == records.JobPending || r.State == records.JobRetryWait {
+			pending++
+		}
+	}
+	if o.JSON {
+		if err := cmdutil.WriteJSON(o.IO.Out, res); err != nil {
+			return err
+		}
+	} else {
+		printTable(o.IO, res)
+	}
+	if pending > 0 {
+		return &cmdutil.ExitCodeError{Code: cmdutil.ExitPending.Status, JSON: cmdutil.ExitPending.Code,
+			Msg: fmt.Sprintf("%d of %d cleanup jobs still pending; `kandev-exec task show ID` says when each retries", pending, len(res)), Printed: true}
+	}
+	return nil
+}
+
+func printTable(ios *cmdutil.IOStreams, res []executor.SweepResult) {
+	if len(res) == 0 {
+		fmt.Fprintln(ios.ErrOut, "No cleanup job is due")
+		return
+	}
+	w := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TASK\tHOST\tTRIGGER\tPHASE\tDRAIN\tRECLAIM\tJOB\tATTEMPTS\tNEXT\tNOTE")
+	for _, r := range res {
+		next := ""
+		if r.NextAt != nil {
+			next = r.NextAt.UTC().Format(time.RFC3339)
+		}
+		note := r.Reason
+		if r.Error != "" {
+			note = r.Error
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.TaskID, r.Host, r.Trigger, cmdutil.Dash(string(r.Phase)),
+			cmdutil.Dash(string(r.Drain)), cmdutil.Dash(string(r.Reclaim)), r.State, r.Attempts, cmdutil.Dash(next), cmdutil.SafeText(cmdutil.Dash(note)))
+	}
+	w.Flush()
+}
