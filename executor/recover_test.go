@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,11 +38,17 @@ func interrupt(t *testing.T, e *Executor, id string, l *state.Holder, startAgo t
 		v := time.Now().UTC().Add(-startAgo)
 		at = &v
 	}
-	if _, err := e.updateSession(context.Background(), id, "test.interrupt", func(x *records.Session) error {
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir, x.ExitCode, x.EndedAt, x.Launcher = records.SessionStarting, 0, 0, 0, "", nil, nil, l
-		x.ControllerStartAt, x.Error = at, ""
-		return nil
-	}); err != nil {
+	// Written as a crashed launch leaves it, past the transition table:
+	// no live process would move a session back to starting.
+	ctx := context.Background()
+	x, rec, err := records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir, x.ExitCode, x.EndedAt, x.Launcher = records.SessionStarting, 0, 0, 0, "", nil, nil, l
+	x.ControllerStartAt, x.Error = at, ""
+	data, _ := json.Marshal(x)
+	if _, err := e.cfg.Store.Update(ctx, records.KindSession, id, rec.Revision, data, state.Event{Type: "test.interrupt"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -72,9 +79,17 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	}
 	want := *s
 
+	// A launch still under way holds the task's claim: left be.
 	interrupt(t, f.exec, s.ID, launcher(), 0)
+	held, err := records.Acquire(ctx, f.exec.cfg.Store, records.KindTask, task.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got, pending, err := recoverOne(t, f.exec, task.ID, true); err != nil || got.State != records.SessionStarting || len(pending) != 0 {
 		t.Fatalf("live launcher: %s, %v, %v", got.State, pending, err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 
 	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)

@@ -20,6 +20,7 @@ import (
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/taskdir"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // typedErrors is one value of every exported error type of the module,
@@ -84,6 +85,7 @@ var typedErrors = []struct {
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.UsageError{Msg: "x"}, 2, "usage"},
 	{&records.NameError{Kind: "host", Name: "a b"}, 2, "usage"},
+	{&vault.ValueError{Name: "tok", Problem: "the value is empty"}, 2, "usage"},
 	{&records.NotFoundError{What: "host", Name: "h", ListCmd: "host ls"}, 1, "error"},
 	{&executor.NotStartedError{S: &records.Session{ID: "s"}}, 1, "error"},
 	{&executor.PrepareScriptError{ExitCode: 3}, 1, "error"},

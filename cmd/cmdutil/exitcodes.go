@@ -9,6 +9,7 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // Exit is one documented way for the process to end.
@@ -60,6 +61,7 @@ var exitRules = []exitRule{
 	{as[*profiles.DecodeError], ExitUsage, ""},
 	{as[*executor.UsageError], ExitUsage, ""},
 	{as[*records.NameError], ExitUsage, ""},
+	{as[*vault.ValueError], ExitUsage, ""},
 	{as[*records.AmbiguousError], ExitUsage, "give more characters of the ID"},
 	{as[*profiles.ConflictError], ExitConflict, "define the key in one of these origins only, or give them the same value: tier-1 origins never override each other, and a reference never loses to a different value"},
 	{as[*profiles.SecretError], ExitError, "check the reference: `kandev-exec secret ls`, the variable is exported, or the file is readable"},
