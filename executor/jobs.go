@@ -162,3 +162,25 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 	}
 	return out, nil
 }
+
+// Jobs are every task's cleanup job, by task ID.
+func (e *Executor) Jobs(ctx context.Context) (map[string]*records.CleanupJob, error) {
+	js, _, err := records.List[records.CleanupJob](ctx, e.cfg.Store, records.KindJob)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*records.CleanupJob, len(js))
+	for _, j := range js {
+		out[j.TaskID] = j
+	}
+	return out, nil
+}
+
+// TaskJob is a task's cleanup job, nil when it has none.
+func (e *Executor) TaskJob(ctx context.Context, taskID string) (*records.CleanupJob, error) {
+	j, _, err := records.Get[records.CleanupJob](ctx, e.cfg.Store, records.KindJob, taskID)
+	if errors.As(err, new(*records.NotFoundError)) {
+		return nil, nil
+	}
+	return j, err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -57,10 +58,14 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	for _, s := range pending {
 		fmt.Fprintf(o.IO.ErrOut, "note: task %s: the launch of session %s was interrupted; `kandev-exec task show %s` asks %s and settles it\n", s.TaskID, s.ID, s.TaskID, s.Host)
 	}
+	jobs, err := ex.Jobs(ctx)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
 		views := make([]View, 0, len(ts))
 		for _, t := range ts {
-			views = append(views, viewOf(t))
+			views = append(views, viewOf(t, jobs[t.ID]))
 		}
 		return cmdutil.WriteJSON(o.IO.Out, views)
 	}
@@ -70,12 +75,9 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	}
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tPROFILE\tHOST\tPHASE\tSESSIONS\tCREATED")
+	now := time.Now()
 	for _, t := range ts {
-		phase := t.Phase
-		if t.Error != "" {
-			phase += " (launch failed)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phase, len(t.Sessions), t.CreatedAt.Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phaseText(t, jobs[t.ID], now), len(t.Sessions), t.CreatedAt.Format("2006-01-02 15:04"))
 	}
 	return tw.Flush()
 }

@@ -3,6 +3,8 @@ package task
 import (
 	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,17 +55,49 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "warning: %s\n", cmdutil.SafeText(err.Error()))
 	}
 	t = ts[0]
+	job, err := ex.TaskJob(ctx, t.ID)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, viewOf(t))
+		return cmdutil.WriteJSON(o.IO.Out, viewOf(t, job))
 	}
 	w := o.IO.Out
 	fmt.Fprintf(w, "id:        %s\nname:      %s\nprofile:   %s\nhost:      %s\n", t.ID, t.Name, t.Profile, t.Host)
-	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", cmdutil.Safe(t.TaskDir), t.Branch, t.Phase, t.CreatedAt.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", cmdutil.Safe(t.TaskDir), t.Branch, phaseText(t, job, time.Now()), t.CreatedAt.Format("2006-01-02 15:04:05Z"))
 	for _, s := range t.Sessions {
 		fmt.Fprintf(w, "session:   %s\n", s)
 	}
 	if t.Error != "" {
 		fmt.Fprintf(w, "error:     %s\n", cmdutil.SafeText(t.Error)) // may quote the host
 	}
+	showTeardown(w, viewOf(t, job))
 	return nil
+}
+
+// showTeardown prints what the cleanup job found and where it stands.
+func showTeardown(w io.Writer, v View) {
+	if v.Drain != "" {
+		drain := v.Drain
+		if v.Receipt != "" {
+			drain += " (receipt " + v.Receipt + ")"
+		}
+		fmt.Fprintf(w, "drain:     %s\n", drain)
+	}
+	if v.Reclaim != "" {
+		fmt.Fprintf(w, "directory: %s\n", v.Reclaim)
+	}
+	if v.Reason != "" {
+		fmt.Fprintf(w, "reason:    %s\n", cmdutil.SafeText(v.Reason))
+	}
+	if j := v.Job; j != nil {
+		fmt.Fprintf(w, "cleanup:   %s job, %s, %d attempt(s)", j.Trigger, j.State, j.Attempts)
+		if j.NextAt != nil {
+			fmt.Fprintf(w, ", next after %s", j.NextAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+		if j.LastError != "" {
+			fmt.Fprintf(w, "last error: %s\n", cmdutil.SafeText(j.LastError))
+		}
+	}
 }

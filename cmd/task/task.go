@@ -36,15 +36,54 @@ type View struct {
 	CreatedAt time.Time `json:"created_at"`
 	Sessions  []string  `json:"sessions"`
 	Error     string    `json:"error"`
+	// Teardown: what the cleanup job found, and where the job stands.
+	Drain   string   `json:"drain,omitempty"`
+	Receipt string   `json:"receipt,omitempty"`
+	Reclaim string   `json:"reclaim,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Job     *JobView `json:"job,omitempty"`
 }
 
-func viewOf(t *records.Task) View {
+// JobView is a task's cleanup job as --json prints it.
+type JobView struct {
+	Trigger   string     `json:"trigger"`
+	State     string     `json:"state"`
+	Attempts  int        `json:"attempts"`
+	NextAt    *time.Time `json:"next_at,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
+}
+
+func viewOf(t *records.Task, j *records.CleanupJob) View {
 	v := View{ID: t.ID, Name: t.Name, Profile: t.Profile, Agent: t.Agent, Host: t.Host, TaskDir: t.TaskDir,
 		Branch: t.Branch, Phase: string(t.Phase), CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
 	if v.Sessions == nil {
 		v.Sessions = []string{}
 	}
+	if td := t.Teardown; td != nil {
+		v.Drain, v.Reclaim, v.Reason = string(td.Drain), string(td.Reclaim), td.Reason
+		if n := len(td.Receipts); n > 0 {
+			v.Receipt = td.Receipts[n-1]
+		}
+	}
+	if j != nil {
+		v.Job = &JobView{Trigger: string(j.Trigger), State: string(j.State), Attempts: j.Attempts, NextAt: j.NextAt, LastError: j.LastError}
+	}
 	return v
+}
+
+// phaseText is the phase as a table shows it, with what a person needs
+// next to it: a failed launch, a pending cleanup's retry.
+func phaseText(t *records.Task, j *records.CleanupJob, now time.Time) string {
+	phase := string(t.Phase)
+	switch {
+	case j != nil && j.State == records.JobFailed:
+		phase += fmt.Sprintf(" (cleanup failed after %d attempts)", j.Attempts)
+	case j != nil && j.State == records.JobRetryWait && j.NextAt != nil:
+		phase += fmt.Sprintf(" (attempt %d, retry in %s)", j.Attempts, max(j.NextAt.Sub(now), 0).Round(time.Second))
+	case t.Error != "" && t.Phase.Launchable():
+		phase += " (launch failed)"
+	}
+	return phase
 }
 
 // completeTasks completes task IDs from local state (first argument only).
