@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/reclaim"
@@ -21,12 +22,15 @@ import (
 // where the task ends: absent, archived (directory kept, with the
 // reason), or cleanup_pending (retried).
 func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.Profile) (*records.Task, error) {
-	if p.CleanupScript != "" && t.TaskDir != "" {
+	// An earlier attempt that got as far as reclaiming ran the script
+	// already: its directory may be gone since.
+	if p.CleanupScript != "" && t.TaskDir != "" && t.Teardown.Step != records.StepReclaim {
 		a.step(StepCleanup)
 		out, err := a.cleanupScript(ctx, t, p)
 		if err != nil {
 			return a.fail(ctx, t, "cleanup script", err)
 		}
+		crashpoint.Hit("cleanup.ran")
 		if t, err = a.tc.update(ctx, "task.destroying", func(x *records.Task) error {
 			x.Teardown.CleanupOutput, x.Teardown.Step = out, records.StepReclaim
 			return nil
@@ -46,6 +50,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 	if err != nil {
 		return a.fail(ctx, t, "reclaim", err)
 	}
+	crashpoint.Hit("reclaim.applied")
 	switch r.Outcome {
 	case reclaim.Removed:
 		// Apply removed it and then saw neither it nor a half-removed

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -25,6 +26,9 @@ func (e *Executor) ensureJob(ctx context.Context, t *records.Task, trigger recor
 	_, err = e.cfg.Store.Create(ctx, records.KindJob, t.ID, data, records.EventFor("job.pending", j))
 	var ce *state.ConflictError
 	if !errors.As(err, &ce) {
+		if err == nil {
+			crashpoint.Hit("job.pending")
+		}
 		return j, err
 	}
 	return records.Mutate(ctx, e.cfg.Store, records.KindJob, t.ID, "job.pending", func(x *records.CleanupJob) error {
@@ -32,7 +36,7 @@ func (e *Executor) ensureJob(ctx context.Context, t *records.Task, trigger recor
 			x.Trigger = trigger
 		}
 		switch x.State {
-		case records.JobSucceeded, records.JobFailed:
+		case records.JobSucceeded, records.JobFailed, records.JobCancelled:
 			// Asked again: a fresh run of attempts.
 			x.Attempts, x.LastError, x.NextAt = 0, "", nil
 			x.OperationID = newID("op")
@@ -127,6 +131,11 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 	}
 	out := []SweepResult{}
 	for _, j := range jobs {
+		if j.Trigger == records.TriggerDelete && j.State == records.JobSucceeded {
+			// A delete whose directory is gone, cut short while forgetting.
+			out = append(out, e.finishDelete(ctx, j))
+			continue
+		}
 		if !j.Due(time.Now()) {
 			continue
 		}
@@ -149,10 +158,8 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 			r.State, r.Attempts, r.NextAt = cur.State, cur.Attempts, cur.NextAt
 		}
 		if r.Ran && j.Trigger == records.TriggerDelete && r.Phase == records.PhaseAbsent {
-			if t, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, j.TaskID); gerr == nil {
-				if _, ferr := e.forgetTask(ctx, t); ferr != nil {
-					r.Error = fmt.Sprintf("forgetting the deleted task: %v", ferr)
-				}
+			if ferr := e.forgetDeleted(ctx, j.TaskID); ferr != nil {
+				r.Error = fmt.Sprintf("forgetting the deleted task: %v", ferr)
 			}
 		}
 		out = append(out, r)
@@ -161,6 +168,26 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 		}
 	}
 	return out, nil
+}
+
+// finishDelete forgets a deleted task whose job succeeded but whose
+// records were not all forgotten yet; a task still there must be absent.
+func (e *Executor) finishDelete(ctx context.Context, j *records.CleanupJob) SweepResult {
+	r := SweepResult{TaskID: j.TaskID, Host: j.Host, Trigger: j.Trigger, State: j.State, Attempts: j.Attempts, Phase: records.PhaseAbsent}
+	t, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, j.TaskID)
+	switch {
+	case err == nil && t.Phase != records.PhaseAbsent:
+		r.Phase, r.Error = t.Phase, fmt.Sprintf("task %s is %s, not absent: not forgotten", t.ID, t.Phase)
+		return r
+	case err != nil && !errors.As(err, new(*records.NotFoundError)):
+		r.Error = err.Error()
+		return r
+	}
+	r.Ran = true
+	if err := e.forgetDeleted(ctx, j.TaskID); err != nil {
+		r.Error = fmt.Sprintf("forgetting the deleted task: %v", err)
+	}
+	return r
 }
 
 // Jobs are every task's cleanup job, by task ID.
@@ -183,4 +210,21 @@ func (e *Executor) TaskJob(ctx context.Context, taskID string) (*records.Cleanup
 		return nil, nil
 	}
 	return j, err
+}
+
+// cancelJob cancels a task's cleanup job that has not finished: a resume
+// (holding the task's claim) takes the task back, so nothing is drained
+// or removed after it.
+func (e *Executor) cancelJob(ctx context.Context, taskID string) error {
+	_, err := records.Mutate(ctx, e.cfg.Store, records.KindJob, taskID, "job.cancelled", func(x *records.CleanupJob) error {
+		if x.State != records.JobPending && x.State != records.JobRetryWait {
+			return errSettled
+		}
+		x.NextAt, x.UpdatedAt = nil, time.Now().UTC().Truncate(time.Second)
+		return x.Move(records.JobCancelled)
+	})
+	if errors.As(err, new(*records.NotFoundError)) {
+		return nil
+	}
+	return ignoreSettled(err)
 }

@@ -66,6 +66,11 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	if !t.Phase.Launchable() {
 		return nil, nil, &UsageError{Msg: fmt.Sprintf("task %s is %s: it cannot be resumed", t.ID, t.Phase)}
 	}
+	// An archive asked for but not begun is called off: the task is
+	// being worked on again.
+	if err := e.cancelJob(ctx, t.ID); err != nil {
+		return nil, nil, err
+	}
 	for _, id := range t.Sessions {
 		if err := e.ensureFinished(ctx, t, id); err != nil {
 			return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -131,23 +132,37 @@ func (e *Executor) Teardown(ctx context.Context, o TeardownOptions) (*TeardownRe
 	return res, nil
 }
 
-// forgetTask deletes an absent task's records: its sessions, its job,
-// then the task. Each is gone or not; none half-written.
+// forgetTask deletes an absent task's records: its sessions, the task,
+// then its job, which goes last because it is what lets a sweep finish a
+// delete cut short (forgetDeleted).
 func (e *Executor) forgetTask(ctx context.Context, t *records.Task) (*TeardownResult, error) {
-	st := e.cfg.Store
-	for _, id := range t.Sessions {
-		if err := deleteIfPresent(ctx, st, records.KindSession, id, "session.forgotten"); err != nil {
-			return nil, err
-		}
-		_ = e.vault.RemoveToken(id)
-	}
-	if err := deleteIfPresent(ctx, st, records.KindJob, t.ID, "job.forgotten"); err != nil {
-		return nil, err
-	}
-	if err := deleteIfPresent(ctx, st, records.KindTask, t.ID, "task.forgotten"); err != nil {
+	if err := e.forgetDeleted(ctx, t.ID); err != nil {
 		return nil, err
 	}
 	return &TeardownResult{TaskID: t.ID, Phase: records.PhaseAbsent, Forgotten: true}, nil
+}
+
+// forgetDeleted deletes what is left of a deleted task's records, by
+// its ID; each record is gone or not, none half-written.
+func (e *Executor) forgetDeleted(ctx context.Context, taskID string) error {
+	st := e.cfg.Store
+	sessions, _, err := records.List[records.Session](ctx, st, records.KindSession)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if s.TaskID != taskID {
+			continue
+		}
+		if err := deleteIfPresent(ctx, st, records.KindSession, s.ID, "session.forgotten"); err != nil {
+			return err
+		}
+		_ = e.vault.RemoveToken(s.ID)
+	}
+	if err := deleteIfPresent(ctx, st, records.KindTask, taskID, "task.forgotten"); err != nil {
+		return err
+	}
+	return deleteIfPresent(ctx, st, records.KindJob, taskID, "job.forgotten")
 }
 
 // deleteIfPresent removes a record at the revision read; one already
@@ -163,6 +178,9 @@ func deleteIfPresent(ctx context.Context, st state.Store, kind state.Kind, name,
 	err = st.Delete(ctx, kind, name, rec.Revision, state.Event{Type: event})
 	if isNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		crashpoint.Hit(event)
 	}
 	return err
 }

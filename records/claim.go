@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -77,6 +78,7 @@ func Checkpoint[T any](ctx context.Context, h *Held, event string, change func(*
 		return nil, err
 	}
 	h.c = c
+	crashpoint.Hit(event)
 	return v, nil
 }
 

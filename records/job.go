@@ -27,18 +27,21 @@ const (
 	JobRetryWait JobState = "retry_wait" // an attempt failed; due again at NextAt
 	JobSucceeded JobState = "succeeded"  // the task is absent or archived
 	JobFailed    JobState = "failed"     // gave up after MaxAttempts; still listed with its last error
+	JobCancelled JobState = "cancelled"  // a resume took the task back before the job could finish
 )
 
 // JobStates lists every state.
-var JobStates = []JobState{JobPending, JobRetryWait, JobSucceeded, JobFailed}
+var JobStates = []JobState{JobPending, JobRetryWait, JobSucceeded, JobFailed, JobCancelled}
 
-// jobMoves: asking again (task archive/delete) re-arms a finished or
-// failed job.
+// jobMoves: asking again (task archive/delete) re-arms a finished,
+// failed or cancelled job; only a job that has not finished can be
+// cancelled.
 var jobMoves = moves[JobState]{
-	JobPending:   {JobRetryWait, JobSucceeded, JobFailed},
-	JobRetryWait: {JobPending, JobSucceeded, JobFailed},
+	JobPending:   {JobRetryWait, JobSucceeded, JobFailed, JobCancelled},
+	JobRetryWait: {JobPending, JobSucceeded, JobFailed, JobCancelled},
 	JobSucceeded: {JobPending},
 	JobFailed:    {JobPending},
+	JobCancelled: {JobPending},
 }
 
 // CanMove reports whether the table allows s -> to.

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
 // Every write of a host, task, session or cleanup job goes through Mutate
 // (or Checkpoint, under a claim): it enforces the transition tables, and
 // its journal event carries the record's Detail, so the journal alone
-// says what happened.
+// says what happened. Each write, once durable, is a crash point named by
+// its event (internal/crashpoint: test builds only).
 
 // mutateAttempts bounds the retries when other writers keep winning.
 const mutateAttempts = 5
@@ -37,6 +39,9 @@ func Mutate[T any](ctx context.Context, st state.Store, kind state.Kind, name, e
 		if errors.As(err, &conflict) {
 			lastErr = err
 			continue
+		}
+		if err == nil {
+			crashpoint.Hit(event)
 		}
 		return v, err
 	}

@@ -60,10 +60,11 @@ func TestHostStatusTransitionsExhaustive(t *testing.T) {
 
 func TestJobStateTransitionsExhaustive(t *testing.T) {
 	allowed := map[JobState][]JobState{
-		JobPending:   {JobPending, JobRetryWait, JobSucceeded, JobFailed},
-		JobRetryWait: {JobRetryWait, JobPending, JobSucceeded, JobFailed},
+		JobPending:   {JobPending, JobRetryWait, JobSucceeded, JobFailed, JobCancelled},
+		JobRetryWait: {JobRetryWait, JobPending, JobSucceeded, JobFailed, JobCancelled},
 		JobSucceeded: {JobSucceeded, JobPending},
 		JobFailed:    {JobFailed, JobPending},
+		JobCancelled: {JobCancelled, JobPending},
 	}
 	checkMatrix(t, JobStates, allowed, JobState.CanMove)
 }

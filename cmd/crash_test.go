@@ -1,0 +1,225 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/internal/crashpoint"
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+)
+
+// Crash convergence: a teardown killed (SIGKILL, no cleanup) at any of
+// its durable steps is finished by the next `sweep`: the task ends where
+// an uninterrupted run would have left it, the directory is removed once
+// or kept with its reason, and nothing is removed after a resume took the
+// task back. The CLI under test is built with the crashpoints tag, which
+// makes it die at the point $KANDEV_EXEC_CRASH_AT names; no other build
+// can.
+
+// crashBin builds the CLI with crash points, once per test binary.
+func crashBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kandev-exec")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-tags", "crashpoints", "-o", bin, "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags crashpoints: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// crashRig is one state dir and one host, driven through the CLI.
+type crashRig struct {
+	t    *testing.T
+	bin  string
+	env  []string
+	work string
+}
+
+func newCrashRig(t *testing.T, bin string, srv *sshtest.Server, origin string) *crashRig {
+	t.Helper()
+	work := t.TempDir()
+	cfg := filepath.Join(work, "ssh_config")
+	conf := fmt.Sprintf("Host target\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
+		srv.Port(), srv.User(), srv.UserKeyPath)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &crashRig{t: t, bin: bin, work: work, env: append(os.Environ(),
+		"HOME="+work, "KANDEV_EXEC_STATE_DIR="+filepath.Join(work, "state"), "KANDEV_EXEC_SSH_CONFIG="+cfg,
+		"SSH_AUTH_SOCK=", "NO_COLOR=1", crashpoint.EnvVar+"=")}
+	profile := fmt.Sprintf("name: web\nhost: prod\nworkdir_root: %s\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\ncleanup_script: echo cleaned\nreclaim_task_dir: true\n",
+		filepath.Join(work, "remote"), origin)
+	if err := os.WriteFile(filepath.Join(work, "web.yaml"), []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.ok("host", "add", "prod", "--alias", "target")
+	r.ok("host", "trust", "prod", "--accept-new")
+	r.ok("profile", "apply", "-f", filepath.Join(work, "web.yaml"))
+	return r
+}
+
+// run runs the CLI, dying at crashAt if set, and returns its stdout and
+// how it ended.
+func (r *crashRig) run(crashAt string, args ...string) (string, error) {
+	cmd := exec.Command(r.bin, args...)
+	cmd.Env = append(append([]string{}, r.env...), crashpoint.EnvVar+"="+crashAt)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil && crashAt == "" {
+		err = fmt.Errorf("%v: %s", err, errb.String())
+	}
+	return out.String(), err
+}
+
+func (r *crashRig) ok(args ...string) string {
+	r.t.Helper()
+	out, err := r.run("", args...)
+	if err != nil {
+		r.t.Fatalf("kandev-exec %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func (r *crashRig) launch(agent ...string) (id, dir string) {
+	r.t.Helper()
+	var v struct {
+		Task struct {
+			ID      string `json:"id"`
+			TaskDir string `json:"task_dir"`
+		} `json:"task"`
+	}
+	out := r.ok(append([]string{"task", "launch", "--profile", "web", "--json", "--"}, agent...)...)
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Task.ID == "" {
+		r.t.Fatalf("launch output %q: %v", out, err)
+	}
+	return v.Task.ID, v.Task.TaskDir
+}
+
+// phase is the task's recorded phase, "" once it is forgotten.
+func (r *crashRig) phase(id string) string {
+	r.t.Helper()
+	out, err := r.run("", "task", "show", id, "--json")
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			return ""
+		}
+		r.t.Fatalf("task show %s: %v", id, err)
+	}
+	var v struct{ Phase string }
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		r.t.Fatal(err)
+	}
+	return v.Phase
+}
+
+// removals counts the task's journal entries that record its directory
+// proven gone: one at most, however often the teardown was cut short.
+func (r *crashRig) removals(id string) int {
+	b, err := os.ReadFile(filepath.Join(r.work, "state", "journal.jsonl"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `"type":"task.absent"`) && strings.Contains(line, `"name":"`+id+`"`) {
+			n++
+		}
+	}
+	return n
+}
+
+func killedBySIGKILL(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func TestCrashConvergence(t *testing.T) {
+	bin := crashBin(t)
+	srv := sshtest.NewServer(t)
+	origin := gitOrigin(t)
+	// Every durable step of a teardown, in order.
+	points := []string{"job.pending", "job.attempt", "task.draining", "session.drained", "task.destroying",
+		"cleanup.ran", "reclaim.applied", "task.absent", "job.succeeded"}
+	deletePoints := []string{"session.forgotten", "task.forgotten"}
+	rig := newCrashRig(t, bin, srv, origin)
+	for _, trigger := range []string{"archive", "delete"} {
+		all := points
+		if trigger == "delete" {
+			all = append(append([]string{}, points...), deletePoints...)
+		}
+		for _, at := range all {
+			id, dir := rig.launch("sleep", "300")
+			_, err := rig.run(at, "task", trigger, id, "--yes")
+			if !killedBySIGKILL(err) {
+				t.Fatalf("%s killed at %s: ended %v, want SIGKILL (the point was never reached)", trigger, at, err)
+			}
+			rig.run("", "sweep") // its exit status says whether jobs remain: checked below
+			want := "absent"
+			if trigger == "delete" {
+				want = ""
+			}
+			if got := rig.phase(id); got != want {
+				t.Fatalf("%s killed at %s, then sweep: phase %q, want %q", trigger, at, got, want)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("%s killed at %s, then sweep: %s still there (%v)", trigger, at, dir, err)
+			}
+			if n := rig.removals(id); n != 1 {
+				t.Fatalf("%s killed at %s: the directory was recorded gone %d times, want once", trigger, at, n)
+			}
+		}
+	}
+
+	// Killed once the job is stored but before anything was done: a resume
+	// takes the task back, the job is cancelled, and a sweep removes
+	// nothing. (Its first session has ended, so it may be resumed.)
+	id, dir := rig.launch("true")
+	if _, err := rig.run("job.pending", "task", "archive", id, "--yes"); !killedBySIGKILL(err) {
+		t.Fatalf("archive killed at job.pending: %v", err)
+	}
+	rig.ok("task", "resume", id, "--", "sleep", "300")
+	rig.run("", "sweep")
+	if got := rig.phase(id); got != "ready" {
+		t.Fatalf("after resume and sweep: phase %q, want ready", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		t.Fatalf("after resume and sweep the checkout is gone: %v", err)
+	}
+	if n := rig.removals(id); n != 0 {
+		t.Fatalf("a resumed task's directory was removed")
+	}
+}
+
+// gitOrigin is a bare repository with one commit on main.
+func gitOrigin(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	bare := filepath.Join(dir, "app.git")
+	run("init", "-q", "--bare", bare)
+	run("init", "-q", "-b", "main", "seed")
+	run("-C", "seed", "commit", "-q", "--allow-empty", "-m", "first")
+	run("-C", "seed", "push", "-q", bare, "main")
+	return bare
+}

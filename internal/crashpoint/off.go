@@ -1,0 +1,6 @@
+//go:build !crashpoints
+
+package crashpoint
+
+// Hit does nothing in this build.
+func Hit(string) {}
