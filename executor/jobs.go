@@ -61,6 +61,13 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 		return nil, err
 	}
 	defer tc.release(ctx)
+	// Decided again under the claim: another sweep may have run it since
+	// this one listed the jobs.
+	if cur, _, err := records.Get[records.CleanupJob](ctx, e.cfg.Store, records.KindJob, job.ID); err != nil {
+		return nil, err
+	} else if !cur.Due(time.Now()) {
+		return nil, &notDueError{job: cur}
+	}
 	job, err = records.Mutate(ctx, e.cfg.Store, records.KindJob, job.ID, "job.attempt", func(x *records.CleanupJob) error {
 		x.Attempts++
 		x.UpdatedAt = time.Now().UTC().Truncate(time.Second)
@@ -73,13 +80,7 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 	t, runErr := a.run(ctx)
 	res := &TeardownResult{TaskID: job.TaskID, Job: job.ID, Attempts: job.Attempts}
 	if t != nil {
-		res.Phase = t.Phase
-		if td := t.Teardown; td != nil {
-			res.Drain, res.Reclaim, res.Reason = td.Drain, td.Reclaim, td.Reason
-			if n := len(td.Receipts); n > 0 {
-				res.Receipt = td.Receipts[n-1]
-			}
-		}
+		res = resultOf(t, job)
 	}
 	// The attempt's outcome lands on the job whatever ctx says: a job
 	// left without it would look like one whose holder died.
@@ -100,6 +101,14 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 	}
 	res.NextAt, res.LastError = failed.NextAt, failed.LastError
 	return res, &PendingError{TaskID: job.TaskID, Host: job.Host, Drain: res.Drain, NextAt: failed.NextAt, Err: runErr.Error()}
+}
+
+// notDueError: the job was not due any more once its task's claim was
+// held (another process ran it meanwhile).
+type notDueError struct{ job *records.CleanupJob }
+
+func (e *notDueError) Error() string {
+	return fmt.Sprintf("cleanup job of task %s is %s: nothing to do", e.job.TaskID, e.job.State)
 }
 
 // SweepResult is one job a sweep looked at.
@@ -142,9 +151,12 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 		r := SweepResult{TaskID: j.TaskID, Host: j.Host, Trigger: j.Trigger}
 		res, err := e.runJob(ctx, j, budget, nil)
 		var busy *TaskBusyError
+		var notDue *notDueError
 		switch {
 		case errors.As(err, &busy):
 			r.Error = busy.Error()
+		case errors.As(err, &notDue):
+			// Another sweep ran it meanwhile.
 		default:
 			r.Ran = true
 			if res != nil {

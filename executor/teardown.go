@@ -112,6 +112,23 @@ func (e *Executor) Teardown(ctx context.Context, o TeardownOptions) (*TeardownRe
 		return nil, err
 	}
 	res, err := e.runJob(ctx, job, o.Budget, o.Progress)
+	var notDue *notDueError
+	if errors.As(err, &notDue) {
+		// Another process ran the job meanwhile: report where it left
+		// the task.
+		if t, _, err = e.GetTask(ctx, t.ID); err != nil {
+			return nil, err
+		}
+		res, err = resultOf(t, notDue.job), nil
+	}
+	var busy *TaskBusyError
+	if errors.As(err, &busy) {
+		// A launch, resume or another attempt holds the task: the job is
+		// recorded and waits for it (a resume that began first calls it
+		// off only if it is still to begin when the resume looks).
+		return &TeardownResult{TaskID: t.ID, Phase: t.Phase, Job: job.ID, Attempts: job.Attempts},
+			&PendingError{TaskID: t.ID, Host: t.Host, NextAt: &job.CreatedAt, Err: busy.Error()}
+	}
 	if err != nil {
 		return res, err
 	}
@@ -186,3 +203,15 @@ func deleteIfPresent(ctx context.Context, st state.Store, kind state.Kind, name,
 }
 
 func isNotFound(err error) bool { return errors.Is(err, state.ErrNotFound) }
+
+// resultOf is a teardown result read from the records.
+func resultOf(t *records.Task, j *records.CleanupJob) *TeardownResult {
+	r := &TeardownResult{TaskID: t.ID, Phase: t.Phase, Job: j.ID, Attempts: j.Attempts, NextAt: j.NextAt, LastError: j.LastError}
+	if td := t.Teardown; td != nil {
+		r.Drain, r.Reclaim, r.Reason = td.Drain, td.Reclaim, td.Reason
+		if n := len(td.Receipts); n > 0 {
+			r.Receipt = td.Receipts[n-1]
+		}
+	}
+	return r
+}
