@@ -17,6 +17,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
 	"github.com/kdlbs/kandev-exec/cmd/task"
+	"github.com/kdlbs/kandev-exec/cmd/watch"
 )
 
 // version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
@@ -40,6 +41,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(secret.NewCmdSecret(f))
 	root.AddCommand(task.NewCmdTask(f))
 	root.AddCommand(session.NewCmdSession(f))
+	root.AddCommand(watch.NewCmdWatch(f, nil))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

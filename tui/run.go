@@ -12,26 +12,34 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// ErrHangup: the terminal went away (SIGHUP: an SSH connection dropped,
-// the window closed).
-var ErrHangup = errors.New("the terminal hung up")
+// Why the view stopped without being asked to quit.
+var (
+	// ErrHangup: the terminal went away (SIGHUP: an SSH connection
+	// dropped, the window closed).
+	ErrHangup = errors.New("the terminal hung up")
+	// ErrSignalled: SIGINT or SIGTERM.
+	ErrSignalled = errors.New("stopped by a signal")
+)
 
-// Run shows the view on a terminal until the user quits, ctx ends, or the
-// terminal hangs up, and restores the terminal on each of those and on a
-// panic. bubbletea itself handles SIGINT, SIGTERM (a clean quit) and
-// panics in Update, View and commands; SIGHUP it leaves to Go's default,
-// which would kill the process with the terminal still raw, so it is
-// caught here. Actions still running when the view exits are cancelled.
+// Run shows the view on a terminal until the user quits, ctx ends, or a
+// signal stops it, and restores the terminal on every one of those and on
+// a panic. bubbletea recovers panics in Update, View and commands itself;
+// signals are handled here rather than by bubbletea, which knows only
+// SIGINT and SIGTERM and leaves SIGHUP to Go's default: that would kill
+// the process with the terminal still raw. Actions still running when the
+// view exits are cancelled.
 func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o.Context = ctx
-	p := tea.NewProgram(New(o), tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out))
+	p := tea.NewProgram(New(o), tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out),
+		tea.WithoutSignalHandler())
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	hungUp := make(chan struct{})
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var stopped error // set before Kill, read after Run returns
+	caught := make(chan struct{})
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -43,8 +51,12 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 			}
 		}()
 		select {
-		case <-hup:
-			close(hungUp)
+		case s := <-sigs:
+			stopped = ErrSignalled
+			if s == syscall.SIGHUP {
+				stopped = ErrHangup
+			}
+			close(caught)
 			p.Kill()
 		case <-done:
 		}
@@ -52,8 +64,8 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 
 	_, err := p.Run()
 	select {
-	case <-hungUp:
-		return ErrHangup
+	case <-caught:
+		return stopped
 	default:
 	}
 	switch {
