@@ -53,7 +53,7 @@ func NewOptions(f *cmdutil.Factory) *WatchOptions {
 func NewCmdWatch(f *cmdutil.Factory, runF func(context.Context, *WatchOptions) error) *cobra.Command {
 	opts := NewOptions(f)
 	c := &cobra.Command{
-		Use:   "watch [--host H | --task ID] [--no-tui] [--since SEQ] [--until PHASE]",
+		Use:   "watch",
 		Short: "Live view of hosts, environments, drain, destroy and quarantine",
 		Long: `On a terminal, a live view of hosts, task environments and the journal, with
 drain, cordon, quarantine, readmit, archive and sweep on the selection (? lists
