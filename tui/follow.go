@@ -164,7 +164,16 @@ func (m *Model) loadCmd(why string) tea.Cmd {
 	gen, st, ctx, n, since, now := m.gen, m.opts.Store, m.ctx, ringCap, m.since, m.opts.Now
 	m.since = -1 // only the first load replays from --since
 	return func() tea.Msg {
-		msg := load(ctx, st, n, since)
+		msg := loadedMsg{gen: gen, why: why, journalErr: errors.New("not read")}
+		func() {
+			// A panicking read is a failed read: the view goes on, stale.
+			defer func() {
+				if r := recover(); r != nil {
+					msg.kindErrs = []error{recovered(r)}
+				}
+			}()
+			msg = load(ctx, st, n, since)
+		}()
 		msg.gen, msg.why, msg.at = gen, why, now()
 		return msg
 	}
@@ -174,7 +183,15 @@ func (m *Model) followCmd() tea.Cmd {
 	m.reading = true
 	gen, st, ctx, cur, now := m.gen, m.opts.Store, m.ctx, m.cursor, m.opts.Now
 	return func() tea.Msg {
-		msg := follow(ctx, st, cur)
+		var msg followedMsg
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					msg = followedMsg{err: recovered(r)}
+				}
+			}()
+			msg = follow(ctx, st, cur)
+		}()
 		msg.gen, msg.at = gen, now()
 		return msg
 	}

@@ -115,6 +115,8 @@ type Model struct {
 	nextID   int
 	running  map[int]request
 	quitting bool
+	// crash is a panic recovered in Update or View: the view quits.
+	crash *PanicError
 }
 
 // New builds the view; run it with Run, or with tea.NewProgram in tests.
@@ -157,9 +159,23 @@ type actionDoneMsg struct {
 func (m *Model) Init() tea.Cmd { return tea.Batch(m.loadCmd("start"), beat()) }
 
 // Update applies one message. It never blocks: reads and actions run in
-// commands, whose results come back as messages.
-func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// commands, whose results come back as messages. A panic quits the view
+// with the terminal restored (Run returns it as an error).
+func (m *Model) Update(msg tea.Msg) (model tea.Model, cmd tea.Cmd) {
+	defer func() {
+		if r := recover(); r != nil {
+			// bubbletea renders the model returned: never nil.
+			m.crash, model, cmd = recovered(r), m, tea.Quit
+		}
+	}()
+	return m, m.update(msg)
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
+	if m.crash != nil {
+		return tea.Quit // View crashed
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height, m.ready = msg.Width, msg.Height, true
@@ -187,7 +203,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.finished(msg)
 	}
 	m.fitAll()
-	return m, cmd
+	return cmd
 }
 
 func (m *Model) poll() tea.Cmd {
@@ -200,6 +216,11 @@ func (m *Model) poll() tea.Cmd {
 // onLoaded swaps in a full re-read.
 func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 	m.reading = false
+	if msg.world == nil {
+		// The read panicked: keep what is shown, marked stale, and retry.
+		m.readErr, m.journalErr = msg.kindErrs[0], msg.journalErr
+		return m.schedule(fallbackPoll)
+	}
 	m.lastFull = msg.at
 	m.kindErrs = msg.kindErrs
 	m.journalErr = msg.journalErr
@@ -334,7 +355,15 @@ func (m *Model) start(r request) tea.Cmd {
 	id, ctx, a := m.nextID, m.ctx, m.opts.Actions
 	m.running[id] = r
 	m.addNote(fmt.Sprintf("%s: started (action %d)", r.title(), id), tonePlain)
-	return func() tea.Msg { return actionDoneMsg{id: id, err: r.call(ctx, a)} }
+	return func() (msg tea.Msg) {
+		// A panicking action fails; the view goes on.
+		defer func() {
+			if p := recover(); p != nil {
+				msg = actionDoneMsg{id: id, err: recovered(p)}
+			}
+		}()
+		return actionDoneMsg{id: id, err: r.call(ctx, a)}
+	}
 }
 
 func (m *Model) finished(msg actionDoneMsg) {

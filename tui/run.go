@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -21,30 +22,33 @@ var (
 	ErrSignalled = errors.New("stopped by a signal")
 )
 
-// Run shows the view on a terminal until the user quits, ctx ends, or a
-// signal stops it, and restores the terminal on every one of those and on
-// a panic. bubbletea recovers panics in Update, View and commands itself;
-// signals are handled here rather than by bubbletea, which knows only
-// SIGINT and SIGTERM and leaves SIGHUP to Go's default: that would kill
-// the process with the terminal still raw. Actions still running when the
-// view exits are cancelled.
+// Run shows the view on a terminal until the user quits, ctx ends, a
+// signal stops it or it crashes, and restores the terminal on each.
+//
+// Every one of those ends in a quit, which restores the terminal after
+// waiting (500 ms at most) for bubbletea's input reader; none ends in a
+// kill, whose shutdown closes the input under that reader. So the view
+// handles signals itself (bubbletea's own handler knows SIGINT and
+// SIGTERM only, and SIGHUP's default would kill the process with the
+// terminal still raw), watches ctx itself rather than giving it to
+// bubbletea (a cancelled context kills), and recovers its own panics
+// (see Model.Update). Actions still running when the view exits are
+// cancelled.
 func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
+	viewCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	o.Context = ctx
-	p := tea.NewProgram(New(o), tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out),
-		tea.WithoutSignalHandler())
+	o.Context = viewCtx
+	p := tea.NewProgram(New(o), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler())
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	var stopped error // set before Kill, read after Run returns
+	var stopped error // set before the quit, read after Run returns
 	caught := make(chan struct{})
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		// A goroutine of ours: bubbletea does not recover its panics,
-		// so it restores the terminal itself.
+		// A goroutine of ours: bubbletea recovers none of its panics.
 		defer func() {
 			if r := recover(); r != nil {
 				p.Kill()
@@ -57,24 +61,37 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 				stopped = ErrHangup
 			}
 			close(caught)
-			p.Kill()
+			p.Quit()
+		case <-ctx.Done():
+			p.Quit()
 		case <-done:
 		}
 	}()
 
-	_, err := p.Run()
+	final, err := p.Run()
 	select {
 	case <-caught:
 		return stopped
 	default:
 	}
+	if m, ok := final.(*Model); ok && m.crash != nil {
+		return fmt.Errorf("the view crashed and was closed: %w", m.crash)
+	}
 	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, tea.ErrProgramPanic):
-		return fmt.Errorf("the view crashed and was closed: %w", err)
+	case err != nil:
+		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return err
+	return nil
 }
+
+// PanicError is a panic the view recovered from, with where it happened.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func recovered(r any) *PanicError { return &PanicError{Value: r, Stack: debug.Stack()} }

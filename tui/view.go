@@ -26,15 +26,15 @@ func (m *Model) layout() layout {
 	avail := m.height - 2
 	var l layout
 	if m.dlg != nil {
-		l.dialog = len(m.dialogLines(m.width))
+		l.dialog = min(len(m.dialogLines(m.width)), avail)
 	}
 	l.events = max(3, avail/4) - l.dialog
 	if l.events < 2 {
 		l.events = 0
 	}
-	rest := avail - l.events - l.dialog
+	rest := max(0, avail-l.events-l.dialog)
 	needH, needE := max(3, len(m.hosts.ids)+2), max(3, len(m.envs.ids)+2)
-	l.hosts = min(needH, max(3, rest/3))
+	l.hosts = min(needH, max(3, rest/3), rest)
 	l.envs = rest - l.hosts
 	if l.envs > needE {
 		// Room to spare below: the hosts get it first, then the events.
@@ -49,8 +49,17 @@ func (m *Model) layout() layout {
 	return l
 }
 
-// View draws the whole screen, clipped to the terminal.
-func (m *Model) View() string {
+// View draws the whole screen, clipped to the terminal. A panic here is
+// kept, and the next message quits the view.
+func (m *Model) View() (v string) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.crash, v = recovered(r), "kandev-exec watch crashed; closing"
+		}
+	}()
+	if m.crash != nil {
+		return "kandev-exec watch crashed; closing"
+	}
 	if !m.ready {
 		return "kandev-exec watch: starting"
 	}
@@ -71,7 +80,10 @@ func (m *Model) View() string {
 	out = append(out, m.hostsPane(l.hosts)...)
 	out = append(out, m.envsPane(l.envs)...)
 	if m.dlg != nil {
-		out = append(out, m.dialogLines(m.width)...)
+		// A dialog taller than the room keeps its last lines: the
+		// question and the answer being typed.
+		d := m.dialogLines(m.width)
+		out = append(out, d[len(d)-l.dialog:]...)
 	}
 	out = append(out, m.eventsPane(l.events)...)
 	out = append(out, m.footer())
@@ -302,6 +314,9 @@ func (m *Model) detailView() string {
 
 // pad fills lines up to exactly h lines, cutting any beyond.
 func pad(lines []string, h int) []string {
+	if h <= 0 {
+		return nil
+	}
 	if len(lines) > h {
 		return lines[:h]
 	}

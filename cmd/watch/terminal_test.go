@@ -50,7 +50,7 @@ func e2eMain() int {
 	f.AddGlobalFlags(root.PersistentFlags())
 	root.AddCommand(NewCmdWatch(f, func(ctx context.Context, o *WatchOptions) error {
 		o.Actions = func(ex *executor.Executor) tui.Actions {
-			return &storeActions{st: ex.Store(), panics: os.Getenv("KANDEV_WATCH_E2E_PANIC") == "1"}
+			return &storeActions{st: ex.Store(), panics: os.Getenv("KANDEV_WATCH_E2E_PANIC")}
 		}
 		return Run(ctx, o)
 	}))
@@ -67,15 +67,24 @@ func e2eMain() int {
 }
 
 // storeActions cordons by writing the host record, as the executor's
-// verb will; panics makes it panic instead, inside the view's command.
+// verb will. With panics "action" the cordon panics instead (in the
+// view's command); with "update" it fails with an error that panics when
+// the view reads it (in the view's Update).
 type storeActions struct {
 	st     state.Store
-	panics bool
+	panics string
 }
 
+type explodingError struct{}
+
+func (explodingError) Error() string { panic("error exploded") }
+
 func (a *storeActions) Cordon(ctx context.Context, host, reason string) error {
-	if a.panics {
+	switch a.panics {
+	case "action":
 		panic("cordon exploded")
+	case "update":
+		return explodingError{}
 	}
 	rec, err := a.st.Get(ctx, records.KindHost, host)
 	if err != nil {
@@ -142,6 +151,9 @@ func (p *pane) tmux(args ...string) string {
 
 func (p *pane) screen() string { return p.tmux("capture-pane", "-p", "-t", "w") }
 
+// painted is the screen with its escapes (colours and attributes).
+func (p *pane) painted() string { return p.tmux("capture-pane", "-e", "-p", "-t", "w") }
+
 // keys types into the pane: each argument is a tmux key (Enter, Tab) or
 // literal text.
 func (p *pane) keys(ks ...string) { p.tmux(append([]string{"send-keys", "-t", "w"}, ks...)...) }
@@ -187,13 +199,23 @@ func (p *pane) stty(dir string) string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// watchIn starts the test binary as `kandev-exec watch` in the pane.
-func (p *pane) watchIn(dir, stateDir, env string) (pid int) {
+// watchInAgain stops the view running as pid (SIGTERM) and starts
+// another with env.
+func (p *pane) watchInAgain(dir, stateDir string, pid int, env string) int {
+	p.t.Helper()
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	p.waitFor("the exit", func(s string) bool { return strings.Contains(s, "exited=") })
+	return p.watchIn(dir, stateDir, env, "")
+}
+
+// watchIn starts the test binary as `kandev-exec watch ARGS` in the
+// pane, with the environment assignments env.
+func (p *pane) watchIn(dir, stateDir, env, args string) (pid int) {
 	p.t.Helper()
 	pidfile := filepath.Join(dir, "pid")
 	os.Remove(pidfile)
-	p.keys(fmt.Sprintf("clear; %s KANDEV_WATCH_E2E=1 KANDEV_WATCH_E2E_PIDFILE=%s KANDEV_EXEC_STATE_DIR=%s %s watch; echo exited=$?",
-		env, pidfile, stateDir, os.Args[0]), "Enter")
+	p.keys(fmt.Sprintf("clear; %s KANDEV_WATCH_E2E=1 KANDEV_WATCH_E2E_PIDFILE=%s KANDEV_EXEC_STATE_DIR=%s %s watch %s; echo exited=$?",
+		env, pidfile, stateDir, os.Args[0], args), "Enter")
 	p.waitFor("the live view", func(s string) bool { return strings.Contains(s, "live seq") })
 	b, err := os.ReadFile(pidfile)
 	if err != nil {
@@ -204,6 +226,18 @@ func (p *pane) watchIn(dir, stateDir, env string) (pid int) {
 		p.t.Fatal(err)
 	}
 	return pid
+}
+
+// cordon cordons the selected host (web-1) from the keyboard.
+func (p *pane) cordon(reason string) {
+	p.t.Helper()
+	p.keys("c")
+	p.waitFor("the reason prompt", func(s string) bool { return strings.Contains(s, "Reason for cordon host web-1") })
+	p.keys(reason, "Enter")
+	p.waitFor("the confirmation", func(s string) bool {
+		return strings.Contains(s, "Cordon host web-1: it takes no new launches") && strings.Contains(s, "Press y to confirm")
+	})
+	p.keys("y")
 }
 
 // The view in a real terminal: rows change when another process writes
@@ -223,7 +257,7 @@ func TestWatchInATerminal(t *testing.T) {
 	p := newPane(t)
 	before := p.stty(dir)
 
-	pid := p.watchIn(dir, stateDir, "")
+	pid := p.watchIn(dir, stateDir, "", "")
 	since := time.Now().Add(-time.Minute).UTC()
 	// Another process quarantines a host and archives a task.
 	put(t, st, records.KindHost, "web-2", records.Host{Name: "web-2", Status: records.HostQuarantined, StatusReason: "disk full",
@@ -241,13 +275,7 @@ func TestWatchInATerminal(t *testing.T) {
 	p.waitFor("the task archived", func(s string) bool { return strings.Contains(row(s, "tarch0000001"), "archived") })
 
 	// Cordon web-1 (selected: the first row) from the keyboard.
-	p.keys("c")
-	p.waitFor("the reason prompt", func(s string) bool { return strings.Contains(s, "Reason for cordon host web-1") })
-	p.keys("maintenance window", "Enter")
-	p.waitFor("the confirmation", func(s string) bool {
-		return strings.Contains(s, "Cordon host web-1: it takes no new launches") && strings.Contains(s, "Press y to confirm")
-	})
-	p.keys("y")
+	p.cordon("maintenance window")
 	p.waitFor("web-1 cordoned", func(s string) bool { return strings.Contains(row(s, "web-1"), "cordoned") })
 	rec, err := st.Get(context.Background(), records.KindHost, "web-1")
 	if err != nil {
@@ -259,6 +287,13 @@ func TestWatchInATerminal(t *testing.T) {
 		t.Fatalf("stored host %+v", h)
 	}
 
+	// A panicking action fails, and the view goes on.
+	pid = p.watchInAgain(dir, stateDir, pid, "KANDEV_WATCH_E2E_PANIC=action")
+	p.cordon("boom")
+	p.waitFor("the failed action", func(s string) bool {
+		return strings.Contains(s, "cordon host web-1: failed: panic: cordon exploded")
+	})
+
 	for _, c := range []struct {
 		name string
 		env  string
@@ -268,16 +303,12 @@ func TestWatchInATerminal(t *testing.T) {
 	}{
 		{"SIGTERM", "", func(pid int) { _ = syscall.Kill(pid, syscall.SIGTERM) }, "exited=130", "error: interrupted"},
 		{"SIGHUP", "", func(pid int) { _ = syscall.Kill(pid, syscall.SIGHUP) }, "exited=130", "error: interrupted: the terminal hung up"},
-		{"a panic in an action", "KANDEV_WATCH_E2E_PANIC=1", func(int) {
-			p.keys("c")
-			p.waitFor("the reason prompt", func(s string) bool { return strings.Contains(s, "Reason for cordon host") })
-			p.keys("boom", "Enter")
-			p.waitFor("the confirmation", func(s string) bool { return strings.Contains(s, "Press y to confirm") })
-			p.keys("y")
-		}, "exited=1", "error: the view crashed and was closed"},
+		{"a panic in the view", "KANDEV_WATCH_E2E_PANIC=update", func(int) {
+			p.cordon("boom")
+		}, "exited=1", "error: the view crashed and was closed: panic: error exploded"},
 	} {
 		if c.name != "SIGTERM" {
-			pid = p.watchIn(dir, stateDir, c.env)
+			pid = p.watchIn(dir, stateDir, c.env, "")
 		}
 		c.stop(pid)
 		s := p.waitFor(c.name+": the exit", func(s string) bool { return strings.Contains(s, "exited=") })
@@ -292,5 +323,32 @@ func TestWatchInATerminal(t *testing.T) {
 		if after := p.stty(dir); after != before {
 			t.Fatalf("%s: the terminal settings changed:\nbefore %s\nafter  %s", c.name, before, after)
 		}
+	}
+}
+
+// On a terminal the view paints its states; NO_COLOR and --no-color
+// leave not one escape on the screen, the words alone saying each state.
+func TestWatchInATerminalWithoutColour(t *testing.T) {
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	st, err := state.Open(stateDir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put(t, st, records.KindHost, "web-2", records.Host{Name: "web-2", Status: records.HostQuarantined, StatusReason: "disk full", CreatedAt: t0},
+		"host.quarantined", &records.Detail{Host: "web-2", Phase: "quarantined", Reason: "disk full"})
+	p := newPane(t)
+	for _, c := range []struct{ env, args string }{{"", ""}, {"NO_COLOR=1", ""}, {"", "--no-color"}} {
+		pid := p.watchIn(dir, stateDir, c.env, c.args)
+		s := p.painted()
+		if !strings.Contains(row(p.screen(), "web-2"), "quarantined") {
+			t.Fatalf("%s%s: the state is not in words:\n%s", c.env, c.args, p.screen())
+		}
+		if painted := strings.Contains(s, "\x1b["); painted != (c.env == "" && c.args == "") {
+			t.Fatalf("env %q args %q: painted %v:\n%q", c.env, c.args, painted, s)
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		p.waitFor("the exit", func(s string) bool { return strings.Contains(s, "exited=") })
 	}
 }

@@ -162,13 +162,20 @@ func (o *WatchOptions) resolve(ctx context.Context, ex *executor.Executor) error
 	return nil
 }
 
-func view(ctx context.Context, o *WatchOptions, ex *executor.Executor) error {
-	r := lipgloss.NewRenderer(o.IO.Out)
+// renderer paints the view with the 16 ANSI colours (the terminal's own
+// palette, readable on light and dark backgrounds), or with nothing at
+// all under NO_COLOR, --no-color or TERM=dumb.
+func renderer(ios *cmdutil.IOStreams) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(ios.Out)
 	r.SetColorProfile(termenv.Ascii)
-	if o.IO.ColorEnabled() {
+	if ios.ColorEnabled() {
 		r.SetColorProfile(termenv.ANSI)
 	}
-	to := tui.Options{Store: ex.Store(), Scope: tui.Scope{Host: o.Host, Task: o.Task}, Since: o.Since, Renderer: r, Poll: o.Poll}
+	return r
+}
+
+func view(ctx context.Context, o *WatchOptions, ex *executor.Executor) error {
+	to := tui.Options{Store: ex.Store(), Scope: tui.Scope{Host: o.Host, Task: o.Task}, Since: o.Since, Renderer: renderer(o.IO), Poll: o.Poll}
 	if !o.ReadOnly {
 		to.Actions = o.Actions(ex)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/muesli/termenv"
+
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 )
 
@@ -50,6 +52,46 @@ func TestNewCmdWatch(t *testing.T) {
 			if got.Host != c.want.Host || got.Task != c.want.Task || got.Since != c.want.Since || got.Until != c.want.Until ||
 				got.NoTUI != c.want.NoTUI || got.JSON != c.want.JSON || got.ReadOnly != c.want.ReadOnly || (got.Stop != nil) != c.stops {
 				t.Fatalf("options %+v", *got)
+			}
+		})
+	}
+}
+
+// The view paints only on a terminal, and never under NO_COLOR or
+// --no-color.
+func TestRendererHonoursNoColor(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     bool
+		args    []string
+		profile termenv.Profile
+	}{
+		{"terminal", false, nil, termenv.ANSI},
+		{"NO_COLOR", true, nil, termenv.Ascii},
+		{"--no-color", false, []string{"--no-color"}, termenv.Ascii},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env {
+				t.Setenv("NO_COLOR", "1")
+			}
+			t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
+			ios, _, _, _ := cmdutil.Test()
+			ios.SetTTY(true, true, true)
+			f := cmdutil.NewFactory(ios, "test")
+			var got *WatchOptions
+			cmd := NewCmdWatch(f, func(_ context.Context, o *WatchOptions) error {
+				got = o
+				_, err := o.Executor() // reads the settings, as Run does first
+				return err
+			})
+			f.AddGlobalFlags(cmd.PersistentFlags())
+			cmd.SetArgs(c.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if p := renderer(got.IO).ColorProfile(); p != c.profile {
+				t.Fatalf("profile %v, want %v", p, c.profile)
 			}
 		})
 	}
