@@ -37,6 +37,7 @@ type loadedMsg struct {
 	kindErrs   []error
 	journalErr error // the journal could not be read: poll in full instead
 	at         time.Time
+	took       time.Duration // how long the read took, by the wall clock
 }
 
 // followedMsg is what the journal added after a cursor, with the records
@@ -51,6 +52,7 @@ type followedMsg struct {
 	tooMany bool // too many records changed to read one by one
 	err     error
 	at      time.Time
+	took    time.Duration
 }
 
 // change is one record as read after the entry that named it: v is nil
@@ -164,6 +166,7 @@ func (m *Model) loadCmd(why string) tea.Cmd {
 	gen, st, ctx, n, since, now := m.gen, m.opts.Store, m.ctx, ringCap, m.since, m.opts.Now
 	m.since = -1 // only the first load replays from --since
 	return func() tea.Msg {
+		start := time.Now()
 		msg := loadedMsg{gen: gen, why: why, journalErr: errors.New("not read")}
 		func() {
 			// A panicking read is a failed read: the view goes on, stale.
@@ -174,7 +177,7 @@ func (m *Model) loadCmd(why string) tea.Cmd {
 			}()
 			msg = load(ctx, st, n, since)
 		}()
-		msg.gen, msg.why, msg.at = gen, why, now()
+		msg.gen, msg.why, msg.at, msg.took = gen, why, now(), time.Since(start)
 		return msg
 	}
 }
@@ -183,6 +186,7 @@ func (m *Model) followCmd() tea.Cmd {
 	m.reading = true
 	gen, st, ctx, cur, now := m.gen, m.opts.Store, m.ctx, m.cursor, m.opts.Now
 	return func() tea.Msg {
+		start := time.Now()
 		var msg followedMsg
 		func() {
 			defer func() {
@@ -192,7 +196,7 @@ func (m *Model) followCmd() tea.Cmd {
 			}()
 			msg = follow(ctx, st, cur)
 		}()
-		msg.gen, msg.at = gen, now()
+		msg.gen, msg.at, msg.took = gen, now(), time.Since(start)
 		return msg
 	}
 }
@@ -201,7 +205,11 @@ func (m *Model) followCmd() tea.Cmd {
 // scheduled it.
 type pollMsg struct{ gen uint64 }
 
-func (m *Model) schedule(d time.Duration) tea.Cmd {
+// schedule the next read d from now, or as long as the last read took if
+// that is longer: a slow store (a long journal, a distant etcd) is read
+// at most half the time, and reads never overlap.
+func (m *Model) schedule(d, took time.Duration) tea.Cmd {
+	d = max(d, took)
 	gen := m.gen
 	return tea.Tick(d, func(time.Time) tea.Msg { return pollMsg{gen} })
 }

@@ -219,7 +219,7 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 	if msg.world == nil {
 		// The read panicked: keep what is shown, marked stale, and retry.
 		m.readErr, m.journalErr = msg.kindErrs[0], msg.journalErr
-		return m.schedule(fallbackPoll)
+		return m.schedule(fallbackPoll, msg.took)
 	}
 	m.lastFull = msg.at
 	m.kindErrs = msg.kindErrs
@@ -264,9 +264,9 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 	m.refilter()
 	m.refreshDetail()
 	if msg.journalErr != nil {
-		return m.schedule(fallbackPoll)
+		return m.schedule(fallbackPoll, msg.took)
 	}
-	return m.schedule(m.opts.Poll)
+	return m.schedule(m.opts.Poll, msg.took)
 }
 
 // onFollowed applies what the journal added, or starts a full re-read when
@@ -278,7 +278,7 @@ func (m *Model) onFollowed(msg followedMsg) tea.Cmd {
 		// Read everything next time; the view says how old it is meanwhile.
 		m.readErr = msg.err
 		m.journalErr = msg.err
-		return m.schedule(fallbackPoll)
+		return m.schedule(fallbackPoll, msg.took)
 	case msg.brk == NewEpoch:
 		return m.loadCmd("the journal was re-created (new epoch)")
 	case msg.brk == Gap:
@@ -303,7 +303,7 @@ func (m *Model) onFollowed(msg followedMsg) tea.Cmd {
 	m.lastRead, m.readErr = msg.at, nil
 	m.apply(a)
 	m.refreshDetail()
-	return m.schedule(m.opts.Poll)
+	return m.schedule(m.opts.Poll, msg.took)
 }
 
 // apply brings rows up to date after changes to the world.
