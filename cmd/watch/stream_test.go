@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/tui"
 )
 
 var t0 = time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
@@ -328,5 +331,36 @@ func TestStreamSaysGapsAndNewEpochs(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "watch: the journal was re-created (epoch ") || !strings.Contains(out.String(), "seq=1 host.quarantined host/web-7") {
 		t.Fatalf("stderr %q\nstdout %q", errb.String(), out.String())
+	}
+}
+
+// Follow, as task archive --watch calls it without a terminal: the
+// stream of what the command started, from before it started, until the
+// awaited event.
+func TestFollowStreamsWhatACommandStarted(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KANDEV_EXEC_STATE_DIR", dir)
+	ios, _, out, _ := cmdutil.Test()
+	f := cmdutil.NewFactory(ios, "test")
+	f.AddGlobalFlags(pflag.NewFlagSet("test", pflag.ContinueOnError))
+	defer f.Close()
+	st, err := f.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	story(t, st) // t1 is archived at seq 10; t9 drains at seq 11
+	since := int64(6)
+	err = Follow(context.Background(), f, tui.Scope{Task: "t1"}, since, func(_ state.Entry, d records.Detail) bool {
+		return d.Phase == "archived"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		seqs = append(seqs, strings.Fields(l)[1])
+	}
+	if want := []string{"seq=7", "seq=8", "seq=9", "seq=10"}; !slices.Equal(seqs, want) {
+		t.Fatalf("printed %v, want %v:\n%s", seqs, want, out.String())
 	}
 }
