@@ -98,3 +98,13 @@ func TestPanickingReadLeavesTheViewStale(t *testing.T) {
 
 // switchable reads through Store, which a test swaps.
 type switchable struct{ Store }
+
+// A store that cannot be read from the start says so, not an age.
+func TestUnreadableStoreFromTheStart(t *testing.T) {
+	m := New(options(&switchable{Store: panickyStore{teardownStore(t)}}, nil))
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	m.Update(m.loadCmd("start")())
+	if got := m.titleLine(); !strings.Contains(got, "CANNOT READ THE STORE: panic: list exploded") {
+		t.Fatalf("title %q", got)
+	}
+}

@@ -145,7 +145,6 @@ func (m *Model) confirm() tea.Cmd {
 		}
 	}
 	if req.act == actQuit {
-		m.quitting = true
 		return tea.Quit
 	}
 	return m.start(req)

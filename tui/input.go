@@ -10,7 +10,6 @@ import (
 func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	m.flashMsg = ""
 	if k.Type == tea.KeyCtrlC {
-		m.quitting = true
 		return tea.Quit
 	}
 	switch {
@@ -99,7 +98,6 @@ func (m *Model) quit() tea.Cmd {
 		m.dlg = &dialog{req: request{act: actQuit}, spec: specs[actQuit]}
 		return nil
 	}
-	m.quitting = true
 	return tea.Quit
 }
 

@@ -96,7 +96,6 @@ type Model struct {
 	lastFull   time.Time
 	readErr    error
 	journalErr error
-	kindErrs   []error
 
 	hosts, envs list
 	focus       pane
@@ -112,9 +111,8 @@ type Model struct {
 	detail   *detail
 	flashMsg string
 
-	nextID   int
-	running  map[int]request
-	quitting bool
+	nextID  int
+	running map[int]request
 	// crash is a panic recovered in Update or View: the view quits.
 	crash *PanicError
 }
@@ -222,7 +220,6 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 		return m.schedule(fallbackPoll, msg.took)
 	}
 	m.lastFull = msg.at
-	m.kindErrs = msg.kindErrs
 	m.journalErr = msg.journalErr
 	if len(msg.kindErrs) == 0 {
 		m.lastRead, m.readErr = msg.at, nil

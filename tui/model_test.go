@@ -258,13 +258,12 @@ func TestQuitAsksWhileActionsRun(t *testing.T) {
 	if !strings.Contains(strings.Join(m.dialogLines(200), " "), "Still running: sweep") {
 		t.Fatalf("%q", m.dialogLines(200))
 	}
-	press(m, esc)
-	if m.quitting {
-		t.Fatal("esc quit")
+	if cmds := press(m, esc); len(cmds) != 0 || m.dlg != nil {
+		t.Fatal("esc did not cancel the quit")
 	}
 	press(m, runes("q"))
 	cmds := press(m, runes("y"))
-	if !m.quitting || len(cmds) != 1 {
+	if len(cmds) != 1 {
 		t.Fatal("y did not quit")
 	}
 	if _, ok := cmds[0]().(tea.QuitMsg); !ok {

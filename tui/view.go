@@ -121,10 +121,12 @@ func (m *Model) titleLine() string {
 // the last read succeeded, else how long ago it did and why not since.
 func (m *Model) freshness() string {
 	switch {
-	case !m.loaded:
-		return "reading"
+	case m.readErr != nil && m.lastRead.IsZero():
+		return m.st.tone(toneBad, "CANNOT READ THE STORE: "+firstLine(m.readErr.Error()))
 	case m.readErr != nil:
 		return m.st.tone(toneBad, fmt.Sprintf("STALE %s: %s", short(m.now.Sub(m.lastRead)), firstLine(m.readErr.Error())))
+	case !m.loaded:
+		return "reading"
 	case m.journalErr != nil:
 		return m.st.tone(toneWarn, "journal unreadable: re-reading every 1s")
 	}
