@@ -114,7 +114,7 @@ type Model struct {
 	nextID  int
 	running map[int]request
 	// crash is a panic recovered in Update or View: the view quits.
-	crash *PanicError
+	crash *panicError
 }
 
 // New builds the view; run it with Run, or with tea.NewProgram in tests.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -86,12 +85,9 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// PanicError is a panic the view recovered from, with where it happened.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
+// panicError is a panic the view recovered from.
+type panicError struct{ value any }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-func recovered(r any) *PanicError { return &PanicError{Value: r, Stack: debug.Stack()} }
+func recovered(r any) *panicError { return &panicError{value: r} }
