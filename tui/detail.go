@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 
 	"github.com/kdlbs/kandev-exec/internal/termsafe"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // detailEvents is how many recent events the detail view lists.
@@ -104,7 +105,7 @@ func (m *Model) detailText(d *detail) string {
 				say("session %s: %s", sid, s.State)
 			}
 		}
-		pretty("record", t)
+		pretty("record", masked(t))
 		if j := m.w.job(d.id); j != nil {
 			pretty("cleanup job record", j)
 		}
@@ -124,4 +125,17 @@ func (m *Model) detailText(d *detail) string {
 		b.WriteString("  " + lines[i] + "\n")
 	}
 	return b.String()
+}
+
+// masked is the task as the detail view prints it: the values of its
+// --env literals hidden (`task show` prints none of them), their keys
+// kept.
+func masked(t *records.Task) *records.Task {
+	c := *t
+	c.LaunchEnv = make([]string, len(t.LaunchEnv))
+	for i, kv := range t.LaunchEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		c.LaunchEnv[i] = k + "=***"
+	}
+	return &c
 }

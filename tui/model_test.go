@@ -502,3 +502,19 @@ func TestSinceReplaysFromASequence(t *testing.T) {
 		t.Fatalf("replayed %d events from %d", m.events.n, m.events.at(0).seq)
 	}
 }
+
+// The detail view never prints a launch's --env values.
+func TestDetailMasksLaunchEnvValues(t *testing.T) {
+	st := teardownStore(t)
+	tk := task("tready0000001", "fix-login", "web-1", records.PhaseReady, 3*time.Hour)
+	tk.LaunchEnv = []string{"API_TOKEN=hunter2", "MODE=fast"}
+	addTask(t, st, tk)
+	m := ready(t, st, nil)
+	press(m, tab, down, enter)
+	if m.detail == nil || m.detail.id != "tready0000001" {
+		t.Fatalf("detail %+v", m.detail)
+	}
+	if strings.Contains(m.detail.text, "hunter2") || !strings.Contains(m.detail.text, `"API_TOKEN=***"`) {
+		t.Fatalf("detail:\n%s", m.detail.text)
+	}
+}
