@@ -32,6 +32,8 @@ demo:
 bench: build
 	@echo "== env resolver (ns/op and allocs at 10, 1,000 and 100,000 definitions)"
 	@$(GO) test -run '^$$' -bench 'BenchmarkResolve' -benchmem ./profiles/ | grep '^Benchmark'
+	@echo "== watch view (ns per frame, View(), and per journal event, Update(), at 10, 1,000 and 10,000 environments; a frame must stay under 16 ms)"
+	@$(GO) test -run '^$$' -bench 'BenchmarkWatch' -benchmem ./tui/ | grep '^Benchmark'
 	@scripts/bench.sh
 	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -run 'TestBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
 

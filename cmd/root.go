@@ -18,6 +18,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/session"
 	"github.com/kdlbs/kandev-exec/cmd/sweep"
 	"github.com/kdlbs/kandev-exec/cmd/task"
+	"github.com/kdlbs/kandev-exec/cmd/watch"
 )
 
 // version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
@@ -42,6 +43,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(task.NewCmdTask(f))
 	root.AddCommand(session.NewCmdSession(f))
 	root.AddCommand(sweep.NewCmdSweep(f, nil))
+	root.AddCommand(watch.NewCmdWatch(f, nil))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

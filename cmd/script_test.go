@@ -239,13 +239,14 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Fatalf("unknown relay mode %q", args[0])
 			}
 		},
-		"waitfile": cmdWaitFile,
-		"require":  cmdRequire,
-		"fishuser": fx.cmdFishUser,
-		"shimuser": fx.cmdShimUser,
-		"capture":  cmdCapture,
-		"freeport": cmdFreePort,
-		"httpget":  cmdHTTPGet,
+		"waitfile":  cmdWaitFile,
+		"require":   cmdRequire,
+		"fishuser":  fx.cmdFishUser,
+		"shimuser":  fx.cmdShimUser,
+		"capture":   cmdCapture,
+		"putrecord": cmdPutRecord,
+		"freeport":  cmdFreePort,
+		"httpget":   cmdHTTPGet,
 		// genkey NAME [passphrase]: a new key authorized on target.
 		"genkey": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) < 1 || len(args) > 2 {

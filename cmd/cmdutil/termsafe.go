@@ -1,60 +1,13 @@
 package cmdutil
 
-import (
-	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "github.com/kdlbs/kandev-exec/internal/termsafe"
 
-// Hosts are not trusted: what they say (uname, git --version, a script's
-// output quoted in an error) may carry a \r or an escape sequence that
-// rewrites what the user reads, such as the fingerprint they are about to
-// compare. Remote text printed for humans goes through Safe or SafeText;
-// JSON output carries it exact.
+// Hosts are not trusted: remote text printed for humans goes through Safe
+// or SafeText (internal/termsafe says why); JSON output carries it exact.
 
 // Safe writes every character that is not printable text as a visible
-// escape: \r, \n and \t by name, other ASCII controls and DEL as \xNN,
-// C1 controls and invisible format characters (bidi overrides, zero
-// widths) as \uNNNN, bytes that are not UTF-8 as \xNN. Printable text in
-// any script passes unchanged.
-func Safe(s string) string { return escapeControls(s, false) }
+// escape (termsafe.Line).
+func Safe(s string) string { return termsafe.Line(s) }
 
 // SafeText is Safe for multi-line text: newlines and tabs stay.
-func SafeText(s string) string { return escapeControls(s, true) }
-
-func escapeControls(s string, keepLines bool) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !printable(r, keepLines) }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case printable(r, keepLines):
-			b.WriteString(s[i : i+n])
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < utf8.RuneSelf:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// printable: graphic characters and the ASCII space (unicode.IsPrint),
-// plus newline and tab for text.
-func printable(r rune, keepLines bool) bool {
-	return unicode.IsPrint(r) || keepLines && (r == '\n' || r == '\t')
-}
+func SafeText(s string) string { return termsafe.Text(s) }

@@ -1,0 +1,229 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/tui"
+)
+
+// defaultPoll is how often a stream reads the journal: an event is
+// printed at most this long after it is written.
+const defaultPoll = 250 * time.Millisecond
+
+// Line is one event of `watch --json` (CONTRACT: epoch, seq, at, kind,
+// host, task_id, phase, detail; name and type say which record and what
+// happened). host and task_id come from the event's detail, else from
+// the record it names; detail is the event's detail as journaled ({}
+// when it has none).
+type Line struct {
+	Epoch  uint64          `json:"epoch"`
+	Seq    uint64          `json:"seq"`
+	At     time.Time       `json:"at"`
+	Kind   state.Kind      `json:"kind"`
+	Name   string          `json:"name"`
+	Type   string          `json:"type"`
+	Host   string          `json:"host"`
+	TaskID string          `json:"task_id"`
+	Phase  string          `json:"phase"`
+	Detail json.RawMessage `json:"detail"`
+}
+
+// LineOf is an entry as --json prints it.
+func LineOf(e state.Entry) Line {
+	d := records.DetailOf(e)
+	host, task := tui.About(e, d)
+	detail := e.Detail
+	if len(detail) == 0 {
+		detail = json.RawMessage("{}")
+	}
+	return Line{Epoch: e.Epoch, Seq: e.Seq, At: e.At.UTC(), Kind: e.Kind, Name: e.Name, Type: e.Type,
+		Host: host, TaskID: task, Phase: d.Phase, Detail: detail}
+}
+
+// PlainLine is an entry as --no-tui prints it: time, seq=N, type,
+// kind/name, then key=value fields, one event per line so grep and awk
+// find what they look for.
+func PlainLine(e state.Entry) string {
+	d := records.DetailOf(e)
+	host, task := tui.About(e, d)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s seq=%d %s %s/%s", e.At.UTC().Format(time.RFC3339), e.Seq, cmdutil.Safe(e.Type), e.Kind, e.Name)
+	var fs []tui.Field
+	if host != "" && !(e.Kind == records.KindHost && host == e.Name) {
+		fs = append(fs, tui.Field{Key: "host", Value: host})
+	}
+	if task != "" && !((e.Kind == records.KindTask || e.Kind == records.KindJob) && task == e.Name) {
+		fs = append(fs, tui.Field{Key: "task", Value: task})
+	}
+	fs = append(fs, tui.Fields(d, func(t time.Time) string { return t.UTC().Format(time.RFC3339) })...)
+	if len(fs) > 0 {
+		b.WriteString(" " + tui.FormatFields(fs))
+	}
+	return b.String()
+}
+
+// scope decides which entries a stream prints. An entry names its host
+// and task in its detail; one written without (older entries, sessions)
+// is placed by the record it names, read once.
+type scope struct {
+	st         state.Store
+	host, task string
+	placed     map[string][2]string // kind/name -> host, task
+}
+
+func (s *scope) keeps(ctx context.Context, e state.Entry, d records.Detail) bool {
+	if s.host == "" && s.task == "" {
+		return true
+	}
+	host, task := tui.About(e, d)
+	if (s.host != "" && host == "") || (s.task != "" && task == "") {
+		h, t := s.place(ctx, e)
+		host, task = or(host, h), or(task, t)
+	}
+	return (s.host == "" || host == s.host) && (s.task == "" || task == s.task)
+}
+
+func (s *scope) place(ctx context.Context, e state.Entry) (host, task string) {
+	key := string(e.Kind) + "/" + e.Name
+	if p, ok := s.placed[key]; ok {
+		return p[0], p[1]
+	}
+	rec, err := s.st.Get(ctx, e.Kind, e.Name)
+	if err == nil {
+		var v struct {
+			Host   string `json:"host"`
+			TaskID string `json:"task_id"`
+		}
+		if json.Unmarshal(rec.Data, &v) == nil {
+			host, task = v.Host, v.TaskID
+		}
+	}
+	if e.Kind == records.KindTask {
+		task = e.Name
+	}
+	s.placed[key] = [2]string{host, task}
+	return host, task
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// stream prints the journal from o.Since (or from now) as it grows,
+// until ctx ends or o.Stop says the awaited event came.
+func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
+	poll := o.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	_, cur, err := tui.Head(ctx, st)
+	if err != nil {
+		return err
+	}
+	if o.Since >= 0 {
+		if uint64(o.Since) > cur.Seq {
+			fmt.Fprintf(o.IO.ErrOut, "watch: the journal ends at seq %d; waiting for seq %d\n", cur.Seq, o.Since+1)
+		}
+		cur.Seq = uint64(o.Since)
+	}
+	sc := &scope{st: st, host: o.Host, task: o.Task, placed: map[string][2]string{}}
+	for {
+		es, brk, gapAt, err := tui.Next(ctx, st, cur)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			cur.Seq = e.Seq
+			d := records.DetailOf(e)
+			if !sc.keeps(ctx, e, d) {
+				continue
+			}
+			if err := o.print(e); err != nil {
+				return err
+			}
+			if o.Stop != nil && o.Stop(e, d) {
+				return nil
+			}
+		}
+		switch brk {
+		case tui.NewEpoch:
+			epoch, err := st.Epoch(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.IO.ErrOut, "watch: the journal was re-created (epoch %d): following it from its start\n", epoch)
+			cur = tui.Cursor{Epoch: epoch}
+			continue
+		case tui.Gap:
+			fmt.Fprintf(o.IO.ErrOut, "watch: the journal skips from seq %d to %d: those events are lost\n", cur.Seq, gapAt)
+			cur.Seq = gapAt - 1
+			continue
+		}
+		if len(es) > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (o *WatchOptions) print(e state.Entry) error {
+	var err error
+	if o.JSON {
+		err = writeLine(o.IO.Out, LineOf(e))
+	} else {
+		_, err = fmt.Fprintln(o.IO.Out, PlainLine(e))
+	}
+	if err != nil {
+		return fmt.Errorf("writing event seq %d: %w", e.Seq, err)
+	}
+	return nil
+}
+
+// writeLine writes v as one compact JSON line.
+func writeLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// JournalEnd is the journal's current position: a command that starts
+// something and then follows it passes this as Since, so it misses none
+// of the events its start wrote.
+func JournalEnd(ctx context.Context, st state.Store) (int64, error) {
+	_, cur, err := tui.Head(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	return int64(cur.Seq), nil
+}
+
+// Follow is --watch for another command (task archive, host drain): the
+// view scoped to what it started on a terminal, else the stream of its
+// events until stop returns true for one (nil: until interrupted).
+func Follow(ctx context.Context, f *cmdutil.Factory, sc tui.Scope, since int64, stop func(state.Entry, records.Detail) bool) error {
+	o := NewOptions(f)
+	o.Host, o.Task, o.Since, o.Stop, o.JSON = sc.Host, sc.Task, since, stop, f.JSON()
+	if stop != nil && o.IO.IsStdoutTTY() && o.IO.CanPrompt() && !o.JSON {
+		// On a terminal the view stays until the user quits.
+		o.Stop = nil
+	}
+	return Run(ctx, o)
+}

@@ -1,0 +1,100 @@
+package tui
+
+import (
+	"context"
+	"slices"
+
+	"github.com/kdlbs/kandev-exec/state"
+)
+
+// Store is what the view reads: state.Store satisfies it. The view never
+// writes, and no call holds the store's lock (reads take none).
+type Store interface {
+	Get(ctx context.Context, kind state.Kind, name string) (state.Record, error)
+	List(ctx context.Context, kind state.Kind) ([]state.Record, error)
+	Journal(ctx context.Context, after uint64) ([]state.Entry, error)
+	Epoch(ctx context.Context) (uint64, error)
+}
+
+// Cursor is a position in the journal: an epoch and the last sequence
+// number seen in it (0: nothing yet).
+type Cursor struct {
+	Epoch, Seq uint64
+}
+
+// Break says why the journal cannot simply be followed from a cursor.
+type Break int
+
+const (
+	Contiguous Break = iota // the entries follow the cursor without a hole
+	NewEpoch                // the journal was re-created: its sequence numbers start again
+	Gap                     // a sequence number is missing: entries were lost or compacted away
+)
+
+func (b Break) String() string {
+	switch b {
+	case NewEpoch:
+		return "new epoch"
+	case Gap:
+		return "gap"
+	}
+	return "contiguous"
+}
+
+// Next reads the journal after c. It returns the entries that follow c
+// without a hole, and the first break, if any, that stops them: a new
+// epoch (no entry is returned: the old epoch's tail is gone) or a gap
+// (the entries before the hole are returned, the first one after it is
+// at gapAt).
+func Next(ctx context.Context, st Store, c Cursor) (entries []state.Entry, brk Break, gapAt uint64, err error) {
+	epoch, err := st.Epoch(ctx)
+	if err != nil {
+		return nil, Contiguous, 0, err
+	}
+	if epoch != c.Epoch {
+		return nil, NewEpoch, 0, nil
+	}
+	es, err := st.Journal(ctx, c.Seq)
+	if err != nil {
+		return nil, Contiguous, 0, err
+	}
+	want := c.Seq + 1
+	for i, e := range es {
+		switch {
+		case e.Epoch != c.Epoch:
+			// Re-created between the two reads.
+			return es[:i], NewEpoch, 0, nil
+		case e.Seq != want:
+			return es[:i], Gap, e.Seq, nil
+		}
+		want++
+	}
+	return es, Contiguous, 0, nil
+}
+
+// Head reads the whole journal of the current epoch, re-reading when the
+// epoch changed meanwhile, and returns it with the cursor at its end.
+func Head(ctx context.Context, st Store) ([]state.Entry, Cursor, error) {
+	for try := 0; ; try++ {
+		before, err := st.Epoch(ctx)
+		if err != nil {
+			return nil, Cursor{}, err
+		}
+		es, err := st.Journal(ctx, 0)
+		if err != nil {
+			return nil, Cursor{}, err
+		}
+		after, err := st.Epoch(ctx)
+		if err != nil {
+			return nil, Cursor{}, err
+		}
+		if before == after || try == 2 {
+			c := Cursor{Epoch: after}
+			es = slices.DeleteFunc(es, func(e state.Entry) bool { return e.Epoch != after })
+			if n := len(es); n > 0 {
+				c.Seq = es[n-1].Seq
+			}
+			return es, c, nil
+		}
+	}
+}
