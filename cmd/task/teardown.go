@@ -8,8 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/tui"
 )
 
 // TeardownOptions are `task archive` and `task delete`'s inputs.
@@ -21,6 +24,8 @@ type TeardownOptions struct {
 	Trigger  records.Trigger
 	ID       string
 	Timeout  time.Duration
+	Watch    bool
+	Factory  *cmdutil.Factory // for --watch: the view or the stream of what this starts
 }
 
 // NewCmdArchive is `task archive ID`.
@@ -53,7 +58,7 @@ the reason.`,
 }
 
 func newCmdTeardown(f *cmdutil.Factory, runF func(context.Context, *TeardownOptions) error, trigger records.Trigger, c *cobra.Command) *cobra.Command {
-	opts := &TeardownOptions{IO: f.IO, Executor: f.Executor, Trigger: trigger}
+	opts := &TeardownOptions{IO: f.IO, Executor: f.Executor, Trigger: trigger, Factory: f}
 	c.Args = cmdutil.ExactArgs(1, "task "+string(trigger)+" takes one task ID")
 	c.ValidArgsFunction = completeTasks(f)
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -71,6 +76,7 @@ func newCmdTeardown(f *cmdutil.Factory, runF func(context.Context, *TeardownOpti
 		return teardownRun(c.Context(), opts)
 	}
 	c.Flags().DurationVar(&opts.Timeout, "timeout", executor.DefaultTeardownBudget, "bound on this attempt: drain, cleanup script and reclamation together")
+	c.Flags().BoolVar(&opts.Watch, "watch", false, "follow it in the live view (a stream of its events without a terminal)")
 	return c
 }
 
@@ -87,8 +93,11 @@ func teardownRun(ctx context.Context, o *TeardownOptions) error {
 	if err := cmdutil.ConfirmDestructive(o.IO, o.Yes, question, string(o.Trigger)+" task "+t.ID); err != nil {
 		return err
 	}
-	res, err := ex.Teardown(ctx, executor.TeardownOptions{Task: t.ID, Trigger: o.Trigger, Budget: o.Timeout,
-		Progress: progress(o.IO.ErrOut, o.JSON)})
+	topts := executor.TeardownOptions{Task: t.ID, Trigger: o.Trigger, Budget: o.Timeout, Progress: progress(o.IO.ErrOut, o.JSON)}
+	if o.Watch {
+		return watchTeardown(ctx, o, ex, topts)
+	}
+	res, err := ex.Teardown(ctx, topts)
 	if err != nil {
 		return err
 	}
@@ -120,4 +129,34 @@ func teardownSummary(r *executor.TeardownResult, t *records.Task) string {
 		return fmt.Sprintf("Archived task %s on %s: drain %s, directory removed", t.ID, t.Host, drain)
 	}
 	return fmt.Sprintf("Archived task %s on %s: drain %s, directory kept: %s", t.ID, t.Host, drain, cmdutil.SafeText(r.Reason))
+}
+
+// watchTeardown runs the teardown while the view (or the stream) follows
+// its events from where the journal stood before it began, then ends as
+// the teardown did.
+func watchTeardown(ctx context.Context, o *TeardownOptions, ex *executor.Executor, topts executor.TeardownOptions) error {
+	since, err := watch.JournalEnd(ctx, ex.Store())
+	if err != nil {
+		return err
+	}
+	topts.Progress = nil // the view shows the steps
+	done := make(chan error, 1)
+	go func() {
+		_, err := ex.Teardown(ctx, topts)
+		done <- err
+	}()
+	stop := func(_ state.Entry, d records.Detail) bool {
+		if d.TaskID != topts.Task {
+			return false
+		}
+		switch records.Phase(d.Phase) {
+		case records.PhaseAbsent, records.PhaseArchived, records.PhaseCleanupPending:
+			return true
+		}
+		return false
+	}
+	if err := watch.Follow(ctx, o.Factory, tui.Scope{Task: topts.Task}, since, stop); err != nil {
+		return err
+	}
+	return <-done
 }
