@@ -51,7 +51,7 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 		errRm, errApply := race(
 			func() error { return e.RemoveHost(ctx, "h", false) },
 			func() error {
-				_, err := e.ApplyProfile(ctx, name+".yaml", []byte("name: "+name+"\nhost: h\n"))
+				_, err := e.ApplyProfile(ctx, name+".yaml", []byte("name: "+name+"\nhost: h\nrepositories: [{name: app, url: /u}]\n"))
 				return err
 			})
 		hostLeft, profileMade := exists(t, st, KindHost, "h"), exists(t, st, KindProfile, name)
@@ -87,7 +87,7 @@ func TestRemoveRacingTaskCreate(t *testing.T) {
 			}
 			// The profile lives on "other", so that only the task can stop
 			// the removal of host "prod".
-			const profile = "name: web\nhost: other\n"
+			const profile = "name: web\nhost: other\nrepositories: [{name: app, url: /u}]\n"
 			remake := map[state.Kind]func() error{
 				KindHost: func() error {
 					data, _ := json.Marshal(Host{Name: "prod", Alias: "prod", WorkdirRoot: DefaultWorkdirRoot, Status: StatusAdmitted})

@@ -32,6 +32,7 @@ var typedErrors = []struct {
 }{
 	// cmd/cmdutil
 	{FlagErrorf("x"), 2, "usage"},
+	{&ConfigError{File: "c.yaml", Line: 1, Msg: "x"}, 2, "usage"},
 	{WithHint(errors.New("x"), "h"), 1, "error"},
 	{&PartialError{Failed: 1, Total: 2, What: "hosts"}, 3, "partial"},
 	{&ExitCodeError{Code: 42, JSON: "error"}, 42, "error"},

@@ -56,6 +56,7 @@ var exitRules = []exitRule{
 	{is(ErrInterrupted), ExitInterrupted, ""},
 	{is(context.Canceled), ExitInterrupted, ""},
 	{as[*FlagError], ExitUsage, ""},
+	{as[*ConfigError], ExitUsage, ""},
 	{as[*ssh.ConfigError], ExitUsage, ""},
 	{as[*profiles.DecodeError], ExitUsage, ""},
 	{as[*executor.UsageError], ExitUsage, ""},

@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/profiles"
+)
+
+// The README shows the example profile exactly as `help profile` does,
+// and a row for every global setting with its environment twin and
+// config file key.
+func TestReadmeShowsTheExampleAndEverySetting(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if !strings.Contains(readme, "```yaml\n"+profiles.ExampleProfile+"```") {
+		t.Error("README.md does not show profiles.ExampleProfile verbatim in a yaml block")
+	}
+	for _, s := range cmdutil.GlobalSettings {
+		row := "| `--" + s.Key
+		i := strings.Index(readme, row)
+		if i < 0 {
+			t.Errorf("README.md has no settings row for --%s", s.Key)
+			continue
+		}
+		line, _, _ := strings.Cut(readme[i:], "\n")
+		fileKey := ""
+		if s.InFile {
+			fileKey = "`" + s.Key + "`"
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) != 5 || strings.TrimSpace(cells[2]) != wrapTicks(s.Env) || strings.TrimSpace(cells[3]) != fileKey {
+			t.Errorf("README.md row for --%s: %q; want environment %q, config file key %q", s.Key, line, s.Env, fileKey)
+		}
+	}
+}
+
+func wrapTicks(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + s + "`"
+}
