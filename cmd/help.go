@@ -131,7 +131,11 @@ error naming the file and line (exit 2).
 		if s.InFile {
 			where = append(where, "config file key "+s.Key)
 		}
-		fmt.Fprintf(w, "%s  (%s; default: %s)\n%s\n    %s\n\n", s.Key, s.Type, s.Default, wrap(s.Doc, 74, "    "), strings.Join(where, ", "))
+		what := s.Type
+		if s.Default != "" {
+			what += "; default: " + s.Default
+		}
+		fmt.Fprintf(w, "%s  (%s)\n%s\n    %s\n\n", s.Key, what, wrap(s.Doc, 74, "    "), strings.Join(where, ", "))
 	}
 	fmt.Fprintf(w, "Booleans in the environment take 1, true, yes or on (NO_COLOR: any value);\nin the file, true or false. Durations are Go durations: 500ms, 30s, 2m.\n\nEXAMPLE\n\n%s\n", indentBy(cmdutil.ExampleConfig, "  "))
 	return nil

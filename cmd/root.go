@@ -32,6 +32,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// No other command sets a persistent pre-run: this one runs for all.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupJQ() }
 	f.AddGlobalFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
 	root.AddCommand(host.NewCmdHost(f))

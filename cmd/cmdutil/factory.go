@@ -95,7 +95,7 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		StateDir:       f.v.GetString("state-dir"),
 		ConfigFile:     cfg,
 		SSHConfig:      f.v.GetString("ssh-config"),
-		JSON:           f.v.GetBool("json"),
+		JSON:           f.JSON(),
 		Yes:            f.truthy("yes"),
 		Debug:          f.truthy("debug"),
 		NoColor:        f.truthy("no-color") || noColorEnv,
@@ -138,8 +138,9 @@ func (f *Factory) truthy(key string) bool {
 	return false
 }
 
-// JSON reports whether --json is set, without failing.
-func (f *Factory) JSON() bool { return f.v.GetBool("json") }
+// JSON reports whether --json (or --jq, which implies it) is set,
+// without failing.
+func (f *Factory) JSON() bool { return f.v.GetBool("json") || f.v.GetString("jq") != "" }
 
 func xdgDir(env, fallback string) string {
 	if d := os.Getenv(env); d != "" && filepath.IsAbs(d) {
