@@ -262,7 +262,7 @@ func withMeta(doc any, rev uint64, at time.Time) ([]byte, error) {
 	meta, _ := json.Marshal(struct {
 		Revision  uint64    `json:"revision"`
 		UpdatedAt time.Time `json:"updated_at"`
-	}{rev, at.UTC()})
+	}{rev, at.UTC().Truncate(time.Second)}) // JSON times are to the second
 	if len(b) < 2 || b[len(b)-1] != '}' {
 		return nil, fmt.Errorf("want a JSON object, got %.20s", b)
 	}

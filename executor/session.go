@@ -200,7 +200,7 @@ func (e *Executor) startSession(ctx context.Context, t *Task, lp *launchPlan, pr
 		Redact: redactions(defs, env)}
 	// From here a controller may exist: recovery must ask the host.
 	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *Session) error {
-		now := time.Now().UTC()
+		now := time.Now().UTC().Truncate(time.Second) // JSON times are to the second
 		x.ControllerStartAt = &now
 		return nil
 	}); err != nil {

@@ -68,7 +68,7 @@ func printSession(o *Options, s *executor.Session) error {
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, s)
 	}
-	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d\n", s.ID, s.TaskID, s.State, exitText(s.ExitCode), s.PID, s.RemotePort)
+	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d  started %s\n", s.ID, s.TaskID, s.State, exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.Ago(s.StartedAt))
 	if s.Error != "" {
 		fmt.Fprintf(o.IO.Out, "error: %s\n", cmdutil.SafeText(s.Error)) // may quote the host
 	}

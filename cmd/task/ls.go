@@ -75,7 +75,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		if t.Error != "" {
 			phase += " (launch failed)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phase, len(t.Sessions), t.CreatedAt.Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phase, len(t.Sessions), cmdutil.Ago(t.CreatedAt))
 	}
 	return tw.Flush()
 }
