@@ -17,10 +17,8 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
 	"github.com/kdlbs/kandev-exec/cmd/task"
+	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 )
-
-// version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
-var version = "dev"
 
 // NewCmdRoot builds the whole tree over f.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
@@ -60,7 +58,7 @@ func Execute() int {
 
 // run runs the command line args over io and returns the exit code.
 func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
-	f := cmdutil.NewFactory(io, version)
+	f := cmdutil.NewFactory(io, buildinfo.Version)
 	defer f.Close()
 	root := NewCmdRoot(f)
 	root.SetIn(io.In)

@@ -52,7 +52,7 @@ var GlobalSettings = []Setting{
 		Doc: "how long to wait for the state store lock", flagValue: 10 * time.Second},
 	{Key: "connect-timeout", Env: "KANDEV_EXEC_CONNECT_TIMEOUT", Type: "duration", InFile: true,
 		Default: "ConnectTimeout from the ssh config, else 10s",
-		Doc:     "TCP connect plus SSH handshake bound, per hop (default: ConnectTimeout from the ssh config, else 10s)", flagValue: 10 * time.Second},
+		Doc:     "TCP connect plus SSH handshake bound, per hop"},
 	{Key: "keepalive-interval", Env: "KANDEV_EXEC_KEEPALIVE_INTERVAL", Type: "duration", InFile: true, Hidden: true,
 		Default: "15s", Doc: "keepalive probe interval on long-lived connections"},
 	{Key: "keepalive-deadline", Env: "KANDEV_EXEC_KEEPALIVE_DEADLINE", Type: "duration", InFile: true, Hidden: true,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -57,6 +58,45 @@ func TestGlobalSettingsMakeTheFlags(t *testing.T) {
 		if fl == nil || fl.Value.Type() != s.Type || fl.Hidden != s.Hidden {
 			t.Errorf("%s: flag %+v does not match the setting", s.Key, fl)
 			continue
+		}
+	}
+}
+
+// --connect-timeout has no default of its own (the ssh config's
+// ConnectTimeout applies, else 10s): unset reads as 0, and --help states
+// that default once (it printed "(default 10s)" beside it).
+func TestConnectTimeoutDefaultsToTheSSHConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want time.Duration
+		bad  bool
+	}{
+		{args: nil, want: 0},
+		{args: []string{"--connect-timeout", "3s"}, want: 3 * time.Second},
+		{env: "5s", want: 5 * time.Second},
+		{args: []string{"--connect-timeout", "0s"}, bad: true},
+	} {
+		t.Setenv("KANDEV_EXEC_CONNECT_TIMEOUT", tc.env) // empty reads as unset
+		t.Setenv("KANDEV_EXEC_CONFIG", "")
+		t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no config file there
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f := NewFactory(&IOStreams{}, "test")
+		f.AddGlobalFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Settings()
+		switch {
+		case tc.bad && err == nil:
+			t.Errorf("%q: accepted", tc.args)
+		case !tc.bad && (err != nil || s.ConnectTimeout != tc.want):
+			t.Errorf("%q env %q: %v, %v; want %s", tc.args, tc.env, s, err, tc.want)
+		}
+		fl := fs.Lookup("connect-timeout")
+		if fl.DefValue != "0s" || strings.Count(fs.FlagUsages(), "(default") != strings.Count(fs.FlagUsages(), "(default ") ||
+			!strings.Contains(fs.FlagUsages(), "per hop (default ConnectTimeout from the ssh config, else 10s)\n") {
+			t.Errorf("--connect-timeout usage %q, default %q", fl.Usage, fl.DefValue)
 		}
 	}
 }

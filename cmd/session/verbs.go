@@ -107,8 +107,8 @@ session record.
 
 A keepalive watchdog guards the connection: a probe every 15s, and 45s without
 any reply ends the command with exit code 7 while the agent keeps running on
-the host. KANDEV_EXEC_KEEPALIVE_INTERVAL and KANDEV_EXEC_KEEPALIVE_DEADLINE (or
---keepalive-interval and --keepalive-deadline) change these bounds.`
+the host. The settings keepalive-interval and keepalive-deadline change these
+bounds (see ` + "`kandev-exec help config`" + `).`
 	return c
 }
 
