@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -29,6 +30,9 @@ const (
 	PhaseCleanupPending = "cleanup_pending"
 	PhaseAbsent         = "absent"
 )
+
+// TaskPhases lists every phase, in lifecycle order (`task ls --phase`).
+var TaskPhases = []string{PhaseAllocating, PhasePreparing, PhaseReady, PhaseDraining, PhaseDestroying, PhaseCleanupPending, PhaseAbsent}
 
 // Session states.
 const (
@@ -105,14 +109,26 @@ func newID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b)[:12]
 }
 
-// AmbiguousError: an ID prefix matches several records (exit 2).
+// AmbiguousError: an ID prefix, or a task name, matches several records
+// (exit 2); Matches are their IDs.
 type AmbiguousError struct {
 	What, Prefix string
 	Matches      []string
+	ByName       bool // Prefix is a task name several tasks have
 }
 
 func (e *AmbiguousError) Error() string {
+	if e.ByName {
+		return fmt.Sprintf("%s name %q is ambiguous: %s", e.What, e.Prefix, strings.Join(e.Matches, ", "))
+	}
 	return fmt.Sprintf("%s ID prefix %q is ambiguous: %s", e.What, e.Prefix, strings.Join(e.Matches, ", "))
+}
+
+func (e *AmbiguousError) Hint() string {
+	if e.ByName {
+		return "name the " + e.What + " by its ID, one of those above"
+	}
+	return "give more characters of the ID"
 }
 
 // resolveID finds the one record of kind whose name starts with prefix.
@@ -145,13 +161,49 @@ func (e *Executor) resolveID(ctx context.Context, kind state.Kind, prefix string
 	return "", &AmbiguousError{What: string(kind), Prefix: prefix, Matches: hits}
 }
 
-// GetTask resolves an ID prefix and reads the task.
-func (e *Executor) GetTask(ctx context.Context, idPrefix string) (*Task, state.Record, error) {
-	id, err := e.resolveID(ctx, KindTask, idPrefix)
+// GetTask reads the task ref names: its ID, else its name when exactly
+// one task has that name, else a unique ID prefix.
+func (e *Executor) GetTask(ctx context.Context, ref string) (*Task, state.Record, error) {
+	id, err := e.resolveTask(ctx, ref)
 	if err != nil {
 		return nil, state.Record{}, err
 	}
 	return getRecord[Task](ctx, e.cfg.Store, KindTask, id)
+}
+
+// resolveTask is resolveID for tasks, with names between an exact ID and
+// an ID prefix: a name is what the user chose to type. Names are read
+// from each record alone, so one unreadable task does not hide the others.
+func (e *Executor) resolveTask(ctx context.Context, ref string) (string, error) {
+	if checkName(KindTask, ref) == nil {
+		if _, err := e.cfg.Store.Get(ctx, KindTask, ref); err == nil {
+			return ref, nil
+		} else if !errors.Is(err, state.ErrNotFound) {
+			return "", err
+		}
+	}
+	recs, err := e.cfg.Store.List(ctx, KindTask)
+	if err != nil {
+		return "", withRemedy(err)
+	}
+	var named []string
+	for _, r := range recs {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r.Data, &t) == nil && t.Name == ref {
+			named = append(named, r.Name)
+		}
+	}
+	switch {
+	case len(named) == 1:
+		return named[0], nil
+	case len(named) > 1:
+		return "", &AmbiguousError{What: string(KindTask), Prefix: ref, Matches: named, ByName: true}
+	case checkName(KindTask, ref) != nil:
+		return "", &NotFoundError{What: string(KindTask), Name: ref, ListCmd: "task ls"}
+	}
+	return e.resolveID(ctx, KindTask, ref)
 }
 
 // GetSession resolves an ID prefix and reads the session.

@@ -60,7 +60,7 @@ var exitRules = []exitRule{
 	{as[*ssh.ConfigError], ExitUsage, ""},
 	{as[*profiles.DecodeError], ExitUsage, ""},
 	{as[*executor.UsageError], ExitUsage, ""},
-	{as[*executor.AmbiguousError], ExitUsage, "give more characters of the ID"},
+	{as[*executor.AmbiguousError], ExitUsage, ""}, // its own Hint: an ID prefix or a task name
 	{as[*profiles.ConflictError], ExitConflict, "define the key in one of these origins only, or give them the same value: tier-1 origins never override each other, and a reference never loses to a different value"},
 	{as[*profiles.SecretError], ExitError, "check the reference: `kandev-exec secret ls`, the variable is exported, or the file is readable"},
 	{sshClass(ssh.ClassConfig), ExitUsage, ""},
