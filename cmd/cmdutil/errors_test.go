@@ -81,6 +81,7 @@ var typedErrors = []struct {
 	{&executor.ResumingError{TaskID: "t"}, 10, "conflict"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&executor.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
+	{&executor.HostExistsError{Name: "h", Differ: []string{"--port"}}, 1, "error"},
 	{&executor.UsageError{Msg: "x"}, 2, "usage"},
 	{&executor.NotFoundError{What: "host", Name: "h", ListCmd: "host ls"}, 1, "error"},
 	{&executor.NotStartedError{S: &executor.Session{ID: "s"}}, 1, "error"},
