@@ -31,9 +31,6 @@ const (
 	PhaseAbsent         = "absent"
 )
 
-// TaskPhases lists every phase, in lifecycle order (`task ls --phase`).
-var TaskPhases = []string{PhaseAllocating, PhasePreparing, PhaseReady, PhaseDraining, PhaseDestroying, PhaseCleanupPending, PhaseAbsent}
-
 // Session states.
 const (
 	SessionStarting = "starting"

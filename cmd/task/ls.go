@@ -11,7 +11,17 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
+
+// taskPhases are the phases --phase accepts: the records' lifecycle.
+var taskPhases = func() []string {
+	out := make([]string, len(records.Phases))
+	for i, p := range records.Phases {
+		out[i] = string(p)
+	}
+	return out
+}()
 
 // ListOptions are `task ls`'s inputs.
 type ListOptions struct {
@@ -37,8 +47,8 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Args: cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
-			if opts.Phase != "" && !slices.Contains(executor.TaskPhases, opts.Phase) {
-				return cmdutil.FlagErrorf("--phase %q is not a task phase (want one of %s)", opts.Phase, strings.Join(executor.TaskPhases, ", "))
+			if opts.Phase != "" && !slices.Contains(taskPhases, opts.Phase) {
+				return cmdutil.FlagErrorf("--phase %q is not a task phase (want one of %s)", opts.Phase, strings.Join(taskPhases, ", "))
 			}
 			if opts.Limit < 0 {
 				return cmdutil.FlagErrorf("--limit must not be negative, got %d", opts.Limit)
@@ -51,9 +61,9 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 	}
 	c.Flags().StringVar(&opts.Host, "host", "", "only tasks on this `HOST`")
 	c.Flags().StringVar(&opts.Profile, "profile", "", "only tasks of this `PROFILE`")
-	c.Flags().StringVar(&opts.Phase, "phase", "", "only tasks in this `PHASE` ("+strings.Join(executor.TaskPhases, ", ")+")")
+	c.Flags().StringVar(&opts.Phase, "phase", "", "only tasks in this `PHASE` ("+strings.Join(taskPhases, ", ")+")")
 	c.Flags().IntVar(&opts.Limit, "limit", 0, "at most `N` tasks, the newest (0: all)")
-	_ = c.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions(executor.TaskPhases, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions(taskPhases, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
