@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -20,6 +21,17 @@ func TestReadmeShowsTheExampleAndEverySetting(t *testing.T) {
 	readme := string(b)
 	if !strings.Contains(readme, "```yaml\n"+profiles.ExampleProfile+"```") {
 		t.Error("README.md does not show profiles.ExampleProfile verbatim in a yaml block")
+	}
+	// Every profile the README shows is one apply would take.
+	for i, block := range strings.Split(readme, "```yaml\n")[1:] {
+		doc, _, _ := strings.Cut(block, "```")
+		p, err := profiles.DecodeProfile(fmt.Sprintf("README.md yaml block %d", i+1), []byte(doc))
+		if err == nil {
+			err = p.CheckLaunchable()
+		}
+		if err != nil {
+			t.Error(err)
+		}
 	}
 	for _, s := range cmdutil.GlobalSettings {
 		row := "| `--" + s.Key

@@ -84,7 +84,7 @@ func (h *Host) overrides() ssh.Overrides {
 		IdentityFiles: h.IdentityFiles, IdentitiesOnly: h.IdentitiesOnly, ProxyJump: h.ProxyJump}
 }
 
-// HostView is the host as `host ls/show --json` prints it (CONTRACT.md).
+// HostView is the host as `host ls/show --json` prints it (docs/contract.md).
 type HostView struct {
 	Name         string     `json:"name"`
 	Alias        string     `json:"alias"`

@@ -20,7 +20,7 @@ const (
 	KindSession state.Kind = "session"
 )
 
-// Task phases (DESIGN.md, lifecycle).
+// Task phases (docs/architecture.md, "Lifecycle of a task environment").
 const (
 	PhaseAllocating     = "allocating"
 	PhasePreparing      = "preparing"

@@ -3,7 +3,7 @@ package profiles
 // Masked is shown in place of every reference-backed value.
 const Masked = "***"
 
-// ExplainEntry is one row of `profile env --explain` (CONTRACT.md JSON).
+// ExplainEntry is one row of `profile env --explain` (docs/contract.md JSON).
 type ExplainEntry struct {
 	Key        string   `json:"key"`
 	Origins    []string `json:"origins"` // origins of the winning value, sorted

@@ -23,7 +23,7 @@ import (
 )
 
 // typedErrors is one value of every exported error type of the module,
-// with the exit code and JSON code CONTRACT.md gives it. Errors that
+// with the exit code and JSON code docs/contract.md gives it. Errors that
 // wrap others appear once per class of what they wrap.
 var typedErrors = []struct {
 	err  error
@@ -111,7 +111,7 @@ var typedErrors = []struct {
 	{&records.TransitionError{What: "task", ID: "t", From: "absent", To: "ready"}, 10, "conflict"},
 }
 
-// Every typed error lands on CONTRACT.md's exit code and JSON code, bare,
+// Every typed error lands on docs/contract.md's exit code and JSON code, bare,
 // wrapped, and under a hint; and only on a row `help exit-codes` prints.
 func TestEveryTypedErrorThroughTheTable(t *testing.T) {
 	listed := map[ExitInfo]bool{}

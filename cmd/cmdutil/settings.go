@@ -42,7 +42,7 @@ var GlobalSettings = []Setting{
 	{Key: "ssh-config", Env: "KANDEV_EXEC_SSH_CONFIG", Type: "string", InFile: true, Default: "~/.ssh/config",
 		Doc: "OpenSSH client config to resolve host aliases from"},
 	{Key: "json", Type: "bool", Default: "false", Doc: "machine output on stdout"},
-	{Key: "jq", Type: "string", Doc: "filter the --json output with a jq expression (implies --json); strings print raw, other results as compact JSON, one per line"},
+	{Key: "jq", Type: "string", Doc: "filter the --json output with a jq expression (implies --json); strings print raw"},
 	{Key: "yes", Env: "KANDEV_EXEC_YES", Type: "bool", InFile: true, Default: "false",
 		Doc: "confirm destructive actions (required without a TTY); never pins a host key"},
 	{Key: "debug", Env: "KANDEV_EXEC_DEBUG", Type: "bool", InFile: true, Default: "false",
