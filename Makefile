@@ -4,7 +4,10 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO        ?= go
 BIN       := bin/kandev-exec
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X github.com/kdlbs/kandev-exec/cmd.version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+# Both binaries (the CLI and the helper it uploads) report these.
+LDFLAGS   := -s -w -X github.com/kdlbs/kandev-exec/internal/buildinfo.Version=$(VERSION) \
+             -X github.com/kdlbs/kandev-exec/internal/buildinfo.Commit=$(COMMIT)
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 export CGO_ENABLED := 0
 

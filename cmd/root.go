@@ -19,10 +19,8 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/sweep"
 	"github.com/kdlbs/kandev-exec/cmd/task"
 	"github.com/kdlbs/kandev-exec/cmd/watch"
+	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 )
-
-// version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
-var version = "dev"
 
 // NewCmdRoot builds the whole tree over f.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
@@ -34,6 +32,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// No other command sets a persistent pre-run: this one runs for all.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupJQ() }
 	f.AddGlobalFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
 	root.AddCommand(host.NewCmdHost(f))
@@ -62,7 +62,7 @@ func Execute() int {
 
 // run runs the command line args over io and returns the exit code.
 func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
-	f := cmdutil.NewFactory(io, version)
+	f := cmdutil.NewFactory(io, buildinfo.Version)
 	defer f.Close()
 	root := NewCmdRoot(f)
 	root.SetIn(io.In)

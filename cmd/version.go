@@ -3,11 +3,11 @@ package cmd
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -24,6 +24,7 @@ type versionOptions struct {
 	IO      *cmdutil.IOStreams
 	JSON    bool
 	Version string
+	Commit  string
 }
 
 func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.Command {
@@ -32,7 +33,7 @@ func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.
 		Short: "Print the version",
 		Args:  cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			opts := &versionOptions{IO: f.IO, JSON: f.JSON(), Version: f.Version}
+			opts := &versionOptions{IO: f.IO, JSON: f.JSON(), Version: f.Version, Commit: buildinfo.CommitID()}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -42,18 +43,15 @@ func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.
 }
 
 func versionRun(o *versionOptions) error {
-	info := VersionInfo{Version: o.Version, GoVersion: runtime.Version(),
+	info := VersionInfo{Version: o.Version, Commit: o.Commit, GoVersion: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH, SchemaVersion: state.SchemaVersion}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				info.Commit = s.Value
-			}
-		}
-	}
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, info)
 	}
-	fmt.Fprintf(o.IO.Out, "kandev-exec %s (%s, %s)\n", info.Version, info.Platform, info.GoVersion)
+	commit := ""
+	if info.Commit != "" {
+		commit = ", commit " + info.Commit[:min(12, len(info.Commit))]
+	}
+	fmt.Fprintf(o.IO.Out, "kandev-exec %s (%s, %s%s)\n", info.Version, info.Platform, info.GoVersion, commit)
 	return nil
 }

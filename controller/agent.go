@@ -43,7 +43,7 @@ func (s *server) startAgent() error {
 		err = fmt.Errorf("start agent: %w", err)
 		s.event("%v", err)
 		s.mu.Lock()
-		now := time.Now().UTC()
+		now := time.Now().UTC().Truncate(time.Second) // recorded and shown to the second
 		s.st.State, s.st.Error, s.st.EndedAt = StateExited, err.Error(), &now
 		_ = s.writeStatusLocked()
 		s.mu.Unlock()
@@ -120,7 +120,7 @@ func (s *server) waitAgent(cmd *exec.Cmd) {
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now().UTC()
+	now := time.Now().UTC().Truncate(time.Second) // recorded and shown to the second
 	s.st.EndedAt = &now
 	s.st.State = StateExited
 	if s.stopping {

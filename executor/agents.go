@@ -24,7 +24,7 @@ func (e *Executor) ApplyAgent(ctx context.Context, file string, data []byte) (Ap
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	return e.applyRecord(ctx, records.KindAgent, a.Name, a, nil)
+	return e.applyRecord(ctx, records.KindAgent, a.Name, a, false, nil)
 }
 
 // ListAgents returns every agent preset, sorted by name ([] when none).

@@ -52,7 +52,7 @@ func TestHostRemoveRacingProfileApply(t *testing.T) {
 		errRm, errApply := race(
 			func() error { return e.RemoveHost(ctx, "h", false) },
 			func() error {
-				_, err := e.ApplyProfile(ctx, name+".yaml", []byte("name: "+name+"\nhost: h\n"))
+				_, err := e.ApplyProfile(ctx, name+".yaml", []byte("name: "+name+"\nhost: h\nrepositories: [{name: app, url: /u}]\n"))
 				return err
 			})
 		hostLeft, profileMade := exists(t, st, records.KindHost, "h"), exists(t, st, records.KindProfile, name)
@@ -88,7 +88,7 @@ func TestRemoveRacingTaskCreate(t *testing.T) {
 			}
 			// The profile lives on "other", so that only the task can stop
 			// the removal of host "prod".
-			const profile = "name: web\nhost: other\n"
+			const profile = "name: web\nhost: other\nrepositories: [{name: app, url: /u}]\n"
 			remake := map[state.Kind]func() error{
 				records.KindHost: func() error {
 					data, _ := json.Marshal(records.Host{Name: "prod", Alias: "prod", WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})

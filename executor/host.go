@@ -38,7 +38,7 @@ func hostOverrides(h *records.Host) ssh.Overrides {
 		IdentityFiles: h.IdentityFiles, IdentitiesOnly: h.IdentitiesOnly, ProxyJump: h.ProxyJump}
 }
 
-// HostView is the host as `host ls/show --json` prints it (CONTRACT.md).
+// HostView is the host as `host ls/show --json` prints it (docs/contract.md).
 type HostView struct {
 	Name         string           `json:"name"`
 	Alias        string           `json:"alias"`

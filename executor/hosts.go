@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/records"
@@ -27,19 +26,12 @@ type AddHostOptions struct {
 }
 
 // AddHost validates and stores a host. Nothing is dialled: trust is a
-// separate, explicit step (`host test`, `host trust`).
-func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, error) {
+// separate, explicit step (`host test`, `host trust`). Adding a host that
+// exists with the same settings changes nothing (created is false); with
+// other settings it is a *HostExistsError naming them.
+func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (v HostView, created bool, err error) {
 	if err := ValidateHostName(o.Name); err != nil {
-		return HostView{}, &ssh.ConfigError{Msg: err.Error()}
-	}
-	if o.Port < 0 || o.Port > 65535 {
-		return HostView{}, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: bad port %d (1-65535)", o.Name, o.Port)}
-	}
-	if o.WorkdirRoot == "" {
-		o.WorkdirRoot = records.DefaultWorkdirRoot
-	}
-	if err := ValidateWorkdirRoot(o.WorkdirRoot); err != nil {
-		return HostView{}, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: %v", o.Name, err)}
+		return HostView{}, false, &ssh.ConfigError{Msg: err.Error()}
 	}
 	explicitAlias := o.Alias != ""
 	if !explicitAlias {
@@ -48,71 +40,72 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (HostView, err
 	h := &records.Host{Name: o.Name, Alias: o.Alias, HostName: o.HostName, Port: o.Port, User: o.User,
 		IdentityFiles: o.IdentityFiles, IdentitiesOnly: o.IdentitiesOnly, ProxyJump: o.ProxyJump,
 		WorkdirRoot: o.WorkdirRoot, Pins: []records.HopPin{}, Status: records.HostAdmitted, CreatedAt: time.Now().UTC().Truncate(time.Second)}
-	if _, err := e.resolveHost(ctx, h); err != nil {
-		return HostView{}, err
+	if h.WorkdirRoot == "" {
+		h.WorkdirRoot = records.DefaultWorkdirRoot
 	}
-	if explicitAlias && o.HostName == "" {
-		defined, err := ssh.AliasDefined(ctx, o.Alias, e.resolveOptions())
+	if _, err := e.resolveSpec(ctx, h, explicitAlias); err != nil {
+		return HostView{}, false, err
+	}
+	data, _ := json.Marshal(h)
+	old, rec, err := e.getHost(ctx, o.Name)
+	if err == nil {
+		if old.SameSpec(h) {
+			return e.view(ctx, old, rec), false, nil // adding the same host again changes nothing
+		}
+		return HostView{}, false, &HostExistsError{Name: o.Name, Differ: specDiff(old, h)}
+	}
+	var nf *records.NotFoundError
+	if !errors.As(err, &nf) {
+		return HostView{}, false, err
+	}
+	rec, err = e.cfg.Store.Create(ctx, records.KindHost, o.Name, data, state.Event{Type: "host.added"})
+	if err != nil {
+		return HostView{}, false, err
+	}
+	return e.view(ctx, h, rec), true, nil
+}
+
+// resolveSpec checks a host's settings before they are stored: the port
+// and root are valid, the ssh config resolves them, and an alias given
+// explicitly without --hostname is one the config defines.
+func (e *Executor) resolveSpec(ctx context.Context, h *records.Host, explicitAlias bool) (*ssh.Target, error) {
+	if h.Port < 0 || h.Port > 65535 {
+		return nil, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: bad port %d (1-65535)", h.Name, h.Port)}
+	}
+	if err := ValidateWorkdirRoot(h.WorkdirRoot); err != nil {
+		return nil, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: %v", h.Name, err)}
+	}
+	t, err := e.resolveHost(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if explicitAlias && h.HostName == "" {
+		defined, err := ssh.AliasDefined(ctx, h.Alias, e.resolveOptions())
 		if err != nil {
-			return HostView{}, err
+			return nil, err
 		}
 		if !defined {
 			where := e.cfg.SSHConfig
 			if where == "" {
 				where = "~/.ssh/config"
 			}
-			return HostView{}, &ssh.ConfigError{File: where,
-				Msg: fmt.Sprintf("alias %q is not defined (no Host or Match block sets anything for it); add a Host block, or use --hostname", o.Alias)}
+			return nil, &ssh.ConfigError{File: where,
+				Msg: fmt.Sprintf("alias %q is not defined (no Host or Match block sets anything for it); add a Host block, or use --hostname", h.Alias)}
 		}
 	}
-	data, _ := json.Marshal(h)
-	old, rec, err := e.getHost(ctx, o.Name)
-	if err == nil {
-		if old.SameSpec(h) {
-			return e.view(ctx, old, rec), nil // adding the same host again changes nothing
-		}
-		return HostView{}, fmt.Errorf("%w with other settings; run `kandev-exec host rm %s` first to replace it",
-			&state.ConflictError{Kind: records.KindHost, Name: o.Name, Actual: rec.Revision}, o.Name)
-	}
-	var nf *records.NotFoundError
-	if !errors.As(err, &nf) {
-		return HostView{}, err
-	}
-	rec, err = e.cfg.Store.Create(ctx, records.KindHost, o.Name, data, state.Event{Type: "host.added"})
-	if err != nil {
-		return HostView{}, err
-	}
-	return e.view(ctx, h, rec), nil
+	return t, nil
 }
 
-// resolveParallel bounds the `ssh -G` runs of one host listing: each is a
-// short process, so a few per core keep the cores busy without a stampede.
-const resolveParallel = 8
-
-// ListHosts returns every host, sorted by name ([] when none). Resolving
-// a host runs `ssh -G` for it and each of its jump hosts, so the hosts are
-// resolved concurrently, resolveParallel at a time, and a jump host they
-// share is looked up once.
+// ListHosts returns every host, sorted by name ([] when none).
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
 	hs, recs, err := records.List[records.Host](ctx, e.cfg.Store, records.KindHost)
 	if err != nil {
 		return nil, err
 	}
-	opts := e.resolveOptions()
-	opts.Cache = ssh.NewLookupCache()
-	out := make([]HostView, len(recs))
-	sem := make(chan struct{}, resolveParallel)
-	var wg sync.WaitGroup
-	for i := range recs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i] = e.viewWith(ctx, hs[i], recs[i], opts)
-		}()
+	out := make([]HostView, 0, len(recs))
+	for i, h := range hs {
+		out = append(out, e.view(ctx, h, recs[i]))
 	}
-	wg.Wait()
 	return out, nil
 }
 

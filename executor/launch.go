@@ -13,7 +13,8 @@ import (
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
-// Launch progress steps, in order (CONTRACT.md, DESIGN.md).
+// Launch progress steps, in order (docs/architecture.md, "A launch, step by
+// step").
 const (
 	StepConnecting     = "Connecting"
 	StepDetecting      = "Detecting remote OS"

@@ -41,7 +41,7 @@ func newLaunchFixture(t *testing.T) *launchFixture {
 	f.cfg = Config{SSHConfig: sshConfig}
 	f.exec = f.open(t)
 	ctx := context.Background()
-	if _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "prod", HostName: "127.0.0.1", Port: srv.Port(), User: srv.User(),
+	if _, _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "prod", HostName: "127.0.0.1", Port: srv.Port(), User: srv.User(),
 		IdentityFiles: []string{srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: f.root}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,15 +24,29 @@ func (v ProfileView) MarshalJSON() ([]byte, error) {
 
 // ApplyProfile decodes a profile file strictly, checks its host against
 // the host records, and creates or updates the stored profile. Problems
-// are *profiles.DecodeError naming file and line. The host check is part
-// of the write's transaction, so a concurrent `host rm` either sees the
-// profile or makes this apply fail.
+// are *profiles.DecodeError naming file and line; a profile no task could
+// start from is refused too. The host check is part of the write's
+// transaction, so a concurrent `host rm` either sees the profile or makes
+// this apply fail.
 func (e *Executor) ApplyProfile(ctx context.Context, file string, data []byte) (ApplyResult, error) {
+	return e.applyProfile(ctx, file, data, false)
+}
+
+// PlanProfile is ApplyProfile without the write: the same checks, and
+// the result the apply would report (`profile apply --dry-run`).
+func (e *Executor) PlanProfile(ctx context.Context, file string, data []byte) (ApplyResult, error) {
+	return e.applyProfile(ctx, file, data, true)
+}
+
+func (e *Executor) applyProfile(ctx context.Context, file string, data []byte, dryRun bool) (ApplyResult, error) {
 	p, err := profiles.DecodeProfile(file, data)
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	return e.applyRecord(ctx, records.KindProfile, p.Name, p, func(tx state.Tx) error {
+	if err := p.CheckLaunchable(); err != nil {
+		return ApplyResult{}, err
+	}
+	return e.applyRecord(ctx, records.KindProfile, p.Name, p, dryRun, func(tx state.Tx) error {
 		var lookupErr error
 		known := func(h string) bool {
 			_, err := tx.Get(records.KindHost, h)
@@ -92,8 +106,10 @@ type EnvOptions struct {
 }
 
 // ProfileEnv explains the environment a launch would get: runtime values
-// as placeholders and every reference masked. Nothing is revealed, so an
-// unset secret or variable does not fail here; a precedence conflict is a
+// as placeholders and every reference masked. Each winning reference is
+// fetched as a launch would fetch it and the value dropped at once: one
+// that cannot be had is marked (Resolved false, Problem saying what to
+// run) rather than failing here. A precedence conflict is a
 // *profiles.ConflictError, a bad --env a *profiles.DecodeError.
 func (e *Executor) ProfileEnv(ctx context.Context, o EnvOptions) ([]profiles.ExplainEntry, error) {
 	launch, err := profiles.ParseLaunchEnv(o.Launch)
@@ -110,5 +126,13 @@ func (e *Executor) ProfileEnv(ctx context.Context, o EnvOptions) ([]profiles.Exp
 			return nil, err
 		}
 	}
-	return profiles.Explain(profiles.Assemble(profiles.RuntimePlaceholders(), p, agent, launch))
+	entries, err := profiles.Explain(profiles.Assemble(profiles.RuntimePlaceholders(), p, agent, launch))
+	if err != nil {
+		return nil, err
+	}
+	profiles.Preflight(entries, func(r profiles.Ref) error {
+		_, err := e.vault.Reveal(r)
+		return err
+	})
+	return entries, nil
 }

@@ -35,6 +35,7 @@ env:
   A: one
   B: {secret: tok}
   C: three
+repositories: [{name: app, url: /srv/git/app.git}]
 `
 
 func TestApplyProfileReportsChangesByName(t *testing.T) {
@@ -48,7 +49,7 @@ func TestApplyProfileReportsChangesByName(t *testing.T) {
 	if err != nil || res.Action != ActionUnchanged || res.Revision != 1 {
 		t.Fatalf("unchanged: %+v, %v", res, err)
 	}
-	changed := "name: web\nhost: prod\nshell: bash\nenv:\n  A: uno\n  C: three\n  D: {from_env: D}\n"
+	changed := "name: web\nhost: prod\nshell: bash\nenv:\n  A: uno\n  C: three\n  D: {from_env: D}\nrepositories: [{name: app, url: /srv/git/app.git}]\n"
 	res, err = e.ApplyProfile(ctx, "web.yaml", []byte(changed))
 	if err != nil {
 		t.Fatal(err)
@@ -65,10 +66,61 @@ func TestApplyProfileReportsChangesByName(t *testing.T) {
 
 func TestApplyProfileNeedsAKnownHost(t *testing.T) {
 	e := newTestExecutor(t)
-	_, err := e.ApplyProfile(context.Background(), "x.yaml", []byte("name: x\nhost: nosuch\n"))
+	_, err := e.ApplyProfile(context.Background(), "x.yaml", []byte("name: x\nhost: nosuch\nrepositories: [{name: app, url: /u}]\n"))
 	var de *profiles.DecodeError
 	if !errors.As(err, &de) || de.Line != 2 || !strings.Contains(err.Error(), `host "nosuch" is not a known host`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A dry run reports what an apply would do, by name only, and writes
+// nothing: the record stays absent, then stays at its revision.
+func TestPlanProfileWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	res, err := e.PlanProfile(ctx, "web.yaml", []byte(baseProfile))
+	if err != nil || res.Action != ActionCreated || res.Revision != 0 || !res.DryRun {
+		t.Fatalf("plan a create: %+v, %v", res, err)
+	}
+	if _, err := e.ShowProfile(ctx, "web"); err == nil {
+		t.Fatal("a dry run created the profile")
+	}
+	if _, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile)); err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(baseProfile, "A: one", "A: uno", 1)
+	res, err = e.PlanProfile(ctx, "web.yaml", []byte(changed))
+	want := ApplyResult{Kind: "profile", Name: "web", Action: ActionUpdated, Revision: 1, DryRun: true,
+		Changed: []string{"env"}, EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{"A"}}
+	if err != nil || !reflect.DeepEqual(res, want) {
+		t.Fatalf("plan an update:\n got %+v, %v\nwant %+v", res, err, want)
+	}
+	v, err := e.ShowProfile(ctx, "web")
+	if err != nil || v.Revision != 1 || v.Profile.Env[0].Literal != "one" {
+		t.Fatalf("a dry run changed the profile: %+v, %v", v, err)
+	}
+	res, err = e.PlanProfile(ctx, "web.yaml", []byte(baseProfile))
+	if err != nil || res.Action != ActionUnchanged || res.Revision != 1 {
+		t.Fatalf("plan no change: %+v, %v", res, err)
+	}
+	// The same checks as an apply: an unknown host fails the plan too.
+	if _, err := e.PlanProfile(ctx, "web.yaml", []byte(strings.Replace(baseProfile, "host: prod", "host: nosuch", 1))); err == nil {
+		t.Fatal("a dry run accepted an unknown host")
+	}
+}
+
+// A profile with neither repositories nor a prepare script is refused
+// when applied, naming the file, and nothing is stored.
+func TestApplyProfileRefusesOneThatCannotLaunch(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	_, err := e.ApplyProfile(ctx, "bare.yaml", []byte("name: bare\nhost: prod\n"))
+	var de *profiles.DecodeError
+	if !errors.As(err, &de) || !strings.HasPrefix(err.Error(), `bare.yaml: profile "bare" cannot launch`) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := e.ShowProfile(ctx, "bare"); err == nil {
+		t.Fatal("the refused profile was stored")
 	}
 }
 
@@ -146,6 +198,13 @@ func TestProfileEnvMasksAndExplains(t *testing.T) {
 	if b := got["B"]; !b.Secret || b.Value != profiles.Masked {
 		t.Errorf("secret not masked: %+v", b)
 	}
+	// Secret tok was never set: the preflight says so and what to run.
+	if b := got["B"]; b.Resolved || b.Problem != "secret \"tok\" is not set: run `kandev-exec secret set tok`" {
+		t.Errorf("unset secret B: %+v", b)
+	}
+	if a := got["A"]; !a.Resolved || a.Problem != "" {
+		t.Errorf("literal A: %+v", a)
+	}
 	if c := got["C"]; c.Value != "three" || !reflect.DeepEqual(c.Overridden, []string{"agent profile"}) {
 		t.Errorf("C: %+v", c)
 	}
@@ -154,6 +213,15 @@ func TestProfileEnvMasksAndExplains(t *testing.T) {
 	}
 	if x := got[profiles.EnvTaskID]; x.Value != "<task id>" {
 		t.Errorf("runtime placeholder: %+v", x)
+	}
+	if _, _, err := e.Vault().SetSecret(ctx, "tok", []byte("tok-value")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err = e.ProfileEnv(ctx, EnvOptions{Profile: "web"})
+	for _, x := range entries {
+		if x.Key == "B" && (!x.Resolved || x.Problem != "" || x.Value != profiles.Masked) {
+			t.Errorf("set secret B: %+v, %v", x, err)
+		}
 	}
 	_, err = e.ProfileEnv(ctx, EnvOptions{Profile: "web", Launch: []string{"A=other"}})
 	var ce *profiles.ConflictError

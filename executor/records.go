@@ -36,6 +36,7 @@ type ApplyResult struct {
 	EnvAdded   []string `json:"env_added"`
 	EnvRemoved []string `json:"env_removed"`
 	EnvChanged []string `json:"env_changed"`
+	DryRun     bool     `json:"dry_run"` // nothing was written: Action is what an apply would do
 }
 
 // UsageError is bad input caught here rather than by flag parsing: an
@@ -46,8 +47,10 @@ func (e *UsageError) Error() string { return e.Msg }
 
 // applyRecord creates the record, or updates it if any field differs,
 // in one transaction with check (nil: none), so what check verified
-// still holds when the write lands.
-func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any, check func(state.Tx) error) (ApplyResult, error) {
+// still holds when the write lands. A dry run reads and compares the
+// same way and writes nothing; Revision is then the stored one (0 for a
+// record it would create).
+func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string, v any, dryRun bool, check func(state.Tx) error) (ApplyResult, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return ApplyResult{}, err
@@ -55,7 +58,7 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 	var res ApplyResult
 	err = e.cfg.Store.Txn(ctx, func(tx state.Tx) error {
 		res = ApplyResult{Kind: string(kind), Name: name, Changed: []string{},
-			EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}}
+			EnvAdded: []string{}, EnvRemoved: []string{}, EnvChanged: []string{}, DryRun: dryRun}
 		if check != nil {
 			if err := check(tx); err != nil {
 				return err
@@ -63,6 +66,10 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 		}
 		old, err := tx.Get(kind, name)
 		err = records.WithRemedy(err)
+		if errors.Is(err, state.ErrNotFound) && dryRun {
+			res.Action = ActionCreated
+			return nil
+		}
 		if errors.Is(err, state.ErrNotFound) {
 			rec, err := tx.Create(kind, name, data, state.Event{Type: string(kind) + ".created"})
 			res.Action, res.Revision = ActionCreated, rec.Revision
@@ -75,8 +82,11 @@ func (e *Executor) applyRecord(ctx context.Context, kind state.Kind, name string
 			return records.WithRemedy(&state.CorruptRecordError{Kind: kind, Name: name, Where: e.cfg.Store.Locate(kind, name),
 				Reason: "its data does not decode: " + err.Error()})
 		}
-		if len(res.Changed) == 0 {
+		if len(res.Changed) == 0 || dryRun {
 			res.Action, res.Revision = ActionUnchanged, old.Revision
+			if len(res.Changed) > 0 {
+				res.Action = ActionUpdated
+			}
 			return nil
 		}
 		detail, _ := json.Marshal(map[string][]string{"changed": res.Changed})
@@ -132,7 +142,8 @@ func diffRecord(oldData, newData []byte, res *ApplyResult) error {
 		}
 		delete(before, x.Key)
 	}
-	res.EnvRemoved = slices.Sorted(maps.Keys(before))
+	// Appended, so that none removed is [] in JSON, not null.
+	res.EnvRemoved = append(res.EnvRemoved, slices.Sorted(maps.Keys(before))...)
 	slices.Sort(res.EnvAdded)
 	slices.Sort(res.EnvChanged)
 	return nil
@@ -148,7 +159,7 @@ func withMeta(doc any, rev uint64, at time.Time) ([]byte, error) {
 	meta, _ := json.Marshal(struct {
 		Revision  uint64    `json:"revision"`
 		UpdatedAt time.Time `json:"updated_at"`
-	}{rev, at.UTC()})
+	}{rev, at.UTC().Truncate(time.Second)}) // JSON times are to the second
 	if len(b) < 2 || b[len(b)-1] != '}' {
 		return nil, fmt.Errorf("want a JSON object, got %.20s", b)
 	}

@@ -202,7 +202,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 		Redact: redactions(defs, env)}
 	// From here a controller may exist: recovery must ask the host.
 	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *records.Session) error {
-		now := time.Now().UTC()
+		now := time.Now().UTC().Truncate(time.Second) // JSON times are to the second
 		x.ControllerStartAt = &now
 		return nil
 	}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/logview"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -210,6 +211,11 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*records.
 // streaming until the agent exits. It returns the session as recorded
 // afterwards (still running when not following).
 func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w io.Writer) (*records.Session, error) {
+	return e.ShowLogs(ctx, prefix, LogOptions{Follow: follow}, w)
+}
+
+// ShowLogs is StreamLogs shaped by o (tail, since, timestamps).
+func (e *Executor) ShowLogs(ctx context.Context, prefix string, o LogOptions, w io.Writer) (*records.Session, error) {
 	s, err := e.startedSession(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -219,16 +225,18 @@ func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w
 		return nil, err
 	}
 	defer a.Close()
-	s, err = e.streamLogs(ctx, a, follow, w)
+	s, err = e.streamLogs(ctx, a, o, w)
 	return s, a.linkErr(err, "following", "the agent keeps running on the host",
 		fmt.Sprintf("`kandev-exec session logs -f %s` again once the host answers", a.s.ID))
 }
 
-func (e *Executor) streamLogs(ctx context.Context, a *attach, follow bool, w io.Writer) (*records.Session, error) {
+func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io.Writer) (*records.Session, error) {
 	var offset int64
+	var view *logview.Writer
 	st, err := e.liveness(ctx, a)
 	if err == nil {
-		offset, err = a.ctrl.Logs(ctx, 0, follow, w)
+		offset, view = o.view(w, st.LogBytes)
+		offset, err = a.ctrl.Logs(ctx, offset, o.Follow, view)
 		if err == nil {
 			st, err = a.ctrl.Status(ctx)
 		}
@@ -241,14 +249,23 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, follow bool, w io.
 		}
 	}
 	if errors.Is(err, errControllerGone) {
+		if view == nil {
+			_, view = o.view(w, -1)
+		}
 		tail := fmt.Sprintf("tail -c +%d -- %s", offset+1, ssh.ShellQuote(a.s.SessionDir+"/controller.log"))
-		if err := a.c.Stream(ctx, tail+" 2>/dev/null || true", nil, w, io.Discard); err != nil {
+		if err := a.c.Stream(ctx, tail+" 2>/dev/null || true", nil, view, io.Discard); err != nil {
+			return nil, err
+		}
+		if err := view.Close(); err != nil {
 			return nil, err
 		}
 		s, _, err := e.finalFromHost(ctx, a)
 		return s, err
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := view.Close(); err != nil {
 		return nil, err
 	}
 	return e.recordFinal(ctx, a.s.ID, st, lostNoEnd)

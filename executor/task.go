@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
+	"errors"
 	"sort"
 
 	"github.com/kdlbs/kandev-exec/records"
@@ -23,13 +25,49 @@ func newID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b)[:12]
 }
 
-// GetTask resolves an ID prefix and reads the task.
-func (e *Executor) GetTask(ctx context.Context, idPrefix string) (*records.Task, state.Record, error) {
-	id, err := records.ResolveID(ctx, e.cfg.Store, records.KindTask, idPrefix)
+// GetTask reads the task ref names: its ID, else its name when exactly
+// one task has that name, else a unique ID prefix.
+func (e *Executor) GetTask(ctx context.Context, ref string) (*records.Task, state.Record, error) {
+	id, err := e.resolveTask(ctx, ref)
 	if err != nil {
 		return nil, state.Record{}, err
 	}
 	return records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, id)
+}
+
+// resolveTask is resolveID for tasks, with names between an exact ID and
+// an ID prefix: a name is what the user chose to type. Names are read
+// from each record alone, so one unreadable task does not hide the others.
+func (e *Executor) resolveTask(ctx context.Context, ref string) (string, error) {
+	if records.CheckName(records.KindTask, ref) == nil {
+		if _, err := e.cfg.Store.Get(ctx, records.KindTask, ref); err == nil {
+			return ref, nil
+		} else if !errors.Is(err, state.ErrNotFound) {
+			return "", err
+		}
+	}
+	recs, err := e.cfg.Store.List(ctx, records.KindTask)
+	if err != nil {
+		return "", records.WithRemedy(err)
+	}
+	var named []string
+	for _, r := range recs {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r.Data, &t) == nil && t.Name == ref {
+			named = append(named, r.Name)
+		}
+	}
+	switch {
+	case len(named) == 1:
+		return named[0], nil
+	case len(named) > 1:
+		return "", &records.AmbiguousError{What: string(records.KindTask), Prefix: ref, Matches: named, ByName: true}
+	case records.CheckName(records.KindTask, ref) != nil:
+		return "", &records.NotFoundError{What: string(records.KindTask), Name: ref, ListCmd: "task ls"}
+	}
+	return records.ResolveID(ctx, e.cfg.Store, records.KindTask, ref)
 }
 
 // GetSession resolves an ID prefix and reads the session.

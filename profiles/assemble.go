@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Managed runtime keys set on every launch (CONTRACT.md). They are reserved,
+// Managed runtime keys set on every launch (docs/profiles.md). They are reserved,
 // so no user-authored origin can collide with them.
 const (
 	EnvTaskID    = "KANDEV_TASK_ID"

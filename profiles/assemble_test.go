@@ -118,16 +118,16 @@ repositories:
 		t.Fatal(err)
 	}
 	want := `[` +
-		`{"key":"API_TOKEN","origins":["executor profile"],"tier":1,"secret":true,"value":"***","overridden":[]},` +
-		`{"key":"DEPLOY","origins":["repository app"],"tier":1,"secret":true,"value":"***","overridden":[]},` +
-		`{"key":"EDITOR","origins":["executor profile"],"tier":1,"secret":false,"value":"vim","overridden":["agent profile"]},` +
-		`{"key":"GH","origins":["agent profile"],"tier":2,"secret":true,"value":"***","overridden":[]},` +
-		`{"key":"KANDEV_SESSION_ID","origins":["managed runtime"],"tier":1,"secret":false,"value":"\u003csession id\u003e","overridden":[]},` +
-		`{"key":"KANDEV_TASK_DIR","origins":["managed runtime"],"tier":1,"secret":false,"value":"\u003ctask dir\u003e","overridden":[]},` +
-		`{"key":"KANDEV_TASK_ID","origins":["managed runtime"],"tier":1,"secret":false,"value":"\u003ctask id\u003e","overridden":[]},` +
-		`{"key":"LANG","origins":["managed agent defaults"],"tier":3,"secret":false,"value":"C.UTF-8","overridden":[]},` +
-		`{"key":"NODE_ENV","origins":["executor profile"],"tier":1,"secret":false,"value":"production","overridden":[]},` +
-		`{"key":"TERM","origins":["managed agent defaults"],"tier":3,"secret":false,"value":"xterm-256color","overridden":[]}` +
+		`{"key":"API_TOKEN","origins":["executor profile"],"tier":1,"secret":true,"value":"***","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"DEPLOY","origins":["repository app"],"tier":1,"secret":true,"value":"***","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"EDITOR","origins":["executor profile"],"tier":1,"secret":false,"value":"vim","overridden":["agent profile"],"resolved":true,"problem":""},` +
+		`{"key":"GH","origins":["agent profile"],"tier":2,"secret":true,"value":"***","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"KANDEV_SESSION_ID","origins":["managed runtime"],"tier":1,"secret":false,"value":"\u003csession id\u003e","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"KANDEV_TASK_DIR","origins":["managed runtime"],"tier":1,"secret":false,"value":"\u003ctask dir\u003e","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"KANDEV_TASK_ID","origins":["managed runtime"],"tier":1,"secret":false,"value":"\u003ctask id\u003e","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"LANG","origins":["managed agent defaults"],"tier":3,"secret":false,"value":"C.UTF-8","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"NODE_ENV","origins":["executor profile"],"tier":1,"secret":false,"value":"production","overridden":[],"resolved":true,"problem":""},` +
+		`{"key":"TERM","origins":["managed agent defaults"],"tier":3,"secret":false,"value":"xterm-256color","overridden":[],"resolved":true,"problem":""}` +
 		`]`
 	if string(b) != want {
 		t.Fatalf("got\n%s\nwant\n%s", b, want)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kdlbs/kandev-exec/internal/suggest"
 )
 
 // source remembers where a decoded document's fields were, so validation
@@ -62,7 +64,7 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 		case "reclaim_task_dir":
 			return d.boolean(v, key, path, &p.ReclaimTaskDir)
 		}
-		return d.unknown(key, path, "profile")
+		return d.unknown(key, path, "profile", keysAt(ProfileFields, ""))
 	})
 	if err != nil {
 		return nil, err
@@ -91,7 +93,7 @@ func DecodeAgent(filename string, data []byte) (*AgentPreset, error) {
 		case "env":
 			return d.env(v, "env", path, &a.Env)
 		}
-		return d.unknown(key, path, "agent")
+		return d.unknown(key, path, "agent", keysAt(AgentFields, ""))
 	})
 	if err != nil {
 		return nil, err
@@ -161,8 +163,10 @@ func (d *decoder) errAt(n *yaml.Node, key, format string, args ...any) error {
 	return &DecodeError{File: d.src.file, Line: n.Line, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (d *decoder) unknown(key, path, what string) error {
-	return d.src.errorf(path, key, "unknown key %q in %s", key, what)
+// unknown names the key, where it was, and the known keys it is close to
+// (`repos` → repositories): the reference tables list them.
+func (d *decoder) unknown(key, path, what string, known []string) error {
+	return d.src.errorf(path, key, "unknown key %q in %s%s", key, what, suggest.Phrase(key, known))
 }
 
 // mapping walks a mapping node, rejecting non-scalar, merge and duplicate
@@ -308,7 +312,8 @@ func (d *decoder) ref(n *yaml.Node, key, what string) (Ref, error) {
 	k, v := n.Content[0], n.Content[1]
 	kind := RefKind(k.Value)
 	if k.Kind != yaml.ScalarNode || (kind != RefSecret && kind != RefFromEnv && kind != RefFromFile) {
-		return Ref{}, d.errAt(k, key, "%s %q: unknown reference (want one of %s)", what, key, refForms)
+		return Ref{}, d.errAt(k, key, "%s %q: unknown reference%s (want one of %s)", what, key,
+			suggest.Phrase(k.Value, []string{string(RefSecret), string(RefFromEnv), string(RefFromFile)}), refForms)
 	}
 	name, err := d.scalar(v, key, fmt.Sprintf("%s %q: %s", what, key, kind))
 	if err != nil {
@@ -337,7 +342,7 @@ func (d *decoder) repositories(n *yaml.Node, dst *[]Repository) error {
 			case "secrets":
 				return d.env(v, prefix+" secret", path, &r.Secrets)
 			}
-			return d.unknown(key, path, prefix)
+			return d.unknown(key, path, prefix, keysAt(ProfileFields, "repositories[]."))
 		})
 		if err != nil {
 			return err

@@ -153,7 +153,7 @@ func TestDecodeProfileErrors(t *testing.T) {
 
 func TestDecodeErrorFormat(t *testing.T) {
 	_, err := DecodeProfile("prod.yaml", []byte("name: p\nhost: h\nshell: sh\n\n\n\nenvv: {}\n"))
-	if got, want := err.Error(), `prod.yaml:7: unknown key "envv" in profile`; got != want {
+	if got, want := err.Error(), `prod.yaml:7: unknown key "envv" in profile (did you mean env?)`; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	for e, want := range map[*DecodeError]string{
@@ -165,6 +165,36 @@ func TestDecodeErrorFormat(t *testing.T) {
 		if e.Error() != want {
 			t.Errorf("%+v: %q, want %q", e, e.Error(), want)
 		}
+	}
+}
+
+// An unknown key names the known keys it is close to, at its own level
+// of the file: the top level, a repository, an agent preset, a reference.
+func TestDecodeSuggestsKnownKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+		agent            bool
+	}{
+		{"repos", "name: p\nhost: h\nrepos: []\n", `p.yaml:3: unknown key "repos" in profile (did you mean repositories?)`, false},
+		{"hostname", "name: p\nhostname: h\n", `p.yaml:2: unknown key "hostname" in profile (did you mean host?)`, false},
+		{"prepare", "name: p\nhost: h\nprepare: make\n", `p.yaml:3: unknown key "prepare" in profile (did you mean prepare_script or prepare_timeout?)`, false},
+		{"dash for underscore", "name: p\nhost: h\nworkdir-root: /x\n", `p.yaml:3: unknown key "workdir-root" in profile (did you mean workdir_root?)`, false},
+		{"nothing close", "name: p\nhost: h\nzzzzzz: 1\n", `p.yaml:3: unknown key "zzzzzz" in profile`, false},
+		{"repository key", "name: p\nhost: h\nrepositories:\n  - name: a\n    url: u\n    secret: {}\n", `p.yaml:6: unknown key "secret" in repositories[0] (did you mean secrets?)`, false},
+		{"reference kind", "name: p\nhost: h\nenv:\n  A: {secrets: x}\n", `p.yaml:4: env "A": unknown reference (did you mean secret?) (want one of {secret: NAME}, {from_env: VAR}, {from_file: PATH})`, false},
+		{"agent", "name: a\ncomand: [x]\n", `p.yaml:2: unknown key "comand" in agent (did you mean command?)`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.agent {
+				_, err = DecodeAgent("p.yaml", []byte(tc.yaml))
+			} else {
+				_, err = DecodeProfile("p.yaml", []byte(tc.yaml))
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got  %v\nwant %s", err, tc.want)
+			}
+		})
 	}
 }
 

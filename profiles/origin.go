@@ -13,13 +13,13 @@ type Tier int
 const (
 	// managed runtime, executor profile, repositories, and launch: --env is a
 	// peer, so it conflicts with a differing profile value rather than
-	// overriding it (CONTRACT.md; DEPARTURES.md §5.15).
+	// overriding it (docs/profiles.md; DEPARTURES.md §5.15).
 	TierAuthoritative  Tier = 1
 	TierProfileDefault Tier = 2 // agent profile
 	TierAgentDefault   Tier = 3 // managed agent defaults
 )
 
-// Origins of CONTRACT.md "Environment origins and tiers". Build repository
+// Origins of docs/profiles.md, "Which value wins". Build repository
 // origins with RepositoryOrigin.
 const (
 	OriginManagedRuntime  = "managed runtime"

@@ -1,8 +1,9 @@
 // Package profiles is the executor-profile and agent-preset schema: a strict
 // YAML decoder, validation, secret references, and the pure
-// environment-precedence resolver (specs/env-precedence.md, adapted to the
-// origins of CONTRACT.md). Nothing here does I/O: secrets are revealed by a
-// function the caller injects.
+// environment-precedence resolver (Kandev's env-precedence spec, adapted to
+// the origins of docs/profiles.md; DEPARTURES.md records each difference).
+// Nothing here does I/O: secrets are revealed by a function the caller
+// injects.
 package profiles
 
 import (
@@ -117,7 +118,7 @@ func (e *EnvEntry) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Profile is an executor profile (CONTRACT.md "Profile file").
+// Profile is an executor profile (docs/profiles.md).
 type Profile struct {
 	Name           string       `json:"name"`
 	Host           string       `json:"host"`
@@ -150,7 +151,7 @@ type AgentPreset struct {
 	src source
 }
 
-// MarshalJSON writes empty lists as [] (CONTRACT.md "JSON").
+// MarshalJSON writes empty lists as [] (docs/contract.md, "Conventions").
 func (p Profile) MarshalJSON() ([]byte, error) {
 	type plain Profile
 	q := plain(p)

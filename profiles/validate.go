@@ -100,6 +100,18 @@ func (p *Profile) Validate(knownHost func(string) bool) error {
 	return v.err()
 }
 
+// CheckLaunchable refuses a profile no task could start from: without a
+// repository and without a prepare script, a task directory would hold
+// nothing to run in. `profile apply` calls it, so the mistake shows when
+// the file is written rather than at the first launch.
+func (p *Profile) CheckLaunchable() error {
+	if len(p.Repositories) > 0 || strings.TrimSpace(p.PrepareScript) != "" {
+		return nil
+	}
+	return &DecodeError{File: p.src.file, Key: "repositories",
+		Msg: fmt.Sprintf("profile %q cannot launch: it has no repositories and no prepare_script; add a repository under \"repositories\" (`task launch --repo URL` can still replace its URL) or a prepare_script (see `kandev-exec help profile`)", p.Name)}
+}
+
 func (v *validator) repositories(repos []Repository) {
 	seen := map[string]bool{}
 	for i, r := range repos {

@@ -51,14 +51,27 @@ func CheckName(kind state.Kind, name string) error {
 	return &NameError{Kind: kind, Name: name}
 }
 
-// AmbiguousError: an ID prefix (or a name) matches several records.
+// AmbiguousError: an ID prefix, or a task name, matches several records
+// (a usage error); Matches are their IDs.
 type AmbiguousError struct {
 	What, Prefix string
 	Matches      []string
+	ByName       bool // Prefix is a name several records have
 }
 
 func (e *AmbiguousError) Error() string {
+	if e.ByName {
+		return fmt.Sprintf("%s name %q is ambiguous: %s", e.What, e.Prefix, strings.Join(e.Matches, ", "))
+	}
 	return fmt.Sprintf("%s ID prefix %q is ambiguous: %s", e.What, e.Prefix, strings.Join(e.Matches, ", "))
+}
+
+// Hint says how to name one of them.
+func (e *AmbiguousError) Hint() string {
+	if e.ByName {
+		return "name the " + e.What + " by its ID, one of those above"
+	}
+	return "give more characters of the ID"
 }
 
 // Get reads one record of kind into a T.

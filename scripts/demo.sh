@@ -69,17 +69,15 @@ echo; echo "==> launch an agent and follow it to its exit code"
 run task launch --profile demo --name quick --follow -- sh -c 'echo "$GREETING from $KANDEV_TASK_ID on branch $(git rev-parse --abbrev-ref HEAD)"; exit 3' || echo "(exit code $? passed through)"
 
 echo; echo "==> a long-running agent: follow its log, stop it, resume it, exec into its directory"
-out=$("$KE" task launch --profile demo --name long --json -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 1; done; echo "work" > notes.txt; sleep 300')
-task=$(printf '%s' "$out" | sed -n 's/.*"id": "\(t[a-z2-7]*\)".*/\1/p' | head -1)
-session=$(printf '%s' "$out" | sed -n 's/.*"id": "\(s[a-z2-7]*\)".*/\1/p' | head -1)
+read -r task session < <("$KE" task launch --profile demo --name long --jq '.task.id + " " + .session.id' -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 1; done; echo "work" > notes.txt; sleep 300')
 echo "task $task, session $session"
 sleep 4
-run session logs "$session"
+run session logs "$session" --tail 2
 run session stop "$session"
 run task resume "$task" -- sh -c 'echo "resumed; notes from the first session: $(cat notes.txt)"'
 sleep 1
-run task exec "$task" -- sh -c 'ls; git status --short'
-run task ls
+run task exec long -- sh -c 'ls; git status --short'
+run task ls --profile demo
 run session ls
 echo
 echo "==> demo done: host pinned, tasks launched, followed, stopped, resumed and exec'd."

@@ -11,7 +11,8 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
-// taskDirRE is the task directory segment (DESIGN.md, Remote layout).
+// taskDirRE is the task directory segment (docs/architecture.md, "On the
+// host").
 var taskDirRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
 // repoNameRE names an extra repository's child directory: one segment,

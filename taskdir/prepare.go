@@ -10,7 +10,7 @@ import (
 // checkouts.
 type PrepareRequest struct {
 	Root    string `json:"root"`     // absolute or ~-prefixed
-	TaskDir string `json:"task_dir"` // one segment, DESIGN.md Remote layout
+	TaskDir string `json:"task_dir"` // one segment (docs/architecture.md, "On the host")
 	Owner   Owner  `json:"owner"`
 	// Repositories: the first is the primary, checked out at the task
 	// dir's root; the others go into child directories named by Name.

@@ -24,7 +24,7 @@ func (vt *Vault) Reveal(r profiles.Ref) (string, error) {
 	case profiles.RefFromEnv:
 		v, ok := os.LookupEnv(r.Name)
 		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set", r.Name)
+			return "", fmt.Errorf("environment variable %s is not set: export it in the shell that launches", r.Name)
 		}
 		return v, nil
 	case profiles.RefFromFile:
@@ -58,7 +58,7 @@ func (vt *Vault) revealSecret(ctx context.Context, name string) (string, error) 
 			return "", err
 		}
 		if rec == nil {
-			return "", fmt.Errorf("secret %q is not set (see `kandev-exec secret ls`)", name)
+			return "", fmt.Errorf("secret %q is not set: run `kandev-exec secret set %s`", name, name)
 		}
 		if rec.Version == prev {
 			break // the file is missing, and no newer value replaced it

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,7 +58,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	for _, v := range as {
 		a := v.Agent
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", a.Name, strings.Join(a.Command, " "), len(a.Env),
-			v.Revision, v.UpdatedAt.UTC().Format(time.RFC3339))
+			v.Revision, cmdutil.Ago(v.UpdatedAt))
 	}
 	return tw.Flush()
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // typedErrors is one value of every exported error type of the module,
-// with the exit code and JSON code CONTRACT.md gives it. Errors that
+// with the exit code and JSON code docs/contract.md gives it. Errors that
 // wrap others appear once per class of what they wrap.
 var typedErrors = []struct {
 	err  error
@@ -33,6 +33,7 @@ var typedErrors = []struct {
 }{
 	// cmd/cmdutil
 	{FlagErrorf("x"), 2, "usage"},
+	{&ConfigError{File: "c.yaml", Line: 1, Msg: "x"}, 2, "usage"},
 	{WithHint(errors.New("x"), "h"), 1, "error"},
 	{&PartialError{Failed: 1, Total: 2, What: "hosts"}, 3, "partial"},
 	{&ExitCodeError{Code: 42, JSON: "error"}, 42, "error"},
@@ -83,6 +84,7 @@ var typedErrors = []struct {
 	{&executor.KeptError{TaskID: "t", Host: "h", Reason: "dirty_worktree"}, 3, "partial"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
+	{&executor.HostExistsError{Name: "h", Differ: []string{"--port"}}, 1, "error"},
 	{&executor.UsageError{Msg: "x"}, 2, "usage"},
 	{&records.NameError{Kind: "host", Name: "a b"}, 2, "usage"},
 	{&vault.ValueError{Name: "tok", Problem: "the value is empty"}, 2, "usage"},
@@ -114,7 +116,7 @@ var typedErrors = []struct {
 	{&records.TransitionError{What: "task", ID: "t", From: "absent", To: "ready"}, 10, "conflict"},
 }
 
-// Every typed error lands on CONTRACT.md's exit code and JSON code, bare,
+// Every typed error lands on docs/contract.md's exit code and JSON code, bare,
 // wrapped, and under a hint; and only on a row `help exit-codes` prints.
 func TestEveryTypedErrorThroughTheTable(t *testing.T) {
 	listed := map[ExitInfo]bool{}

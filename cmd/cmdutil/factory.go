@@ -56,40 +56,14 @@ func NewFactory(io *IOStreams, version string) *Factory {
 	return &Factory{IO: io, Version: version, v: viper.New()}
 }
 
-// globals lists each global setting: flag name, env twin, default.
-var globals = []struct{ key, env string }{
-	{"state-dir", "KANDEV_EXEC_STATE_DIR"},
-	{"config", "KANDEV_EXEC_CONFIG"},
-	{"ssh-config", "KANDEV_EXEC_SSH_CONFIG"},
-	{"yes", "KANDEV_EXEC_YES"},
-	{"debug", "KANDEV_EXEC_DEBUG"},
-	{"no-color", "NO_COLOR"},
-	{"lock-timeout", "KANDEV_EXEC_LOCK_TIMEOUT"},
-	{"connect-timeout", "KANDEV_EXEC_CONNECT_TIMEOUT"},
-	{"keepalive-interval", "KANDEV_EXEC_KEEPALIVE_INTERVAL"},
-	{"keepalive-deadline", "KANDEV_EXEC_KEEPALIVE_DEADLINE"},
-	{"json", ""},
-}
-
-// AddGlobalFlags declares the global flags on fs and binds them.
+// AddGlobalFlags declares the global flags on fs (from GlobalSettings)
+// and binds each to its environment twin.
 func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
-	fs.String("state-dir", "", "local state directory (default $XDG_STATE_HOME/kandev-exec)")
-	fs.String("config", "", "global settings file (default $XDG_CONFIG_HOME/kandev-exec/config.yaml)")
-	fs.String("ssh-config", "", "OpenSSH client config to resolve aliases from (default ~/.ssh/config)")
-	fs.Bool("json", false, "machine output on stdout")
-	fs.Bool("yes", false, "confirm destructive actions (required without a TTY); never pins a host key")
-	fs.Bool("debug", false, "diagnostics on stderr (secrets redacted)")
-	fs.Bool("no-color", false, "no ANSI colour")
-	fs.Duration("lock-timeout", 10*time.Second, "how long to wait for the state store lock")
-	fs.Duration("connect-timeout", 10*time.Second, "TCP connect plus SSH handshake bound, per hop (default: ConnectTimeout from the ssh config, else 10s)")
-	fs.Duration("keepalive-interval", 0, "keepalive probe interval on long-lived connections (default 15s)")
-	fs.Duration("keepalive-deadline", 0, "silence after which a long-lived connection is declared lost (default 45s)")
-	_ = fs.MarkHidden("keepalive-interval")
-	_ = fs.MarkHidden("keepalive-deadline")
-	for _, g := range globals {
-		_ = f.v.BindPFlag(g.key, fs.Lookup(g.key))
-		if g.env != "" {
-			_ = f.v.BindEnv(g.key, g.env)
+	for _, s := range GlobalSettings {
+		s.addFlag(fs)
+		_ = f.v.BindPFlag(s.Key, fs.Lookup(s.Key))
+		if s.Env != "" {
+			_ = f.v.BindEnv(s.Key, s.Env)
 		}
 	}
 }
@@ -107,6 +81,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		cfg = filepath.Join(xdgDir("XDG_CONFIG_HOME", ".config"), "kandev-exec", "config.yaml")
 	}
 	if _, err := os.Stat(cfg); err == nil || explicit {
+		if err := checkConfigFile(cfg); err != nil {
+			return nil, err
+		}
 		f.v.SetConfigFile(cfg)
 		f.v.SetConfigType("yaml")
 		if err := f.v.ReadInConfig(); err != nil {
@@ -118,7 +95,7 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		StateDir:       f.v.GetString("state-dir"),
 		ConfigFile:     cfg,
 		SSHConfig:      f.v.GetString("ssh-config"),
-		JSON:           f.v.GetBool("json"),
+		JSON:           f.JSON(),
 		Yes:            f.truthy("yes"),
 		Debug:          f.truthy("debug"),
 		NoColor:        f.truthy("no-color") || noColorEnv,
@@ -161,8 +138,9 @@ func (f *Factory) truthy(key string) bool {
 	return false
 }
 
-// JSON reports whether --json is set, without failing.
-func (f *Factory) JSON() bool { return f.v.GetBool("json") }
+// JSON reports whether --json (or --jq, which implies it) is set,
+// without failing.
+func (f *Factory) JSON() bool { return f.v.GetBool("json") || f.v.GetString("jq") != "" }
 
 func xdgDir(env, fallback string) string {
 	if d := os.Getenv(env); d != "" && filepath.IsAbs(d) {

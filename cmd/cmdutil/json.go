@@ -10,8 +10,13 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// WriteJSON prints v as indented JSON followed by a newline.
+// WriteJSON prints v as indented JSON followed by a newline; through the
+// --jq filter when w is the filtered stdout (see SetupJQ). Every command
+// prints its --json document here, so every one gets --jq.
 func WriteJSON(w io.Writer, v any) error {
+	if j, ok := w.(*jqWriter); ok {
+		return j.filter(v)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -43,6 +48,11 @@ func WantsJSON(c *cobra.Command, args []string) bool {
 		case fl != nil && fl.Name == "json":
 			b, err := strconv.ParseBool(val)
 			want = !inline || (err == nil && b)
+		case fl != nil && fl.Name == "jq":
+			want = true // --jq implies --json
+			if !inline {
+				i++
+			}
 		case fl != nil && !inline && fl.NoOptDefVal == "":
 			i++ // the next argument is this flag's value, even "--json"
 		}

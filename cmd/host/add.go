@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
@@ -24,6 +25,10 @@ func NewCmdAdd(f *cmdutil.Factory, runF func(context.Context, *AddOptions) error
 	c := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Add a host (resolved through your ssh config; nothing is dialled)",
+		Long: `Add a host: a name for an ssh config alias, with any settings given here
+taking precedence over the config's. Nothing is dialled. Adding a host again
+with the same settings changes nothing; with other settings it is an error
+naming them: ` + "`kandev-exec host set`" + ` changes a host.`,
 		Example: `  kandev-exec host add prod --alias prod-box
   kandev-exec host add lab --hostname 10.0.0.5 --user dev --proxy-jump bastion`,
 		Args: cmdutil.ExactArgs(1, "host add needs a NAME"),
@@ -36,32 +41,47 @@ func NewCmdAdd(f *cmdutil.Factory, runF func(context.Context, *AddOptions) error
 			return addRun(c.Context(), opts)
 		},
 	}
-	fl := c.Flags()
-	fl.StringVar(&opts.Host.Alias, "alias", "", "ssh config alias to resolve (default NAME)")
-	fl.StringVar(&opts.Host.HostName, "hostname", "", "address to connect to (overrides HostName)")
-	fl.IntVar(&opts.Host.Port, "port", 0, "port (overrides Port)")
-	fl.StringVar(&opts.Host.User, "user", "", "login user (overrides User)")
-	fl.StringArrayVar(&opts.Host.IdentityFiles, "identity-file", nil, "private key file, tried before the config's (repeatable)")
-	fl.BoolVar(&opts.Host.IdentitiesOnly, "identities-only", false, "offer only the identity files, even if the agent holds more keys")
-	fl.StringVar(&opts.Host.ProxyJump, "proxy-jump", "", "jump hosts, like ssh -J (\"none\" disables the config's)")
-	fl.StringVar(&opts.Host.WorkdirRoot, "workdir-root", "", "task root on the host: ~, ~/... or absolute (default ~/.kandev)")
+	hostFlags(c.Flags(), &opts.Host)
 	return c
 }
 
+// hostFlags declares the settings `host add` and `host set` share.
+func hostFlags(fl *pflag.FlagSet, h *executor.AddHostOptions) {
+	fl.StringVar(&h.Alias, "alias", "", "ssh config alias to resolve (default NAME)")
+	fl.StringVar(&h.HostName, "hostname", "", "address to connect to (overrides HostName)")
+	fl.IntVar(&h.Port, "port", 0, "port (overrides Port)")
+	fl.StringVar(&h.User, "user", "", "login user (overrides User)")
+	fl.StringArrayVar(&h.IdentityFiles, "identity-file", nil, "private key file, tried before the config's (repeatable)")
+	fl.BoolVar(&h.IdentitiesOnly, "identities-only", false, "offer only the identity files, even if the agent holds more keys")
+	fl.StringVar(&h.ProxyJump, "proxy-jump", "", "jump hosts, like ssh -J (\"none\" disables the config's)")
+	fl.StringVar(&h.WorkdirRoot, "workdir-root", "", "task root on the host: ~, ~/... or absolute (default ~/.kandev)")
+}
+
+func checkPort(port int) error {
+	if port != 0 && (port < 1 || port > 65535) {
+		return cmdutil.FlagErrorf("--port %d is out of range (1-65535)", port)
+	}
+	return nil
+}
+
 func addRun(ctx context.Context, o *AddOptions) error {
-	if o.Host.Port != 0 && (o.Host.Port < 1 || o.Host.Port > 65535) {
-		return cmdutil.FlagErrorf("--port %d is out of range (1-65535)", o.Host.Port)
+	if err := checkPort(o.Host.Port); err != nil {
+		return err
 	}
 	ex, err := o.Executor()
 	if err != nil {
 		return err
 	}
-	v, err := ex.AddHost(ctx, o.Host)
+	v, created, err := ex.AddHost(ctx, o.Host)
 	if err != nil {
 		return err
 	}
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, v)
+	}
+	if !created {
+		fmt.Fprintf(o.IO.Out, "Host %s unchanged (%s@%s:%d)\n", v.Name, v.User, v.Hostname, v.Port)
+		return nil
 	}
 	fmt.Fprintf(o.IO.Out, "Added host %s (%s@%s:%d)\n", v.Name, v.User, v.Hostname, v.Port)
 	fmt.Fprintf(o.IO.ErrOut, "Next: kandev-exec host test %s, then kandev-exec host trust %s\n", v.Name, v.Name)

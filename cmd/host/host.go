@@ -1,4 +1,4 @@
-// Package host holds the `host` verbs: add, test, trust, ls, show, rm.
+// Package host holds the `host` verbs: add, set, test, trust, ls, show, rm.
 package host
 
 import (
@@ -16,7 +16,7 @@ func NewCmdHost(f *cmdutil.Factory) *cobra.Command {
 		Use:   "host",
 		Short: "Add, test, trust and list SSH hosts",
 	}
-	c.AddCommand(NewCmdAdd(f, nil), NewCmdTest(f, nil), NewCmdTrust(f, nil),
+	c.AddCommand(NewCmdAdd(f, nil), NewCmdSet(f, nil), NewCmdTest(f, nil), NewCmdTrust(f, nil),
 		NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdRemove(f, nil))
 	return c
 }

@@ -53,13 +53,13 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tUSER\tPROXY JUMP\tSTATUS\tFINGERPRINT")
+	fmt.Fprintln(tw, "NAME\tADDRESS\tUSER\tPROXY JUMP\tSTATUS\tFINGERPRINT\tADDED")
 	for _, h := range hosts {
 		fp := h.Fingerprint
 		if fp == "" {
 			fp = "(not trusted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%s\t%s\n", h.Name, h.Hostname, h.Port, h.User, cmdutil.Dash(h.ProxyJump), h.Status, fp)
+		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Hostname, h.Port, h.User, cmdutil.Dash(h.ProxyJump), h.Status, fp, cmdutil.Ago(h.CreatedAt))
 	}
 	return tw.Flush()
 }

@@ -58,7 +58,12 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 		fmt.Fprintf(w, "%-14s%s (%s)\n", fmt.Sprintf("hop %d:", i+1), j.Destination, j.Name)
 	}
 	fmt.Fprintf(w, "workdir root: %s\n", h.WorkdirRoot)
-	fmt.Fprintf(w, "status:       %s\n", h.Status)
+	fmt.Fprintf(w, "added:        %s\n", cmdutil.Ago(h.CreatedAt))
+	if h.StatusAt != nil {
+		fmt.Fprintf(w, "status:       %s (since %s)\n", h.Status, cmdutil.Ago(*h.StatusAt))
+	} else {
+		fmt.Fprintf(w, "status:       %s\n", h.Status)
+	}
 	if h.StatusReason != "" {
 		fmt.Fprintf(w, "reason:       %s (by %s)\n", h.StatusReason, h.StatusBy)
 	}

@@ -32,8 +32,15 @@ func NewCmdEnv(f *cmdutil.Factory, runF func(context.Context, *EnvOptions) error
 		Short: "Show the environment a launch would get, with origins; secrets masked",
 		Long: `Show the environment a task launched with this profile would get. Runtime
 values appear as placeholders and every reference ({secret}, {from_env},
-{from_file}) as ***: nothing is revealed. A precedence conflict fails with
-exit code 10, naming the key and every origin, as the launch would.`,
+{from_file}) as ***: no value is printed. A precedence conflict fails with
+exit code 10, naming the key and every origin, as the launch would.
+
+It is also the launch's preflight: each winning reference is fetched as a
+launch would fetch it (the value dropped at once). One that cannot be had (a
+secret never set, an unset variable, a missing file) is marked in the
+--explain table's PROBLEM column and in --json ("resolved": false,
+"problem"), and the command exits 1 naming what to run, such as
+` + "`kandev-exec secret set NAME`" + `.`,
 		Example: `  kandev-exec profile env prod --agent claude --explain
   kandev-exec profile env prod --env DEBUG=1 --json`,
 		Args:              cmdutil.ExactArgs(1, "profile env needs a profile NAME"),
@@ -65,26 +72,50 @@ func envRun(ctx context.Context, o *EnvOptions) error {
 	}
 	switch {
 	case o.JSON:
-		return cmdutil.WriteJSON(o.IO.Out, entries)
+		err = cmdutil.WriteJSON(o.IO.Out, entries)
 	case o.Explain:
-		return writeExplain(o.IO, entries)
+		err = writeExplain(o.IO, entries)
+	default:
+		for _, e := range entries {
+			fmt.Fprintf(o.IO.Out, "%s=%s\n", e.Key, printable(e.Value))
+		}
 	}
+	if err != nil {
+		return err
+	}
+	return unresolved(o.Env.Profile, entries)
+}
+
+// unresolved fails the preflight when any reference cannot be fetched,
+// listing each key with what is wrong and what to run (exit 1).
+func unresolved(profile string, entries []profiles.ExplainEntry) error {
+	var lines []string
 	for _, e := range entries {
-		fmt.Fprintf(o.IO.Out, "%s=%s\n", e.Key, printable(e.Value))
+		if !e.Resolved {
+			lines = append(lines, fmt.Sprintf("  %s (%s): %s", e.Key, strings.Join(e.Origins, ", "), e.Problem))
+		}
 	}
-	return nil
+	if len(lines) == 0 {
+		return nil
+	}
+	what := "reference"
+	if len(lines) > 1 {
+		what = "references"
+	}
+	return cmdutil.WithHint(fmt.Errorf("%d %s cannot be resolved, so a launch would fail:\n%s", len(lines), what, strings.Join(lines, "\n")),
+		fmt.Sprintf("fix each, then check again with `kandev-exec profile env %s`", profile))
 }
 
 func writeExplain(ios *cmdutil.IOStreams, entries []profiles.ExplainEntry) error {
 	tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tTIER\tORIGINS\tVALUE\tOVERRIDDEN")
+	fmt.Fprintln(tw, "KEY\tTIER\tORIGINS\tVALUE\tOVERRIDDEN\tPROBLEM")
 	for _, e := range entries {
 		v := printable(e.Value)
 		if v == "" {
 			v = `""` // an empty cell would read as a missing one
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", e.Key, e.Tier, strings.Join(e.Origins, ", "),
-			v, cmdutil.Dash(strings.Join(e.Overridden, ", ")))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Key, e.Tier, strings.Join(e.Origins, ", "),
+			v, cmdutil.Dash(strings.Join(e.Overridden, ", ")), cmdutil.Dash(cmdutil.Safe(e.Problem)))
 	}
 	return tw.Flush()
 }

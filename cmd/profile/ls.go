@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +62,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 			repos[i] = r.Name
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.Host, p.Shell, cmdutil.Dash(strings.Join(repos, ",")),
-			len(p.Env), v.Revision, v.UpdatedAt.UTC().Format(time.RFC3339))
+			len(p.Env), v.Revision, cmdutil.Ago(v.UpdatedAt))
 	}
 	return tw.Flush()
 }

@@ -43,9 +43,19 @@ func readBounded(r io.Reader) ([]byte, error) {
 }
 
 // PrintApply reports an apply: the action, then the names of the changed
-// fields and env keys. Values are never printed.
+// fields and env keys. Values are never printed. A dry run says what
+// would happen.
 func PrintApply(w io.Writer, r executor.ApplyResult) {
-	fmt.Fprintf(w, "%s %s %s (revision %d)", r.Kind, r.Name, r.Action, r.Revision)
+	switch {
+	case r.DryRun && r.Action == executor.ActionCreated:
+		fmt.Fprintf(w, "%s %s would be created (dry run)", r.Kind, r.Name)
+	case r.DryRun && r.Action == executor.ActionUpdated:
+		fmt.Fprintf(w, "%s %s would be updated from revision %d (dry run)", r.Kind, r.Name, r.Revision)
+	case r.DryRun:
+		fmt.Fprintf(w, "%s %s unchanged (revision %d, dry run)", r.Kind, r.Name, r.Revision)
+	default:
+		fmt.Fprintf(w, "%s %s %s (revision %d)", r.Kind, r.Name, r.Action, r.Revision)
+	}
 	if len(r.Changed) > 0 {
 		fmt.Fprintf(w, ": %s", strings.Join(r.Changed, ", "))
 	}

@@ -36,7 +36,7 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 	}
 }
 
-// profileYAML is the profile file's layout (CONTRACT.md), in its order.
+// profileYAML is the profile file's layout (docs/profiles.md), in its order.
 type profileYAML struct {
 	Name           string           `yaml:"name"`
 	Host           string           `yaml:"host"`

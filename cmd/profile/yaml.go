@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/profiles"
 )
 
@@ -35,7 +36,7 @@ func (es EnvYAML) MarshalYAML() (any, error) {
 
 // WriteYAML prints doc after a comment with the record's revision.
 func WriteYAML(w io.Writer, doc any, rev uint64, at time.Time) error {
-	fmt.Fprintf(w, "# revision %d, updated %s\n", rev, at.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "# revision %d, updated %s\n", rev, cmdutil.Timestamp(at))
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(doc); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,7 +55,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.CreatedAt.UTC().Format(time.RFC3339), s.UpdatedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, cmdutil.Ago(s.CreatedAt), cmdutil.Ago(s.UpdatedAt))
 	}
 	return tw.Flush()
 }

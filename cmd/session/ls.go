@@ -58,7 +58,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTASK\tHOST\tSTATE\tEXIT\tPID\tPORT\tSTARTED")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.TaskID, s.Host, s.State, exitText(s.ExitCode), s.PID, s.RemotePort, s.StartedAt.Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.TaskID, s.Host, s.State, exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.Ago(s.StartedAt))
 	}
 	return tw.Flush()
 }

@@ -18,8 +18,8 @@ type Options struct {
 	Executor func() (*executor.Executor, error)
 	JSON     bool
 	ID       string
-	Follow   bool
 	Spec     string
+	Logs     executor.LogOptions
 }
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
@@ -69,7 +69,7 @@ func printSession(o *Options, s *records.Session) error {
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, s)
 	}
-	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d\n", s.ID, s.TaskID, s.State, exitText(s.ExitCode), s.PID, s.RemotePort)
+	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d  started %s\n", s.ID, s.TaskID, s.State, exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.Ago(s.StartedAt))
 	if s.Error != "" {
 		fmt.Fprintf(o.IO.Out, "error: %s\n", cmdutil.SafeText(s.Error)) // may quote the host
 	}
@@ -95,25 +95,50 @@ func outcome(s *records.Session) string {
 	return fmt.Sprintf("Session %s is %s: kandev-exec session logs -f %s", s.ID, s.State, s.ID)
 }
 
-// NewCmdLogs is `session logs ID [-f]`.
+// NewCmdLogs is `session logs ID [-f] [--tail N] [--since D] [--timestamps]`.
 func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	c := newVerb(f, "logs ID", "Print a session's output; -f follows it until the agent exits", 1, runF, logsRun,
 		func(c *cobra.Command, o *Options) {
-			c.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep streaming until the agent exits")
+			fl := c.Flags()
+			fl.BoolVarP(&o.Logs.Follow, "follow", "f", false, "keep streaming until the agent exits")
+			fl.IntVar(&o.Logs.Tail, "tail", 0, "only the last `N` lines of what is logged so far (0: all)")
+			fl.DurationVar(&o.Logs.Since, "since", 0, "hide lines provably older than `D` (see below)")
+			fl.BoolVar(&o.Logs.Timestamps, "timestamps", false, "prefix each line with its time, or - when it is not known")
 		})
 	c.Long = `Print a session's output: the agent's stdout and stderr, and the controller's
 own [controller] lines. With -f, keep streaming until the agent exits; how it
 ended goes to stderr. With --json the output goes to stderr and stdout gets the
 session record.
 
+The log records no time for the agent's output, only for the controller's own
+lines, so times mean what can be known:
+  --timestamps  a [controller] line shows its own time; a line that arrives
+                while following (-f) shows when it arrived here; any other
+                line shows "-".
+  --since D     hides the lines up to the last [controller] line older than
+                D (everything before it is older still); later lines may be
+                newer, so they are shown. The host's clock dates the
+                controller's lines, this machine's the cutoff.
+  --tail N      the last N lines logged so far; -f then follows new ones.
+At most 8 MiB is held back to decide; past that, a first line says how many
+earlier bytes were not shown.
+
 A keepalive watchdog guards the connection: a probe every 15s, and 45s without
 any reply ends the command with exit code 7 while the agent keeps running on
-the host. KANDEV_EXEC_KEEPALIVE_INTERVAL and KANDEV_EXEC_KEEPALIVE_DEADLINE (or
---keepalive-interval and --keepalive-deadline) change these bounds.`
+the host. The settings keepalive-interval and keepalive-deadline change these
+bounds (see ` + "`kandev-exec help config`" + `).`
+	c.Example = `  kandev-exec session logs s3xk2 --tail 50 -f
+  kandev-exec session logs s3xk2 --since 10m --timestamps`
 	return c
 }
 
 func logsRun(ctx context.Context, o *Options) error {
+	switch {
+	case o.Logs.Tail < 0:
+		return cmdutil.FlagErrorf("--tail must not be negative, got %d", o.Logs.Tail)
+	case o.Logs.Since < 0:
+		return cmdutil.FlagErrorf("--since must be a positive duration, got %s", o.Logs.Since)
+	}
 	ex, err := o.Executor()
 	if err != nil {
 		return err
@@ -122,9 +147,9 @@ func logsRun(ctx context.Context, o *Options) error {
 	if o.JSON {
 		out = o.IO.ErrOut // stdout carries the record only
 	}
-	s, err := ex.StreamLogs(ctx, o.ID, o.Follow, out)
+	s, err := ex.ShowLogs(ctx, o.ID, o.Logs, out)
 	if err != nil {
-		if o.Follow && ctx.Err() != nil {
+		if o.Logs.Follow && ctx.Err() != nil {
 			fmt.Fprintf(o.IO.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", o.ID)
 		}
 		return err

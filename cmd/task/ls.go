@@ -3,6 +3,8 @@ package task
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -10,7 +12,17 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
+
+// taskPhases are the phases --phase accepts: the records' lifecycle.
+var taskPhases = func() []string {
+	out := make([]string, len(records.Phases))
+	for i, p := range records.Phases {
+		out[i] = string(p)
+	}
+	return out
+}()
 
 // ListOptions are `task ls`'s inputs.
 type ListOptions struct {
@@ -18,25 +30,41 @@ type ListOptions struct {
 	Executor func() (*executor.Executor, error)
 	JSON     bool
 	Host     string
+	Profile  string
+	Phase    string
+	Limit    int
 }
 
-// NewCmdList is `task ls [--host H]`; it reads local state only.
+// NewCmdList is `task ls [--host H] [--profile P] [--phase X] [--limit N]`;
+// it reads local state only.
 func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
 	opts := &ListOptions{IO: f.IO, Executor: f.Executor}
 	c := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List tasks (newest first)",
-		Args:    cmdutil.NoArgs,
+		Example: `  kandev-exec task ls --host prod --phase ready
+  kandev-exec task ls --profile web --limit 5 --json`,
+		Args: cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
+			if opts.Phase != "" && !slices.Contains(taskPhases, opts.Phase) {
+				return cmdutil.FlagErrorf("--phase %q is not a task phase (want one of %s)", opts.Phase, strings.Join(taskPhases, ", "))
+			}
+			if opts.Limit < 0 {
+				return cmdutil.FlagErrorf("--limit must not be negative, got %d", opts.Limit)
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return listRun(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&opts.Host, "host", "", "only tasks on this host")
+	c.Flags().StringVar(&opts.Host, "host", "", "only tasks on this `HOST`")
+	c.Flags().StringVar(&opts.Profile, "profile", "", "only tasks of this `PROFILE`")
+	c.Flags().StringVar(&opts.Phase, "phase", "", "only tasks in this `PHASE` ("+strings.Join(taskPhases, ", ")+")")
+	c.Flags().IntVar(&opts.Limit, "limit", 0, "at most `N` tasks, the newest (0: all)")
+	_ = c.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions(taskPhases, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -58,6 +86,7 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	for _, s := range pending {
 		fmt.Fprintf(o.IO.ErrOut, "note: task %s: the launch of session %s was interrupted; `kandev-exec task show %s` asks %s and settles it\n", s.TaskID, s.ID, s.TaskID, s.Host)
 	}
+	ts = o.filter(ts)
 	jobs, err := ex.Jobs(ctx)
 	if err != nil {
 		return err
@@ -69,15 +98,45 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		}
 		return cmdutil.WriteJSON(o.IO.Out, views)
 	}
-	if len(ts) == 0 {
+	switch {
+	case len(ts) == 0 && o.filters() == "":
 		fmt.Fprintln(o.IO.ErrOut, "No tasks yet: kandev-exec task launch --profile P -- CMD")
+		return nil
+	case len(ts) == 0:
+		fmt.Fprintf(o.IO.ErrOut, "No task matches %s (kandev-exec task ls lists them all)\n", o.filters())
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tPROFILE\tHOST\tPHASE\tSESSIONS\tCREATED")
 	now := time.Now()
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phaseText(t, jobs[t.ID], now), len(t.Sessions), t.CreatedAt.Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phaseText(t, jobs[t.ID], now), len(t.Sessions), cmdutil.Ago(t.CreatedAt))
 	}
 	return tw.Flush()
+}
+
+// filter keeps the tasks every given filter accepts, newest first, at
+// most Limit of them. The host was filtered when reading.
+func (o *ListOptions) filter(ts []*records.Task) []*records.Task {
+	out := ts[:0:0]
+	for _, t := range ts {
+		if (o.Profile == "" || t.Profile == o.Profile) && (o.Phase == "" || string(t.Phase) == o.Phase) {
+			out = append(out, t)
+		}
+	}
+	if o.Limit > 0 && len(out) > o.Limit {
+		out = out[:o.Limit]
+	}
+	return out
+}
+
+// filters says which filters were given, as flags.
+func (o *ListOptions) filters() string {
+	var f []string
+	for _, x := range []struct{ flag, v string }{{"--host", o.Host}, {"--profile", o.Profile}, {"--phase", o.Phase}} {
+		if x.v != "" {
+			f = append(f, x.flag+" "+x.v)
+		}
+	}
+	return strings.Join(f, " ")
 }

@@ -64,7 +64,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	}
 	w := o.IO.Out
 	fmt.Fprintf(w, "id:        %s\nname:      %s\nprofile:   %s\nhost:      %s\n", t.ID, t.Name, t.Profile, t.Host)
-	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", cmdutil.Safe(t.TaskDir), t.Branch, phaseText(t, job, time.Now()), t.CreatedAt.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", cmdutil.Safe(t.TaskDir), t.Branch, phaseText(t, job, time.Now()), cmdutil.Ago(t.CreatedAt))
 	for _, s := range t.Sessions {
 		fmt.Fprintf(w, "session:   %s\n", s)
 	}

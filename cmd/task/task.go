@@ -23,7 +23,7 @@ func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
 	return c
 }
 
-// View is a task as --json prints it (CONTRACT.md's task fields first).
+// View is a task as --json prints it (docs/contract.md, "JSON documents").
 type View struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`

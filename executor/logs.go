@@ -1,0 +1,41 @@
+package executor
+
+import (
+	"io"
+	"math"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/logview"
+)
+
+// LogOptions shape what `session logs` shows. Agent output carries no
+// time of its own: internal/logview says what Since and Timestamps can
+// mean in such a log.
+type LogOptions struct {
+	Follow     bool
+	Tail       int           // only the last N lines; 0 = all
+	Since      time.Duration // hide lines proven older than this; 0 = none
+	Timestamps bool          // prefix each line with its time, or "-" when unknown
+}
+
+// view returns the offset to read the log from and the writer that
+// shapes it; size is the log's length when asked (-1: unknown). With a
+// tail alone, reading starts just over logview.MaxHeld before the end:
+// the view would hold no more than that anyway, and a long log is not
+// copied over the link for nothing.
+func (o LogOptions) view(w io.Writer, size int64) (int64, *logview.Writer) {
+	vo := logview.Options{Tail: o.Tail, Timestamps: o.Timestamps, Backlog: math.MaxInt64}
+	if o.Since > 0 {
+		vo.Since = time.Now().Add(-o.Since)
+	}
+	var start int64
+	if o.Tail > 0 && o.Since == 0 && size > logview.MaxHeld+1 {
+		// From the byte before: if it ends a line, skipping the fragment
+		// up to it loses nothing.
+		start, vo.Partial = size-logview.MaxHeld-1, true
+	}
+	if o.Follow && size >= 0 {
+		vo.Backlog = size - start
+	}
+	return start, logview.New(w, vo)
+}
