@@ -90,7 +90,7 @@ func printTable(ios *cmdutil.IOStreams, res []executor.SweepResult) {
 	for _, r := range res {
 		next := ""
 		if r.NextAt != nil {
-			next = r.NextAt.UTC().Format(time.RFC3339)
+			next = cmdutil.Ago(*r.NextAt)
 		}
 		note := r.Reason
 		if r.Error != "" {

@@ -93,7 +93,7 @@ func showTeardown(w io.Writer, v View) {
 	if j := v.Job; j != nil {
 		fmt.Fprintf(w, "cleanup:   %s job, %s, %d attempt(s)", j.Trigger, j.State, j.Attempts)
 		if j.NextAt != nil {
-			fmt.Fprintf(w, ", next after %s", j.NextAt.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, ", next %s", cmdutil.Ago(*j.NextAt))
 		}
 		fmt.Fprintln(w)
 		if j.LastError != "" {

@@ -55,7 +55,7 @@ func PlainLine(e state.Entry) string {
 	d := records.DetailOf(e)
 	host, task := tui.About(e, d)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s seq=%d %s %s/%s", e.At.UTC().Format(time.RFC3339), e.Seq, cmdutil.Safe(e.Type), e.Kind, e.Name)
+	fmt.Fprintf(&b, "%s seq=%d %s %s/%s", cmdutil.Timestamp(e.At), e.Seq, cmdutil.Safe(e.Type), e.Kind, e.Name)
 	var fs []tui.Field
 	if host != "" && !(e.Kind == records.KindHost && host == e.Name) {
 		fs = append(fs, tui.Field{Key: "host", Value: host})
@@ -63,7 +63,7 @@ func PlainLine(e state.Entry) string {
 	if task != "" && !((e.Kind == records.KindTask || e.Kind == records.KindJob) && task == e.Name) {
 		fs = append(fs, tui.Field{Key: "task", Value: task})
 	}
-	fs = append(fs, tui.Fields(d, func(t time.Time) string { return t.UTC().Format(time.RFC3339) })...)
+	fs = append(fs, tui.Fields(d, cmdutil.Timestamp)...)
 	if len(fs) > 0 {
 		b.WriteString(" " + tui.FormatFields(fs))
 	}
