@@ -31,7 +31,7 @@ var (
 	ExitPending     = Exit{8, "pending", "pending: work continues in the background (--detach, or a deadline reached with work left)"}
 	ExitRefused     = Exit{9, "refused", "refused: the host is quarantined or cordoned"}
 	ExitConflict    = Exit{10, "conflict", "conflict: environment precedence conflict, or a stale revision / claim"}
-	ExitLocked      = Exit{11, "locked", "local state locked by another process past the wait bound"}
+	ExitLocked      = Exit{11, "locked", "local state locked by another process, or a shared store contended by other writers, past the wait bound"}
 	ExitInterrupted = Exit{130, "interrupted", "interrupted"}
 )
 
@@ -78,6 +78,9 @@ var exitRules = []exitRule{
 	{as[*PartialError], ExitPartial, ""},
 	{as[*executor.RefusedError], ExitRefused, ""},
 	{as[*state.LockedError], ExitLocked, "wait for the other kandev-exec to finish, or raise --lock-timeout"},
+	{as[*state.ContendedError], ExitLocked, "retry, or raise --lock-timeout: other kandev-exec processes kept writing to the store"},
+	{as[*state.UnreachableError], ExitUnreachable, "check the store's endpoints and your network: `kandev-exec doctor` checks each one"},
+	{as[*state.AuthError], ExitAuth, "check the store's user, password and client certificate settings (`kandev-exec doctor`)"},
 	{as[*state.OpenError], ExitError, "the state directory comes from --state-dir, KANDEV_EXEC_STATE_DIR or the config file's state-dir"},
 	{as[*state.ConflictError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
 	{as[*state.StaleClaimError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},

@@ -19,13 +19,13 @@ func acquire(t *testing.T, s state.Store, name string, ttl time.Duration) state.
 	return c
 }
 
-func testClaimExclusive(t *testing.T, s state.Store) {
+func testClaimExclusive(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	before := time.Now()
 	c := acquire(t, s, "a", time.Minute)
 	if c.ID == "" || c.Kind != kind || c.Name != "a" || c.Seq != 0 || c.Holder.PID != os.Getpid() ||
-		c.ExpiresAt.Before(before.Add(59*time.Second)) {
+		c.ExpiresAt.Before(before.Add(59*time.Second)) || c.TTL != time.Minute {
 		t.Fatalf("claim %+v", c)
 	}
 	if e := lastEntry(t, s); e.Type != state.EventClaimAcquired || e.Revision != 1 {
@@ -52,7 +52,7 @@ func testClaimExclusive(t *testing.T, s state.Store) {
 	}
 }
 
-func testCheckpointAdvances(t *testing.T, s state.Store) {
+func testCheckpointAdvances(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{"phase":"new"}`))
 	c := acquire(t, s, "a", time.Minute)
@@ -73,7 +73,7 @@ func testCheckpointAdvances(t *testing.T, s state.Store) {
 	}
 }
 
-func testCheckpointStaleSeq(t *testing.T, s state.Store) {
+func testCheckpointStaleSeq(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{}`))
 	c := acquire(t, s, "a", time.Minute)
@@ -95,7 +95,7 @@ func testCheckpointStaleSeq(t *testing.T, s state.Store) {
 	}
 }
 
-func testCheckpointStaleRevision(t *testing.T, s state.Store) {
+func testCheckpointStaleRevision(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	c := acquire(t, s, "a", time.Minute)
@@ -113,7 +113,7 @@ func testCheckpointStaleRevision(t *testing.T, s state.Store) {
 
 // testCheckpointStaleClaimID: a previous holder's late write and late
 // release change nothing and leave the current holder in place.
-func testCheckpointStaleClaimID(t *testing.T, s state.Store) {
+func testCheckpointStaleClaimID(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{}`))
 	old := acquire(t, s, "a", time.Minute)
@@ -137,11 +137,13 @@ func testCheckpointStaleClaimID(t *testing.T, s state.Store) {
 	}
 }
 
-func testExpiredClaim(t *testing.T, s state.Store) {
+// testExpiredClaim: expiry alone frees a claim, whoever holds it (here,
+// this very process), and makes the holder's late writes stale.
+func testExpiredClaim(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	old := acquire(t, s, "a", 30*time.Millisecond)
-	time.Sleep(60 * time.Millisecond)
+	s.clock.Advance(60 * time.Millisecond)
 	_, _, err := s.Checkpoint(ctx, old, 1, r.Revision, data(`{"v":"late"}`), ev("widget.phase"))
 	wantErr[*state.StaleClaimError](t, "Checkpoint with an expired claim", err)
 	sameRecord(t, "after expired checkpoint", get(t, s, "a"), r)
@@ -157,7 +159,7 @@ func testExpiredClaim(t *testing.T, s state.Store) {
 	}
 }
 
-func testConcurrentAcquire(t *testing.T, s state.Store) {
+func testConcurrentAcquire(t *testing.T, s suite) {
 	create(t, s, "a", data(`{}`))
 	const n = 8
 	var wg sync.WaitGroup
@@ -185,7 +187,7 @@ func testConcurrentAcquire(t *testing.T, s state.Store) {
 
 // testRefusedWritesChangeNothing: every refusal leaves the records and the
 // journal exactly as they were.
-func testRefusedWritesChangeNothing(t *testing.T, s state.Store) {
+func testRefusedWritesChangeNothing(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "free", data(`{"v":0}`))
 	create(t, s, "held", data(`{"v":0}`))
