@@ -156,7 +156,7 @@ type AuthError struct {
 }
 
 func (e *AuthError) Error() string {
-	who := "the client certificate"
+	who := "access without a user name"
 	if e.User != "" {
 		who = fmt.Sprintf("user %q", e.User)
 	}

@@ -71,6 +71,7 @@ func (k *Keeper) run(ctx context.Context, s Store) {
 	every := max(c.TTL/3, time.Millisecond)
 	deadline := time.Now().Add(c.TTL)
 	wait := every
+	var last error // why renewals fail, for the loss
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,8 +79,10 @@ func (k *Keeper) run(ctx context.Context, s Store) {
 		case <-time.After(wait):
 		}
 		sent := time.Now()
+		// Never wait on a renewal past the point where the claim may be gone.
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		nc, err := s.RenewClaim(rctx, k.Claim())
+		cutShort := rctx.Err() != nil
 		cancel()
 		var stale *StaleClaimError
 		switch {
@@ -87,16 +90,20 @@ func (k *Keeper) run(ctx context.Context, s Store) {
 			k.mu.Lock()
 			k.claim = nc
 			k.mu.Unlock()
-			deadline, wait = sent.Add(c.TTL), every
+			deadline, wait, last = sent.Add(c.TTL), every, nil
 		case ctx.Err() != nil:
 			return
 		case errors.As(err, &stale):
 			k.lose(err)
 			return
-		case !time.Now().Before(deadline):
-			k.lose(fmt.Errorf("claim on %s %q lost: not renewed within its TTL (%s): %w", c.Kind, c.Name, c.TTL, err))
-			return
 		default:
+			if !cutShort || last == nil {
+				last = err
+			}
+			if !time.Now().Before(deadline) {
+				k.lose(fmt.Errorf("claim on %s %q lost: not renewed within its TTL (%s): %w", c.Kind, c.Name, c.TTL, last))
+				return
+			}
 			// Try again before the claim can run out.
 			wait = max(min(every, time.Until(deadline))/4, time.Millisecond)
 		}

@@ -93,11 +93,12 @@ func (s *Store) AcquireClaim(ctx context.Context, kind state.Kind, name string, 
 			replacedID, replaced = old.ID, old.Lease
 		}
 		out = state.Claim{ID: state.NewClaimID(), Kind: kind, Name: name, Holder: state.SelfAt(now), ExpiresAt: now.Add(ttl), TTL: ttl}
+		stored := &storedClaim{Claim: out, Lease: lease}
 		e := entryOf(kind, name, state.ClaimEvent(state.EventClaimAcquired, out, replacedID), rec.Revision)
 		e.At = now
 		return &change{cmps: []clientv3.Cmp{unchanged(rk, kvs[rk]), unchanged(ck, kvs[ck])},
-			ops:   []clientv3.Op{clientv3.OpPut(ck, string(encode(storedClaim{Claim: out, Lease: lease})), clientv3.WithLease(lease))},
-			entry: e, lease: lease}, nil
+			ops:   []clientv3.Op{clientv3.OpPut(ck, string(encode(stored)), clientv3.WithLease(lease))},
+			entry: e, claim: stored}, nil
 	})
 	if err != nil {
 		s.revoke(ctx, lease, err)
@@ -109,18 +110,23 @@ func (s *Store) AcquireClaim(ctx context.Context, kind state.Kind, name string, 
 	return out, nil
 }
 
+// grant makes the lease for a new claim. A retried grant may leave an
+// unused lease behind, which expires by itself.
 func (s *Store) grant(ctx context.Context, op string, ttl time.Duration) (clientv3.LeaseID, error) {
-	cctx, cancel, err := s.call(ctx)
+	c, err := s.begin(ctx, op)
 	if err != nil {
 		return 0, err
 	}
-	defer cancel()
-	start := time.Now()
-	resp, err := s.cli.Grant(cctx, leaseTTL(ttl))
-	if err != nil {
-		return 0, s.fail(ctx, op, start, err)
-	}
-	return resp.ID, nil
+	defer c.end()
+	var id clientv3.LeaseID
+	err = c.retry(func(actx context.Context) error {
+		resp, err := s.cli.Grant(actx, leaseTTL(ttl))
+		if err == nil {
+			id = resp.ID
+		}
+		return err
+	})
+	return id, err
 }
 
 // revoke drops a lease nobody holds any more. It is tidiness (unrenewed,
@@ -225,7 +231,7 @@ func (s *Store) Checkpoint(ctx context.Context, c state.Claim, seq uint64, expec
 		return &change{cmps: []clientv3.Cmp{unchanged(rk, kvs[rk]), unchanged(ck, kvs[ck])},
 			ops: []clientv3.Op{clientv3.OpPut(rk, string(encode(rec))),
 				clientv3.OpPut(ck, string(encode(cur)), clientv3.WithLease(cur.Lease))},
-			entry: e, lease: cur.Lease}, nil
+			entry: e, claim: cur}, nil
 	})
 	if err != nil {
 		return state.Claim{}, state.Record{}, err
@@ -236,39 +242,30 @@ func (s *Store) Checkpoint(ctx context.Context, c state.Claim, seq uint64, expec
 // RenewClaim renews the lease and extends the claim's expiry by its TTL,
 // without a journal entry; see state.Store.
 func (s *Store) RenewClaim(ctx context.Context, c state.Claim) (state.Claim, error) {
-	cctx, cancel, err := s.call(ctx)
+	var out state.Claim
+	err := s.mutate(ctx, fmt.Sprintf("renew the claim on %s %s", c.Kind, c.Name), func(r *reader) (*change, error) {
+		cur, _, kvs, err := s.currentClaim(r, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := unexpired(cur.Claim, s.now()); err != nil {
+			return nil, err
+		}
+		if err := s.keepAlive(r, cur); err != nil {
+			return nil, err
+		}
+		cur.ExpiresAt = s.now().UTC().Add(cur.TTL)
+		out = cur.Claim
+		ck := s.claimKey(c.Kind, c.Name)
+		// A checkpoint that changed the claim meanwhile fails the compare:
+		// the renewal is planned again on the new claim.
+		return &change{cmps: []clientv3.Cmp{unchanged(ck, kvs[ck])},
+			ops: []clientv3.Op{clientv3.OpPut(ck, string(encode(cur)), clientv3.WithLease(cur.Lease))}, claim: cur}, nil
+	})
 	if err != nil {
 		return state.Claim{}, err
 	}
-	defer cancel()
-	start := time.Now()
-	op := fmt.Sprintf("renew the claim on %s %s", c.Kind, c.Name)
-	for {
-		r := s.newReader(ctx, cctx, op, start)
-		cur, _, kvs, err := s.currentClaim(r, c)
-		if err != nil {
-			return state.Claim{}, err
-		}
-		if err := unexpired(cur.Claim, s.now()); err != nil {
-			return state.Claim{}, err
-		}
-		if err := s.keepAlive(r, cur); err != nil {
-			return state.Claim{}, err
-		}
-		cur.ExpiresAt = s.now().UTC().Add(cur.TTL)
-		ck := s.claimKey(c.Kind, c.Name)
-		resp, err := s.cli.Txn(cctx).If(unchanged(ck, kvs[ck])).
-			Then(clientv3.OpPut(ck, string(encode(cur)), clientv3.WithLease(cur.Lease))).Commit()
-		switch {
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			return state.Claim{}, &state.StaleClaimError{Kind: c.Kind, Name: c.Name, Reason: "its lease expired"}
-		case err != nil:
-			return state.Claim{}, s.fail(ctx, op, start, err)
-		case resp.Succeeded:
-			return cur.Claim, nil
-		}
-		// A checkpoint changed the claim meanwhile: read it again.
-	}
+	return out, nil
 }
 
 // ReleaseClaim deletes the claim's key and revokes its lease; see
@@ -293,15 +290,9 @@ func (s *Store) ReleaseClaim(ctx context.Context, c state.Claim) error {
 
 // LiveClaims lists the claims whose keys exist and have not expired.
 func (s *Store) LiveClaims(ctx context.Context) ([]state.Claim, error) {
-	cctx, cancel, err := s.call(ctx)
+	kvs, err := s.readAll(ctx, "list claims", s.prefix+"claim/")
 	if err != nil {
 		return nil, err
-	}
-	defer cancel()
-	start := time.Now()
-	kvs, err := s.rangeAll(cctx, s.prefix+"claim/", 0)
-	if err != nil {
-		return nil, s.fail(ctx, "list claims", start, err)
 	}
 	now := s.now()
 	out := []state.Claim{}

@@ -12,26 +12,29 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// maxAttempts bounds how often one call plans its write again after
-// losing to another writer, within its deadline.
+// maxAttempts bounds how often one call plans its write again, within its
+// deadline.
 const maxAttempts = 100
 
-// change is one planned write: the compares its reads rely on beyond the
-// journal counter, the operations that make it, and its journal entry
-// (Epoch and Seq are filled in at commit).
+// change is one planned write: the compares its reads rely on, the
+// operations that make it, and its journal entry (Epoch and Seq are
+// filled in at commit). A change without an entry (a claim renewal, an
+// import) carries its own compares and is idempotent, so it needs neither
+// the counter nor settling.
 type change struct {
 	cmps  []clientv3.Cmp
 	ops   []clientv3.Op
-	entry state.Entry
-	// lease the ops attach a claim to: its loss makes the write stale.
-	lease clientv3.LeaseID
+	entry *state.Entry
+	// claim is the claim the ops put on its lease, whose loss makes the
+	// write stale.
+	claim *storedClaim
 }
 
 // storedEntry is a journal entry as kept: with the id of the write that
 // made it, by which a writer whose outcome was lost in flight finds out.
 type storedEntry struct {
 	state.Entry
-	WriteID string `json:"write_id"`
+	WriteID string `json:"write_id,omitempty"`
 }
 
 // plan reads through r and returns the write to make, or nil when there
@@ -39,58 +42,98 @@ type storedEntry struct {
 type plan func(r *reader) (*change, error)
 
 // mutate runs plan and commits its change, planning again on fresh reads
-// whenever another write landed in between, until the call's deadline.
+// whenever another write landed in between or an attempt found the
+// cluster unreachable, until the call's deadline.
 func (s *Store) mutate(ctx context.Context, op string, p plan) error {
-	cctx, cancel, err := s.call(ctx)
+	c, err := s.begin(ctx, op)
 	if err != nil {
 		return err
 	}
-	defer cancel()
-	start := time.Now()
+	defer c.end()
+	var last error // why the previous attempt did not land
 	for attempt := 1; ; attempt++ {
-		r := s.newReader(ctx, cctx, op, start)
+		actx, cancel := c.attempt()
+		r := &reader{call: c, ctx: actx}
 		ch, err := p(r)
-		if err == nil && ch == nil {
-			return nil
-		}
-		if err == nil {
-			var landed bool
+		landed := false
+		if err == nil && ch != nil {
 			landed, err = s.commit(r, ch)
-			if err == nil && landed {
-				return nil
-			}
 		}
-		if err != nil && !errors.Is(err, errStale) {
+		cancel()
+		var ue *state.UnreachableError
+		switch {
+		case err == nil && (ch == nil || landed):
+			return nil
+		case err == nil, errors.Is(err, errStale):
+			last = nil // lost to another writer
+		case errors.As(err, &ue) && !ue.Unknown:
+			if c.again(err) {
+				last = err
+				continue
+			}
+			if c.caller.Err() != nil {
+				return c.caller.Err()
+			}
+			return c.unreachable(err)
+		default:
 			return err
 		}
 		if attempt == maxAttempts {
-			return &state.ContendedError{Store: s.name, Op: op, Attempts: attempt, Waited: time.Since(start)}
+			return &state.ContendedError{Store: s.name, Op: op, Attempts: attempt, Waited: time.Since(c.start)}
 		}
 		// Back off with jitter: 2 ms doubling to 100 ms.
 		wait := time.Duration(rand.Int64N(int64(min(2*time.Millisecond<<min(attempt, 6), 100*time.Millisecond)))) + time.Millisecond
 		select {
-		case <-cctx.Done():
-			if ctx.Err() != nil {
-				return ctx.Err()
+		case <-c.ctx.Done():
+			if c.caller.Err() != nil {
+				return c.caller.Err()
 			}
-			return &state.ContendedError{Store: s.name, Op: op, Attempts: attempt, Waited: time.Since(start)}
+			if last != nil {
+				return c.unreachable(last)
+			}
+			return &state.ContendedError{Store: s.name, Op: op, Attempts: attempt, Waited: time.Since(c.start)}
 		case <-time.After(wait):
 		}
 	}
 }
 
-// commit makes ch as one transaction with its journal entry, on the
-// condition that the counter is still where r read it. It reports
-// whether the write landed; false means another write came first (or the
-// write was fenced off after its outcome was lost) and nothing changed.
+// commit makes ch, with its journal entry as one transaction on the
+// condition that the counter is still where r read it. It reports whether
+// the write landed; false means another write came first (or the write
+// was fenced off after its outcome was lost) and nothing changed.
 func (s *Store) commit(r *reader, ch *change) (bool, error) {
+	if ch.entry == nil {
+		resp, err := s.cli.Txn(r.ctx).If(ch.cmps...).Then(ch.ops...).Commit()
+		if err != nil {
+			return false, s.leaseErr(r, ch, err)
+		}
+		return resp.Succeeded, nil
+	}
+	cmps, ops, e, wid := s.stamp(r, ch)
+	tctx, cancel := s.commitCtx(r)
+	resp, err := s.cli.Txn(tctx).If(cmps...).Then(ops...).Commit()
+	cancel()
+	switch {
+	case err == nil:
+		return resp.Succeeded, nil
+	case r.caller.Err() != nil:
+		return false, r.caller.Err()
+	case outcomeKnown(err):
+		return false, s.leaseErr(r, ch, err)
+	}
+	return s.settle(r, e.Epoch, e.Seq, wid, err)
+}
+
+// stamp numbers ch's journal entry after the counter r read, with a fresh
+// write id, and returns the transaction that makes it.
+func (s *Store) stamp(r *reader, ch *change) ([]clientv3.Cmp, []clientv3.Op, state.Entry, string) {
 	next := r.ctr.counter
 	next.Seq++
 	if r.ctr.modRev == 0 {
 		// The counter is gone (the prefix was wiped): a new journal.
 		next = counter{SchemaVersion: state.SchemaVersion, Epoch: state.NewEpoch(), Seq: 1, CreatedAt: s.now().UTC()}
 	}
-	e := ch.entry
+	e := *ch.entry
 	e.Epoch, e.Seq = next.Epoch, next.Seq
 	if e.At.IsZero() {
 		e.At = s.now().UTC()
@@ -100,49 +143,45 @@ func (s *Store) commit(r *reader, ch *change) (bool, error) {
 	ops := append(append([]clientv3.Op{}, ch.ops...),
 		clientv3.OpPut(s.counterKey(), string(encode(next))),
 		clientv3.OpPut(s.journalKey(e.Epoch, e.Seq), string(encode(storedEntry{Entry: e, WriteID: wid}))))
-
-	// Leave time to settle an unknown outcome before the deadline.
-	tctx, cancel := s.commitCtx(r.ctx)
-	resp, err := s.cli.Txn(tctx).If(cmps...).Then(ops...).Commit()
-	cancel()
-	switch {
-	case err == nil:
-		return resp.Succeeded, nil
-	case r.caller.Err() != nil:
-		return false, r.caller.Err()
-	case errors.Is(err, rpctypes.ErrLeaseNotFound) && ch.lease != 0:
-		return false, &state.StaleClaimError{Kind: e.Kind, Name: e.Name, Reason: "its lease expired"}
-	case outcomeKnown(err):
-		return false, r.fail(err)
-	}
-	return s.settle(r, e.Epoch, e.Seq, wid, err)
+	return cmps, ops, e, wid
 }
 
-// commitCtx is ctx less a quarter of the call's timeout, kept for
-// settling an outcome lost in flight.
-func (s *Store) commitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, dl.Add(-s.timeout/4))
+// leaseErr: a write on a claim whose lease is gone is stale.
+func (s *Store) leaseErr(r *reader, ch *change, err error) error {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) && ch.claim != nil {
+		return &state.StaleClaimError{Kind: ch.claim.Kind, Name: ch.claim.Name, Reason: "its lease expired"}
 	}
-	return context.WithCancel(ctx)
+	return r.fail(err)
+}
+
+// commitCtx bounds the commit by its attempt, and leaves a quarter of the
+// call's timeout to settle an outcome lost in flight.
+func (s *Store) commitCtx(r *reader) (context.Context, context.CancelFunc) {
+	if dl, ok := r.call.ctx.Deadline(); ok {
+		return context.WithDeadline(r.ctx, dl.Add(-s.timeout/4))
+	}
+	return context.WithCancel(r.ctx)
 }
 
 // settle finds out whether a write whose answer was lost landed. A
 // fencing transaction re-puts the counter if it is still where the write
 // expected it: from then on the write can never land, so it did not.
 // Otherwise the counter moved, and the entry at the write's sequence says
-// whether this write moved it.
+// whether this write moved it. Any answer settles it; a fence that gets
+// none is tried again (a late one is harmless: its compare fails).
 func (s *Store) settle(r *reader, epoch, seq uint64, wid string, cause error) (bool, error) {
 	fence := r.ctr.raw
 	if r.ctr.modRev == 0 {
 		fence = encode(counter{SchemaVersion: state.SchemaVersion, Epoch: state.NewEpoch(), CreatedAt: s.now().UTC()})
 	}
 	key := s.journalKey(epoch, seq)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		resp, err := s.cli.Txn(r.ctx).
+	for {
+		actx, cancel := r.call.attempt()
+		resp, err := s.cli.Txn(actx).
 			If(clientv3.Compare(clientv3.ModRevision(s.counterKey()), "=", r.ctr.modRev)).
 			Then(clientv3.OpPut(s.counterKey(), string(fence))).
 			Else(clientv3.OpGet(key)).Commit()
+		cancel()
 		if err == nil {
 			if resp.Succeeded {
 				return false, nil
@@ -155,9 +194,9 @@ func (s *Store) settle(r *reader, epoch, seq uint64, wid string, cause error) (b
 			return false, r.caller.Err()
 		}
 		select {
-		case <-r.ctx.Done():
+		case <-r.call.ctx.Done():
 			return false, &state.UnreachableError{Store: s.name, Op: r.op, Waited: time.Since(r.start), Unknown: true, Err: cause}
-		case <-time.After(wait):
+		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }

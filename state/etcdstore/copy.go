@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -19,70 +18,53 @@ const importBatch = 100
 
 // Kinds lists the kinds holding records, one range request per kind.
 func (s *Store) Kinds(ctx context.Context) ([]state.Kind, error) {
-	cctx, cancel, err := s.call(ctx)
+	c, err := s.begin(ctx, "list kinds")
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	start := time.Now()
+	defer c.end()
 	base := s.prefix + "rec/"
 	end := clientv3.GetPrefixRangeEnd(base)
-	kinds := []state.Kind{}
-	var rev int64
-	for from := base; ; {
-		resp, err := s.cli.Get(cctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
-		if err != nil {
-			return nil, s.fail(ctx, "list kinds", start, err)
-		}
-		if len(resp.Kvs) == 0 {
-			return kinds, nil
-		}
-		rev = resp.Header.Revision
-		k, _, _ := strings.Cut(strings.TrimPrefix(string(resp.Kvs[0].Key), base), "/")
-		if state.ValidateKind(state.Kind(k)) == nil {
-			kinds = append(kinds, state.Kind(k))
-		}
-		from = clientv3.GetPrefixRangeEnd(base + k + "/")
-	}
-}
-
-// apply commits the compares and operations plan returns on the condition
-// that the journal counter is where the plan read it (a plan that does
-// not change the counter re-puts it, so that transactions that read
-// before notice), planning again when another write came first. Imports
-// are idempotent, so an outcome lost in flight is simply reported.
-func (s *Store) apply(ctx context.Context, op string, plan func(r *reader) ([]clientv3.Cmp, []clientv3.Op, error)) error {
-	cctx, cancel, err := s.call(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	start := time.Now()
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		r := s.newReader(ctx, cctx, op, start)
-		if _, err := r.get(); err != nil {
-			return err
-		}
-		if r.ctr.modRev == 0 {
-			if _, err := s.counter(ctx); err != nil {
+	var kinds []state.Kind
+	err = c.retry(func(actx context.Context) error {
+		kinds = []state.Kind{}
+		var rev int64
+		for from := base; ; {
+			resp, err := s.cli.Get(actx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+			if err != nil || len(resp.Kvs) == 0 {
 				return err
 			}
-			continue
+			rev = resp.Header.Revision
+			k, _, _ := strings.Cut(strings.TrimPrefix(string(resp.Kvs[0].Key), base), "/")
+			if state.ValidateKind(state.Kind(k)) == nil {
+				kinds = append(kinds, state.Kind(k))
+			}
+			from = clientv3.GetPrefixRangeEnd(base + k + "/")
+		}
+	})
+	return kinds, err
+}
+
+// apply commits an import: the compares and operations plan returns, on
+// the condition that the journal counter is where the plan read it (a
+// plan that does not change the counter re-puts it, so that transactions
+// that read before notice). Imports are idempotent: an outcome lost in
+// flight is reported, and a rerun of the migration repeats the import.
+func (s *Store) apply(ctx context.Context, op string, plan func(r *reader) ([]clientv3.Cmp, []clientv3.Op, error)) error {
+	return s.mutate(ctx, op, func(r *reader) (*change, error) {
+		if _, err := r.get(); err != nil {
+			return nil, err
+		}
+		if r.ctr.modRev == 0 {
+			return nil, fmt.Errorf("state store %s: the journal counter %s is missing; open the store again to recreate it", s.name, s.counterKey())
 		}
 		cmps, ops, err := plan(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cmps = append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.counterKey()), "=", r.ctr.modRev)}, cmps...)
-		resp, err := s.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
-		if err != nil {
-			return s.fail(ctx, op, start, err)
-		}
-		if resp.Succeeded {
-			return nil
-		}
-	}
-	return &state.ContendedError{Store: s.name, Op: op, Attempts: maxAttempts, Waited: time.Since(start)}
+		return &change{cmps: cmps, ops: ops}, nil
+	})
 }
 
 // ImportRecord puts r as given and drops its claim; see state.Copier.

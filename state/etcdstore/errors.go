@@ -19,17 +19,31 @@ import (
 // *state.UnreachableError; refused credentials as *state.AuthError; the
 // rest named with the store and op.
 func (s *Store) fail(caller context.Context, op string, start time.Time, err error) error {
+	var ue *state.UnreachableError
 	switch {
 	case err == nil:
 		return nil
 	case caller.Err() != nil:
 		return caller.Err()
+	case errors.As(err, &ue) || !clientErr(err):
+		return err // already the store's, or not the client's
 	case unavailable(err):
 		return &state.UnreachableError{Store: s.name, Op: op, Waited: time.Since(start), Err: err}
 	case authRefused(err):
 		return &state.AuthError{Store: s.name, User: s.user, Err: err}
 	}
 	return fmt.Errorf("state store %s: %s: %w", s.name, op, err)
+}
+
+// clientErr: err came from the etcd client (a server's answer, a gRPC
+// status, a context the client gave up on).
+func clientErr(err error) bool {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	_, ok := status.FromError(err)
+	return ok
 }
 
 func grpcCode(err error) codes.Code {

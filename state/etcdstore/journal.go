@@ -3,17 +3,11 @@ package etcdstore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kdlbs/kandev-exec/state"
 )
-
-// followCheck is how often a follower with nothing to wake it reads the
-// journal anyway, so that a store gone unreachable is reported rather
-// than waited on forever.
-const followCheck = 10 * time.Second
 
 // Epoch returns the current journal epoch.
 func (s *Store) Epoch(ctx context.Context) (uint64, error) {
@@ -31,13 +25,22 @@ func (s *Store) Journal(ctx context.Context, after uint64) ([]state.Entry, error
 // whole journal when epoch is not current; epoch 0 means current), and
 // the store revision it read at.
 func (s *Store) journal(ctx context.Context, epoch, after uint64) ([]state.Entry, int64, error) {
-	cctx, cancel, err := s.call(ctx)
+	c, err := s.begin(ctx, "read the journal")
 	if err != nil {
 		return nil, 0, err
 	}
-	defer cancel()
-	start := time.Now()
-	r := s.newReader(ctx, cctx, "read the journal", start)
+	defer c.end()
+	var out []state.Entry
+	var rev int64
+	err = c.retry(func(actx context.Context) (err error) {
+		out, rev, err = s.readJournal(&reader{call: c, ctx: actx}, epoch, after)
+		return err
+	})
+	return out, rev, err
+}
+
+// readJournal is one attempt of journal.
+func (s *Store) readJournal(r *reader, epoch, after uint64) ([]state.Entry, int64, error) {
 	if _, err := r.get(); err != nil {
 		return nil, 0, err
 	}
@@ -51,7 +54,7 @@ func (s *Store) journal(ctx context.Context, epoch, after uint64) ([]state.Entry
 	if after >= r.ctr.Seq {
 		return []state.Entry{}, r.rev, nil
 	}
-	kvs, err := s.rangeFrom(cctx, s.journalKey(cur, after+1), clientv3.GetPrefixRangeEnd(s.journalPrefix(cur)), r.rev)
+	kvs, err := s.rangeFrom(r.ctx, s.journalKey(cur, after+1), clientv3.GetPrefixRangeEnd(s.journalPrefix(cur)), r.rev)
 	if err != nil {
 		return nil, 0, r.fail(err)
 	}
@@ -83,9 +86,10 @@ func (s *Store) Follow(ctx context.Context, epoch, after uint64) ([]state.Entry,
 
 // waitCounter returns when the counter changes after rev, when the watch
 // ends (a compaction, a lost leader: the caller reads again), or after
-// followCheck.
+// the call timeout, so that a follower with nothing to wake it still
+// reads now and then, and reports a store gone unreachable.
 func (s *Store) waitCounter(ctx context.Context, rev int64) error {
-	wctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), followCheck)
+	wctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), s.timeout)
 	defer cancel()
 	w := s.cli.Watch(wctx, s.counterKey(), clientv3.WithRev(rev+1))
 	select {

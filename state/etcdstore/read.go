@@ -55,17 +55,10 @@ func (s *Store) decodeCounter(kv *mvccpb.KeyValue) (counterRead, error) {
 // the first, which also reads the journal counter, so a commit comparing
 // the counter lands only if nothing was written since.
 type reader struct {
-	s      *Store
-	caller context.Context // for telling the caller's cancellation apart
-	ctx    context.Context
-	start  time.Time
-	op     string
-	rev    int64
-	ctr    counterRead
-}
-
-func (s *Store) newReader(caller, ctx context.Context, op string, start time.Time) *reader {
-	return &reader{s: s, caller: caller, ctx: ctx, op: op, start: start}
+	*call
+	ctx context.Context // this attempt's
+	rev int64
+	ctr counterRead
 }
 
 // get reads keys at the reader's revision; missing keys map to nil.
@@ -122,12 +115,27 @@ func (r *reader) fail(err error) error {
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return errStale
 	}
-	return r.s.fail(r.caller, r.op, r.start, err)
+	return r.call.fail(err)
 }
 
 // errStale: a read at the attempt's revision found it compacted away, so
 // the attempt starts over on fresh reads.
 var errStale = errors.New("read revision compacted")
+
+// readAll is a call reading every key under prefix.
+func (s *Store) readAll(ctx context.Context, op, prefix string) ([]*mvccpb.KeyValue, error) {
+	c, err := s.begin(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	defer c.end()
+	var kvs []*mvccpb.KeyValue
+	err = c.retry(func(actx context.Context) (err error) {
+		kvs, err = s.rangeAll(actx, prefix, 0)
+		return err
+	})
+	return kvs, err
+}
 
 // rangeAll reads every key under prefix at rev (0: now), page by page.
 func (s *Store) rangeAll(ctx context.Context, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
@@ -155,27 +163,36 @@ func (s *Store) rangeFrom(ctx context.Context, from, end string, rev int64) ([]*
 // counter reads the journal counter, creating it (a new epoch) when the
 // prefix has none.
 func (s *Store) counter(ctx context.Context) (counterRead, error) {
-	cctx, cancel, err := s.call(ctx)
+	c, err := s.begin(ctx, "read the journal counter")
 	if err != nil {
 		return counterRead{}, err
 	}
-	defer cancel()
-	start := time.Now()
+	defer c.end()
 	for {
-		resp, err := s.cli.Get(cctx, s.counterKey())
+		var kv *mvccpb.KeyValue
+		err := c.retry(func(actx context.Context) error {
+			resp, err := s.cli.Get(actx, s.counterKey())
+			if err == nil && len(resp.Kvs) > 0 {
+				kv = resp.Kvs[0]
+			}
+			return err
+		})
 		if err != nil {
-			return counterRead{}, s.fail(ctx, "read the journal counter", start, err)
+			return counterRead{}, err
 		}
-		if len(resp.Kvs) > 0 {
-			return s.decodeCounter(resp.Kvs[0])
+		if kv != nil {
+			return s.decodeCounter(kv)
 		}
-		c := counter{SchemaVersion: state.SchemaVersion, Epoch: state.NewEpoch(), CreatedAt: s.now().UTC()}
-		_, err = s.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(s.counterKey()), "=", 0)).
-			Then(clientv3.OpPut(s.counterKey(), string(encode(c)))).Commit()
+		// Creating it is idempotent: whichever counter won is read back.
+		first := counter{SchemaVersion: state.SchemaVersion, Epoch: state.NewEpoch(), CreatedAt: s.now().UTC()}
+		err = c.retry(func(actx context.Context) error {
+			_, err := s.cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(s.counterKey()), "=", 0)).
+				Then(clientv3.OpPut(s.counterKey(), string(encode(first)))).Commit()
+			return err
+		})
 		if err != nil {
-			return counterRead{}, s.fail(ctx, "create the journal counter", start, err)
+			return counterRead{}, err
 		}
-		// Read back whichever counter won.
 	}
 }
 
@@ -217,19 +234,26 @@ func (s *Store) Get(ctx context.Context, kind state.Kind, name string) (state.Re
 	if err := state.ValidateKey(kind, name); err != nil {
 		return state.Record{}, err
 	}
-	cctx, cancel, err := s.call(ctx)
+	c, err := s.begin(ctx, fmt.Sprintf("get %s %s", kind, name))
 	if err != nil {
 		return state.Record{}, err
 	}
-	defer cancel()
-	resp, err := s.cli.Get(cctx, s.recKey(kind, name))
+	defer c.end()
+	var kvs []*mvccpb.KeyValue
+	err = c.retry(func(actx context.Context) error {
+		resp, err := s.cli.Get(actx, s.recKey(kind, name))
+		if err == nil {
+			kvs = resp.Kvs
+		}
+		return err
+	})
 	if err != nil {
-		return state.Record{}, s.fail(ctx, fmt.Sprintf("get %s %s", kind, name), time.Now(), err)
+		return state.Record{}, err
 	}
-	if len(resp.Kvs) == 0 {
+	if len(kvs) == 0 {
 		return state.Record{}, &state.NotFoundError{Kind: kind, Name: name}
 	}
-	return s.decodeRecord(kind, name, resp.Kvs[0])
+	return s.decodeRecord(kind, name, kvs[0])
 }
 
 // List returns the records of kind sorted by name, [] when none.
@@ -237,15 +261,9 @@ func (s *Store) List(ctx context.Context, kind state.Kind) ([]state.Record, erro
 	if err := state.ValidateKind(kind); err != nil {
 		return nil, err
 	}
-	cctx, cancel, err := s.call(ctx)
+	kvs, err := s.readAll(ctx, "list "+string(kind), s.recPrefix(kind))
 	if err != nil {
 		return nil, err
-	}
-	defer cancel()
-	start := time.Now()
-	kvs, err := s.rangeAll(cctx, s.recPrefix(kind), 0)
-	if err != nil {
-		return nil, s.fail(ctx, "list "+string(kind), start, err)
 	}
 	return s.decodeList(kind, kvs)
 }

@@ -26,8 +26,8 @@ func unchanged(key string, kv *mvccpb.KeyValue) clientv3.Cmp {
 	return clientv3.Compare(clientv3.ModRevision(key), "=", modRev(kv))
 }
 
-func entryOf(kind state.Kind, name string, ev state.Event, revision uint64) state.Entry {
-	return state.Entry{Kind: kind, Name: name, Type: ev.Type, Revision: revision, Detail: ev.Detail}
+func entryOf(kind state.Kind, name string, ev state.Event, revision uint64) *state.Entry {
+	return &state.Entry{Kind: kind, Name: name, Type: ev.Type, Revision: revision, Detail: ev.Detail}
 }
 
 // Create stores a new record at revision 1; see state.Store.

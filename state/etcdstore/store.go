@@ -23,6 +23,7 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,12 +85,17 @@ var (
 // *state.AuthError; a bad configuration a *state.OpenError.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s, err := newStore(cfg)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		if _, err = s.counter(ctx); err != nil {
+			s.Close()
+		}
 	}
-	if _, err := s.counter(ctx); err != nil {
-		s.Close()
-		return nil, err
+	if err != nil {
+		var tc *tls.Config
+		if cfg.TLS != nil {
+			tc, _ = cfg.TLS.clientConfig()
+		}
+		return nil, explain(ctx, err, cfg.Endpoints, tc)
 	}
 	return s, nil
 }
@@ -176,18 +182,6 @@ func (s *Store) Close() error {
 // Locate names a record's key.
 func (s *Store) Locate(kind state.Kind, name string) string {
 	return "etcd key " + s.recKey(kind, name)
-}
-
-// call bounds one Store call by the store's timeout.
-func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if s.closed.Load() {
-		return nil, nil, fmt.Errorf("state store %s: closed", s.name)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, s.timeout)
-	return cctx, cancel, nil
 }
 
 // Keys.
