@@ -48,3 +48,19 @@ func TestConformanceThreeMembers(t *testing.T) {
 	statetest.Run(t, opener(c))
 	t.Run("Copier", func(t *testing.T) { statetest.RunCopier(t, opener(c)) })
 }
+
+// TestCopyAcrossBackends: state.Copy from a file store into etcd and
+// back, resumable and idempotent both ways.
+func TestCopyAcrossBackends(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	file := func(t *testing.T, clock *statetest.Clock) state.Store {
+		s, err := state.Open(t.TempDir(), state.Options{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	t.Run("FileToEtcd", func(t *testing.T) { statetest.RunCopy(t, file, opener(c)) })
+	t.Run("EtcdToFile", func(t *testing.T) { statetest.RunCopy(t, opener(c), file) })
+}

@@ -59,7 +59,7 @@ func (s *Store) apply(ctx context.Context, op string, plan func(r *reader) ([]cl
 			return nil, fmt.Errorf("state store %s: the journal counter %s is missing; open the store again to recreate it", s.name, s.counterKey())
 		}
 		cmps, ops, err := plan(r)
-		if err != nil {
+		if err != nil || ops == nil {
 			return nil, err
 		}
 		cmps = append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.counterKey()), "=", r.ctr.modRev)}, cmps...)
@@ -100,7 +100,8 @@ func (s *Store) RemoveRecord(ctx context.Context, kind state.Kind, name string) 
 // ImportJournal appends es in batches, each one transaction with the
 // counter; see state.Copier.
 func (s *Store) ImportJournal(ctx context.Context, epoch uint64, es []state.Entry) error {
-	for len(es) > 0 {
+	// Once at least: an import of no entries still adopts the epoch.
+	for first := true; first || len(es) > 0; first = false {
 		batch := es[:min(len(es), importBatch)]
 		es = es[len(batch):]
 		err := s.apply(ctx, "import the journal", func(r *reader) ([]clientv3.Cmp, []clientv3.Op, error) {
@@ -123,6 +124,9 @@ func (s *Store) ImportJournal(ctx context.Context, epoch uint64, es []state.Entr
 			}
 			if err := state.CheckImport(epoch, c.Seq+1, batch); err != nil {
 				return nil, nil, err
+			}
+			if len(batch) == 0 && len(cmps) == 0 {
+				return nil, nil, nil // the epoch is already this one
 			}
 			var ops []clientv3.Op
 			for _, e := range batch {

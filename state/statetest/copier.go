@@ -2,8 +2,10 @@ package statetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ func RunCopier(t *testing.T, open Opener) {
 		{"ImportRoundTrip", testImportRoundTrip},
 		{"ImportJournalChecks", testImportJournalChecks},
 		{"LiveClaims", testLiveClaims},
+		{"Copy", testCopy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,5 +237,107 @@ func testLiveClaims(t *testing.T, src, _ state.Copier, clock *Clock) {
 	clock.Advance(2 * time.Hour)
 	if cs, err := src.LiveClaims(ctx); err != nil || len(cs) != 0 {
 		t.Fatalf("LiveClaims after release and expiry = %+v, %v", cs, err)
+	}
+}
+
+// RunCopy checks state.Copy from stores of one backend into stores of
+// another (or the same).
+func RunCopy(t *testing.T, openSrc, openDst Opener) {
+	clock := &Clock{}
+	src, ok := openSrc(t, clock).(state.Copier)
+	dst, ok2 := openDst(t, clock).(state.Copier)
+	if !ok || !ok2 {
+		t.Fatalf("%T or %T does not implement state.Copier", src, dst)
+	}
+	testCopy(t, src, dst, clock)
+}
+
+// testCopy: a copy holds the source's records and journal; a second copy
+// changes nothing; a copy after more writes brings over only those, and
+// removes what the source deleted; live claims and a target holding
+// another journal are refused.
+func testCopy(t *testing.T, src, dst state.Copier, clock *Clock) {
+	ctx := context.Background()
+	populate(t, src)
+	// An earlier copy stopped after three entries and one record.
+	es := journal(t, src, 0)
+	epoch, _ := src.Epoch(ctx)
+	if err := dst.ImportJournal(ctx, epoch, es[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.ImportRecord(ctx, get(t, src, "a")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := state.Copy(ctx, src, dst, nil)
+	if err != nil {
+		t.Fatalf("Copy: %v", err)
+	}
+	if r.EntriesCopied != len(es)-3 || r.RecordsCopied != 1 || r.RecordsUnchanged != 1 || r.JournalSeq != uint64(len(es)) {
+		t.Fatalf("Copy resuming an interrupted one reported %+v", r)
+	}
+	sameStores(t, src, dst)
+
+	r, err = state.Copy(ctx, src, dst, nil)
+	if err != nil || r.EntriesCopied != 0 || r.RecordsCopied != 0 || r.RecordsUnchanged != 2 || r.RecordsRemoved != 0 {
+		t.Fatalf("second Copy = %+v, %v; want nothing copied", r, err)
+	}
+
+	// More history: an update, a new record, a deletion.
+	a := get(t, src, "a")
+	if _, err := src.Update(ctx, kind, "a", a.Revision, data(`{"v":9}`), ev("widget.changed")); err != nil {
+		t.Fatal(err)
+	}
+	create(t, src, "n", data(`{}`))
+	g := get2(t, src, state.Record{Kind: "gadget", Name: "g"})
+	if err := src.Delete(ctx, "gadget", "g", g.Revision, ev("gadget.removed")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = state.Copy(ctx, src, dst, nil)
+	if err != nil || r.EntriesCopied != 3 || r.RecordsCopied != 2 || r.RecordsRemoved != 1 {
+		t.Fatalf("Copy after more writes = %+v, %v; want 3 entries, 2 records, 1 removed", r, err)
+	}
+	sameStores(t, src, dst)
+
+	c := acquire(t, src, "a", time.Minute)
+	if _, err := state.Copy(ctx, src, dst, nil); !isClaimed(err) {
+		t.Fatalf("Copy with a live claim: %v; want *ClaimedError", err)
+	}
+	if err := src.ReleaseClaim(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+
+	// A target written to on its own is another store now.
+	create(t, dst, "own", data(`{}`))
+	if _, err := state.Copy(ctx, src, dst, nil); err == nil || !strings.Contains(err.Error(), "migrate into an empty store") {
+		t.Fatalf("Copy onto a target that moved on: %v", err)
+	}
+	if _, err := state.Copy(ctx, dst, src, nil); err == nil || !strings.Contains(err.Error(), "migrate into an empty store") {
+		t.Fatalf("Copy back onto the diverged source: %v", err)
+	}
+}
+
+func isClaimed(err error) bool {
+	var ce *state.ClaimedError
+	return errors.As(err, &ce)
+}
+
+// sameStores: the same epoch, journal and records.
+func sameStores(t *testing.T, a, b state.Copier) {
+	t.Helper()
+	ctx := context.Background()
+	ea, _ := a.Epoch(ctx)
+	eb, _ := b.Epoch(ctx)
+	if ea != eb {
+		t.Fatalf("epochs %d and %d", ea, eb)
+	}
+	if ja, jb := journal(t, a, 0), journal(t, b, 0); !sameEntries(ja, jb) {
+		t.Fatalf("journals differ:\n%+v\n%+v", ja, jb)
+	}
+	ra, rb := listAll(t, a), listAll(t, b)
+	if len(ra) != len(rb) {
+		t.Fatalf("records differ:\n%+v\n%+v", ra, rb)
+	}
+	for i := range ra {
+		sameRecord(t, "copied record", rb[i], ra[i])
 	}
 }
