@@ -16,6 +16,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
+	"github.com/kdlbs/kandev-exec/cmd/store"
 	"github.com/kdlbs/kandev-exec/cmd/task"
 )
 
@@ -40,6 +41,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(secret.NewCmdSecret(f))
 	root.AddCommand(task.NewCmdTask(f))
 	root.AddCommand(session.NewCmdSession(f))
+	root.AddCommand(store.NewCmdStore(f))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

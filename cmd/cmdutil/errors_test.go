@@ -70,6 +70,7 @@ var typedErrors = []struct {
 	{&state.SchemaError{Path: "p", Found: 9}, 1, "error"},
 	{&state.OpenError{Dir: "p", Err: &state.SchemaError{Path: "p", Found: 9}}, 1, "error"},
 	{&state.OpenError{Dir: "p", Err: &state.UnsafePathError{Path: "p", Reason: "is not a directory"}}, 1, "error"},
+	{&state.OpenError{Dir: "etcd://h:2379/p", Err: errors.New("CA file: no such file")}, 1, "error"},
 
 	// profiles
 	{&profiles.DecodeError{File: "f", Line: 1, Msg: "x"}, 2, "usage"},

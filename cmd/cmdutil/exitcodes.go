@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -81,6 +82,7 @@ var exitRules = []exitRule{
 	{as[*state.ContendedError], ExitLocked, "retry, or raise --lock-timeout: other kandev-exec processes kept writing to the store"},
 	{as[*state.UnreachableError], ExitUnreachable, "check the store's endpoints and your network: `kandev-exec doctor` checks each one"},
 	{as[*state.AuthError], ExitAuth, "check the store's user, password and client certificate settings (`kandev-exec doctor`)"},
+	{etcdOpenError, ExitError, "the store comes from --store, KANDEV_EXEC_STORE or the config file's store; TLS and credentials from its store-* keys"},
 	{as[*state.OpenError], ExitError, "the state directory comes from --state-dir, KANDEV_EXEC_STATE_DIR or the config file's state-dir"},
 	{as[*state.ConflictError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
 	{as[*state.StaleClaimError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
@@ -135,6 +137,12 @@ func Classify(err error) ExitInfo {
 func as[T error](err error) bool {
 	var target T
 	return errors.As(err, &target)
+}
+
+// etcdOpenError: an etcd store that cannot be opened as configured.
+func etcdOpenError(err error) bool {
+	var oe *state.OpenError
+	return errors.As(err, &oe) && strings.HasPrefix(oe.Dir, "etcd://")
 }
 
 func is(target error) func(error) bool {

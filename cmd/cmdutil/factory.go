@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/state/etcdstore"
 )
 
 // Settings are the global settings: flag, then environment twin, then
@@ -33,6 +35,21 @@ type Settings struct {
 	// links (zero takes the executor's defaults).
 	KeepaliveInterval time.Duration
 	KeepaliveDeadline time.Duration
+
+	// Store is where records, claims and the journal live: file: (the
+	// state directory) or etcd://host:2379[,...]/prefix. The store-*
+	// settings below configure an etcd store.
+	Store         string
+	StoreInsecure bool          // plain text to non-loopback endpoints
+	StoreTimeout  time.Duration // bound of each store call
+	StoreTLS      bool          // TLS even without a CA or client certificate file
+	StoreCAFile   string
+	StoreCertFile string
+	StoreKeyFile  string
+	StoreUser     string
+	// StorePasswordFile holds the etcd user's password (mode 0600);
+	// KANDEV_EXEC_STORE_PASSWORD is the other way to give it.
+	StorePasswordFile string
 }
 
 // Factory hands commands their dependencies lazily, so that --help,
@@ -68,7 +85,21 @@ var globals = []struct{ key, env string }{
 	{"connect-timeout", "KANDEV_EXEC_CONNECT_TIMEOUT"},
 	{"keepalive-interval", "KANDEV_EXEC_KEEPALIVE_INTERVAL"},
 	{"keepalive-deadline", "KANDEV_EXEC_KEEPALIVE_DEADLINE"},
+	{"store", "KANDEV_EXEC_STORE"},
+	{"store-insecure", "KANDEV_EXEC_STORE_INSECURE"},
+	{"store-timeout", "KANDEV_EXEC_STORE_TIMEOUT"},
 	{"json", ""},
+}
+
+// storeKeys are the etcd settings kept out of argv: the config file's
+// flat keys, each with an environment twin.
+var storeKeys = []struct{ key, env string }{
+	{"store-tls", "KANDEV_EXEC_STORE_TLS"},
+	{"store-ca-file", "KANDEV_EXEC_STORE_CA_FILE"},
+	{"store-cert-file", "KANDEV_EXEC_STORE_CERT_FILE"},
+	{"store-key-file", "KANDEV_EXEC_STORE_KEY_FILE"},
+	{"store-user", "KANDEV_EXEC_STORE_USER"},
+	{"store-password-file", "KANDEV_EXEC_STORE_PASSWORD_FILE"},
 }
 
 // AddGlobalFlags declares the global flags on fs and binds them.
@@ -84,13 +115,20 @@ func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 	fs.Duration("connect-timeout", 10*time.Second, "TCP connect plus SSH handshake bound, per hop (default: ConnectTimeout from the ssh config, else 10s)")
 	fs.Duration("keepalive-interval", 0, "keepalive probe interval on long-lived connections (default 15s)")
 	fs.Duration("keepalive-deadline", 0, "silence after which a long-lived connection is declared lost (default 45s)")
+	fs.String("store", "", "where state lives: file: (the state directory) or etcd://host:2379[,host:2379...]/prefix (TLS and auth: store-* keys of the config file)")
+	fs.Bool("store-insecure", false, "allow plain text to an etcd store that is not on this machine")
+	fs.Duration("store-timeout", etcdstore.DefaultTimeout, "bound of each etcd store call, retries included")
 	_ = fs.MarkHidden("keepalive-interval")
 	_ = fs.MarkHidden("keepalive-deadline")
+	_ = fs.MarkHidden("store-timeout")
 	for _, g := range globals {
 		_ = f.v.BindPFlag(g.key, fs.Lookup(g.key))
 		if g.env != "" {
 			_ = f.v.BindEnv(g.key, g.env)
 		}
+	}
+	for _, k := range storeKeys {
+		_ = f.v.BindEnv(k.key, k.env)
 	}
 }
 
@@ -127,6 +165,16 @@ func (f *Factory) loadSettings() (*Settings, error) {
 
 		KeepaliveInterval: f.v.GetDuration("keepalive-interval"),
 		KeepaliveDeadline: f.v.GetDuration("keepalive-deadline"),
+
+		Store:             f.v.GetString("store"),
+		StoreInsecure:     f.truthy("store-insecure"),
+		StoreTimeout:      f.v.GetDuration("store-timeout"),
+		StoreTLS:          f.truthy("store-tls"),
+		StoreCAFile:       f.v.GetString("store-ca-file"),
+		StoreCertFile:     f.v.GetString("store-cert-file"),
+		StoreKeyFile:      f.v.GetString("store-key-file"),
+		StoreUser:         f.v.GetString("store-user"),
+		StorePasswordFile: f.v.GetString("store-password-file"),
 	}
 	if s.StateDir == "" {
 		s.StateDir = filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "kandev-exec")
@@ -140,6 +188,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		s.ConnectTimeout = 0
 	case s.ConnectTimeout <= 0:
 		return nil, FlagErrorf("--connect-timeout must be positive, got %s", s.ConnectTimeout)
+	}
+	if s.StoreTimeout <= 0 {
+		return nil, FlagErrorf("--store-timeout must be positive, got %s", s.StoreTimeout)
 	}
 	if s.KeepaliveInterval < 0 || s.KeepaliveDeadline < 0 {
 		return nil, FlagErrorf("--keepalive-interval and --keepalive-deadline must not be negative")
@@ -174,20 +225,7 @@ func xdgDir(env, fallback string) string {
 
 // Store opens the state store on first use.
 func (f *Factory) Store() (state.Store, error) {
-	f.storeOnce.Do(func() {
-		s, err := f.Settings()
-		if err != nil {
-			f.storeErr = err
-			return
-		}
-		// Never a nil *FileStore inside the interface: Close would panic.
-		st, err := state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
-		if err != nil {
-			f.storeErr = err
-			return
-		}
-		f.store = st
-	})
+	f.storeOnce.Do(func() { f.store, f.storeErr = f.OpenStore(context.Background(), "") })
 	return f.store, f.storeErr
 }
 

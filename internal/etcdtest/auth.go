@@ -2,6 +2,7 @@ package etcdtest
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -10,13 +11,12 @@ import (
 // EnableAuth creates user with password, allowed to read and write the
 // keys under prefix only, and turns authentication on. The fixture's own
 // clients use root from then on.
-func (c *Cluster) EnableAuth(user, password, prefix string) {
-	c.t.Helper()
+func (c *Cluster) EnableAuth(user, password, prefix string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli, err := c.Client()
 	if err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	defer cli.Close()
 	const role = "etcdtest-prefix"
@@ -34,10 +34,11 @@ func (c *Cluster) EnableAuth(user, password, prefix string) {
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
-			c.t.Fatalf("etcdtest: enabling auth: %v", err)
+			return fmt.Errorf("etcdtest: enabling auth: %w", err)
 		}
 	}
 	c.auth = true
+	return nil
 }
 
 // rootPassword is the fixture's root password; tests never use root.

@@ -35,7 +35,9 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	if _, err := cli.Put(ctx, "k", "v2"); err != nil {
 		t.Fatalf("write after the leader was killed: %v", err)
 	}
-	c.Restart(leader)
+	if err := c.Restart(leader); err != nil {
+		t.Fatal(err)
+	}
 	r, err := cli.Get(ctx, "k")
 	if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "v2" {
 		t.Fatalf("after restart: %v, %v", r, err)

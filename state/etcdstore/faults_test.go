@@ -55,7 +55,9 @@ func TestLeaderKilledDuringWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Kill(leader)
-		c.Restart(leader)
+		if err := c.Restart(leader); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wg.Wait()
 
@@ -245,7 +247,9 @@ func TestStoreDownFailsNamingEndpoints(t *testing.T) {
 		t.Fatalf("keeper's loss: %v; want it to wrap *UnreachableError", keeper.Err())
 	}
 
-	c.Restart(0)
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
 	after, err := s.Journal(ctx, 0)
 	if err != nil || len(after) != len(before) {
 		t.Fatalf("journal after the outage: %d entries, %v; want the %d from before", len(after), err, len(before))

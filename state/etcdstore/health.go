@@ -220,6 +220,7 @@ func (s *Store) membersFinding(ctx context.Context) Finding {
 		f.Status, f.Detail = "warn", "cannot list members: "+s.fail(ctx, "list members", time.Now(), err).Error()
 		return f
 	}
+	slices.SortFunc(ml.Members, func(a, b *etcdserverpb.Member) int { return strings.Compare(a.Name, b.Name) })
 	var leader uint64
 	var parts, problems []string
 	for _, m := range ml.Members {

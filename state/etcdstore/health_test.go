@@ -75,7 +75,9 @@ func TestDiagnoseFailures(t *testing.T) {
 	})
 	t.Run("bad password", func(t *testing.T) {
 		c := etcdtest.Start(t, 1)
-		c.EnableAuth("kandev", "s3cret", "/team/")
+		if err := c.EnableAuth("kandev", "s3cret", "/team/"); err != nil {
+			t.Fatal(err)
+		}
 		cfg := etcdstore.Config{Endpoints: c.Endpoints(), Prefix: "/team/k", Username: "kandev", Password: "wrong"}
 		wantFinding(t, findings(etcdstore.Diagnose(ctx, cfg)), "store auth", "fail", `refused user "kandev": etcdserver: authentication failed`)
 		cfg.Password = "s3cret"

@@ -102,7 +102,9 @@ func TestTLS(t *testing.T) {
 
 func TestUserAuth(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	c.EnableAuth("kandev", "s3cret", "/team/")
+	if err := c.EnableAuth("kandev", "s3cret", "/team/"); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	s := openStore(t, etcdstore.Config{Endpoints: c.Endpoints(), Prefix: "/team/kandev", Username: "kandev", Password: "s3cret"})
 	if _, err := s.Create(ctx, helperKind, "a", json.RawMessage(`{}`), ev); err != nil {
