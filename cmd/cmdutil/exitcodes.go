@@ -79,7 +79,7 @@ var exitRules = []exitRule{
 	{as[*PartialError], ExitPartial, ""},
 	{as[*executor.RefusedError], ExitRefused, ""},
 	{as[*state.LockedError], ExitLocked, "wait for the other kandev-exec to finish, or raise --lock-timeout"},
-	{as[*state.ContendedError], ExitLocked, "retry, or raise --lock-timeout: other kandev-exec processes kept writing to the store"},
+	{as[*state.ContendedError], ExitLocked, "retry: other kandev-exec processes kept writing to the store (--store-timeout bounds the wait)"},
 	{as[*state.UnreachableError], ExitUnreachable, "check the store's endpoints and your network: `kandev-exec doctor` checks each one"},
 	{as[*state.AuthError], ExitAuth, "check the store's user, password and client certificate settings (`kandev-exec doctor`)"},
 	{etcdOpenError, ExitError, "the store comes from --store, KANDEV_EXEC_STORE or the config file's store; TLS and credentials from its store-* keys"},

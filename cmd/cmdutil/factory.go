@@ -120,7 +120,6 @@ func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 	fs.Duration("store-timeout", etcdstore.DefaultTimeout, "bound of each etcd store call, retries included")
 	_ = fs.MarkHidden("keepalive-interval")
 	_ = fs.MarkHidden("keepalive-deadline")
-	_ = fs.MarkHidden("store-timeout")
 	for _, g := range globals {
 		_ = f.v.BindPFlag(g.key, fs.Lookup(g.key))
 		if g.env != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/state"
@@ -25,7 +26,7 @@ type call struct {
 
 func (s *Store) begin(ctx context.Context, op string) (*call, error) {
 	if s.closed.Load() {
-		return nil, fmt.Errorf("state store %s: closed", s.name)
+		return nil, fmt.Errorf("state store %s: %w", s.name, fs.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -283,3 +283,15 @@ func TestWriterKilledMidStream(t *testing.T) {
 		Lag:    0,
 	})
 }
+
+func TestClosedStore(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := openStore(t, etcdstore.Config{Endpoints: c.Endpoints()})
+	s.Close()
+	if _, err := s.Get(context.Background(), helperKind, "a"); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if _, err := s.Create(context.Background(), helperKind, "a", json.RawMessage(`{}`), ev); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Create after Close: %v", err)
+	}
+}
