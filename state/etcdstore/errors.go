@@ -66,6 +66,15 @@ func unavailable(err error) bool {
 	switch grpcCode(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return true
+	case codes.Unknown:
+		// The deadline travels with the request: a server whose copy ran
+		// out first answers with the context's error, as code Unknown.
+		var se interface{ GRPCStatus() *status.Status }
+		if !errors.As(err, &se) {
+			return false
+		}
+		msg := se.GRPCStatus().Message()
+		return msg == context.DeadlineExceeded.Error() || msg == context.Canceled.Error()
 	}
 	return false
 }

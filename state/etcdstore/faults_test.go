@@ -124,18 +124,9 @@ func TestLeaderKilledDuringWriters(t *testing.T) {
 func incrementLoop(ctx context.Context, s *etcdstore.Store, w, n int, landed *atomic.Int64) []attempt {
 	var out []attempt
 	for i, try := 0, 0; i < n; try++ {
-		tok := fmt.Sprintf("w%d-%d", w, try)
-		r, err := s.Get(ctx, helperKind, "counter")
-		if err != nil {
-			out = append(out, attempt{tok, err})
-			continue
-		}
-		var v struct{ N int }
-		json.Unmarshal(r.Data, &v)
-		d := fmt.Appendf(nil, `{"n":%d,"token":%q}`, v.N+1, tok)
-		_, err = s.Update(ctx, helperKind, "counter", r.Revision, d, state.Event{Type: "widget.changed", Detail: fmt.Appendf(nil, `{"token":%q}`, tok)})
-		out = append(out, attempt{tok, err})
-		if err == nil {
+		a := incrementOnce(ctx, s, fmt.Sprintf("w%d-%d", w, try))
+		out = append(out, a)
+		if a.err == nil {
 			i++
 			landed.Add(1)
 		}
@@ -258,4 +249,129 @@ func TestStoreDownFailsNamingEndpoints(t *testing.T) {
 	if err != nil || got.Revision != r.Revision || string(got.Data) != string(r.Data) {
 		t.Fatalf("record after the outage: %+v, %v", got, err)
 	}
+}
+
+// TestQuorumLostWritesFail: with two of three members dead, writers fail
+// with exit 7 once their deadline passes; a failure that is not marked
+// unknown left nothing behind, and after the restart no increment is lost.
+func TestQuorumLostWritesFail(t *testing.T) {
+	const writers = 4
+	c := etcdtest.Start(t, 3)
+	ctx := context.Background()
+	const prefix = "/quorum"
+	setup := openStore(t, etcdstore.Config{Endpoints: c.Endpoints(), Prefix: prefix})
+	if _, err := setup.Create(ctx, helperKind, "counter", json.RawMessage(`{"n":0}`), ev); err != nil {
+		t.Fatal(err)
+	}
+	var landed, failed atomic.Int64
+	stop := make(chan struct{})
+	results := make([][]attempt, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		s := openStore(t, etcdstore.Config{Endpoints: c.Endpoints(), Prefix: prefix, Timeout: time.Second})
+		wg.Go(func() {
+			for try := 0; ; try++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a := incrementOnce(ctx, s, fmt.Sprintf("w%d-%d", w, try))
+				results[w] = append(results[w], a)
+				var ce *state.ConflictError
+				switch {
+				case a.err == nil:
+					landed.Add(1)
+				case !errors.As(a.err, &ce):
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	waitFor(t, func() bool { return landed.Load() >= 20 })
+	c.Kill(1)
+	c.Kill(2)
+	before := failed.Load()
+	waitFor(t, func() bool { return failed.Load() >= before+writers })
+	if err := c.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(2); err != nil {
+		t.Fatal(err)
+	}
+	after := landed.Load()
+	waitFor(t, func() bool { return landed.Load() >= after+20 })
+	close(stop)
+	wg.Wait()
+
+	es, err := setup.Journal(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inJournal := map[string]bool{}
+	for i, e := range es {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("journal entry %d has seq %d", i, e.Seq)
+		}
+		var d struct{ Token string }
+		json.Unmarshal(e.Detail, &d)
+		inJournal[d.Token] = true
+	}
+	unreachable, unknown := 0, 0
+	for _, as := range results {
+		for _, a := range as {
+			var ue *state.UnreachableError
+			var ce *state.ConflictError
+			switch {
+			case a.err == nil:
+				if !inJournal[a.token] {
+					t.Errorf("landed write %s is not in the journal", a.token)
+				}
+			case errors.As(a.err, &ue) && ue.Unknown:
+				unknown++ // may have landed: the journal tells
+			case errors.As(a.err, &ue):
+				unreachable++
+				if inJournal[a.token] {
+					t.Errorf("write %s failed (%v) but is in the journal", a.token, a.err)
+				}
+			case errors.As(a.err, &ce):
+				if inJournal[a.token] {
+					t.Errorf("write %s conflicted but is in the journal", a.token)
+				}
+			default:
+				t.Errorf("write %s: %v; want exit 7 or 10", a.token, a.err)
+			}
+			if a.err != nil {
+				if code := cmdutil.Classify(a.err).Exit; code != 7 && code != 10 {
+					t.Errorf("write %s failed with exit %d: %v", a.token, code, a.err)
+				}
+			}
+		}
+	}
+	if unreachable == 0 {
+		t.Fatal("no write failed as unreachable while the quorum was lost")
+	}
+	r, err := setup.Get(ctx, helperKind, "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ N int }
+	json.Unmarshal(r.Data, &v)
+	if v.N != len(es)-1 || r.Revision != uint64(len(es)) {
+		t.Fatalf("counter n=%d at revision %d, with %d increments journaled", v.N, r.Revision, len(es)-1)
+	}
+	t.Logf("%d landed, %d unreachable, %d unknown", landed.Load(), unreachable, unknown)
+}
+
+// incrementOnce tries one increment of the counter, tagged with tok.
+func incrementOnce(ctx context.Context, s *etcdstore.Store, tok string) attempt {
+	r, err := s.Get(ctx, helperKind, "counter")
+	if err != nil {
+		return attempt{tok, err}
+	}
+	var v struct{ N int }
+	json.Unmarshal(r.Data, &v)
+	d := fmt.Appendf(nil, `{"n":%d,"token":%q}`, v.N+1, tok)
+	_, err = s.Update(ctx, helperKind, "counter", r.Revision, d, state.Event{Type: "widget.changed", Detail: fmt.Appendf(nil, `{"token":%q}`, tok)})
+	return attempt{tok, err}
 }
