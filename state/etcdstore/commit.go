@@ -50,7 +50,6 @@ func (s *Store) mutate(ctx context.Context, op string, p plan) error {
 		return err
 	}
 	defer c.end()
-	var last error // why the previous attempt did not land
 	for attempt := 1; ; attempt++ {
 		actx, cancel := c.attempt()
 		r := &reader{call: c, ctx: actx}
@@ -65,10 +64,9 @@ func (s *Store) mutate(ctx context.Context, op string, p plan) error {
 		case err == nil && (ch == nil || landed):
 			return nil
 		case err == nil, errors.Is(err, errStale):
-			last = nil // lost to another writer
+			// Lost to another writer: back off below, then plan again.
 		case errors.As(err, &ue) && !ue.Unknown:
 			if c.again(err) {
-				last = err
 				continue
 			}
 			if c.caller.Err() != nil {
@@ -87,9 +85,6 @@ func (s *Store) mutate(ctx context.Context, op string, p plan) error {
 		case <-c.ctx.Done():
 			if c.caller.Err() != nil {
 				return c.caller.Err()
-			}
-			if last != nil {
-				return c.unreachable(last)
 			}
 			return &state.ContendedError{Store: s.name, Op: op, Attempts: attempt, Waited: time.Since(c.start)}
 		case <-time.After(wait):

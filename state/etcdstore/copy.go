@@ -106,6 +106,10 @@ func (s *Store) ImportJournal(ctx context.Context, epoch uint64, es []state.Entr
 		es = es[len(batch):]
 		err := s.apply(ctx, "import the journal", func(r *reader) ([]clientv3.Cmp, []clientv3.Op, error) {
 			c := r.ctr.counter
+			if len(batch) > 0 && c.Epoch == epoch && c.Seq == batch[len(batch)-1].Seq {
+				// Already there: an earlier attempt landed, its answer lost.
+				return nil, nil, nil
+			}
 			var cmps []clientv3.Cmp
 			if c.Epoch != epoch {
 				if c.Seq != 0 {
