@@ -79,14 +79,8 @@ func (c *call) again(err error) bool {
 	}
 }
 
-// unreachable is the call's failure when its deadline passed.
-func (c *call) unreachable(last error) error {
-	var ue *state.UnreachableError
-	if errors.As(last, &ue) {
-		last = ue.Err
-	}
-	if last == nil {
-		last = context.DeadlineExceeded
-	}
-	return &state.UnreachableError{Store: c.s.name, Op: c.op, Waited: time.Since(c.start), Err: last}
+// unreachable is the call's failure when its deadline passed, last
+// being the last attempt's.
+func (c *call) unreachable(last *state.UnreachableError) error {
+	return &state.UnreachableError{Store: c.s.name, Op: c.op, Waited: time.Since(c.start), Err: last.Err}
 }

@@ -72,7 +72,7 @@ func (s *Store) mutate(ctx context.Context, op string, p plan) error {
 			if c.caller.Err() != nil {
 				return c.caller.Err()
 			}
-			return c.unreachable(err)
+			return c.unreachable(ue)
 		default:
 			return err
 		}
