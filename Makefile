@@ -39,6 +39,8 @@ bench: build
 	@$(GO) test -run '^$$' -bench 'BenchmarkWatch' -benchmem ./tui/ | grep '^Benchmark'
 	@scripts/bench.sh
 	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -run 'TestBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
+	@# The store figures need the etcd binary (apt-get install -y etcd-server).
+	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -timeout 30m -run 'TestStoreBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
 
 
 # Cross-built helpers for remote platforms other than this one.

@@ -7,18 +7,21 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/state/etcdstore"
 )
 
 type doctorOptions struct {
 	IO    *cmdutil.IOStreams
 	JSON  bool
 	Input executor.DoctorInput
+	// Etcd, when --store names an etcd store, is how to reach it.
+	Etcd *etcdstore.Config
 }
 
 func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check ssh-agent, the ssh config, the state directory and stray secret files",
+		Short: "Check ssh-agent, the ssh config, the state directory, stray secret files and an etcd store",
 		Args:  cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := f.Settings()
@@ -27,6 +30,13 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 			}
 			opts := &doctorOptions{IO: f.IO, JSON: s.JSON,
 				Input: executor.DoctorInput{StateDir: s.StateDir, SSHConfig: s.SSHConfig, LockTimeout: s.LockTimeout}}
+			cfg, isEtcd, err := f.EtcdConfig()
+			if err != nil {
+				return err
+			}
+			if isEtcd {
+				opts.Etcd = &cfg
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -37,6 +47,13 @@ func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Co
 
 func doctorRun(c *cobra.Command, o *doctorOptions) error {
 	checks := executor.Doctor(c.Context(), o.Input)
+	if o.Etcd != nil {
+		// The state dir stays in use beside a shared store: secret values
+		// and caches are local.
+		for _, f := range etcdstore.Diagnose(c.Context(), *o.Etcd) {
+			checks = append(checks, executor.Check{Name: f.Name, Status: f.Status, Detail: f.Detail})
+		}
+	}
 	failed := 0
 	for _, ch := range checks {
 		if ch.Status == "fail" {

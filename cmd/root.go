@@ -17,6 +17,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
 	"github.com/kdlbs/kandev-exec/cmd/sweep"
+	"github.com/kdlbs/kandev-exec/cmd/store"
 	"github.com/kdlbs/kandev-exec/cmd/task"
 	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
@@ -44,6 +45,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(session.NewCmdSession(f))
 	root.AddCommand(sweep.NewCmdSweep(f, nil))
 	root.AddCommand(watch.NewCmdWatch(f, nil))
+	root.AddCommand(store.NewCmdStore(f))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

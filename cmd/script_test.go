@@ -19,6 +19,7 @@ import (
 	xssh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/kdlbs/kandev-exec/internal/etcdtest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
@@ -34,6 +35,7 @@ type fixture struct {
 	servers map[string]*sshtest.Server
 	relay   *sshtest.Relay
 	held    *os.File // the store lock taken by holdlock
+	etcd    *etcdtest.Cluster
 }
 
 // TestScripts runs every transcript in testdata/script against its own
@@ -239,6 +241,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 				ts.Fatalf("unknown relay mode %q", args[0])
 			}
 		},
+		"etcd":      fx.cmdEtcd,
 		"waitfile":  cmdWaitFile,
 		"require":   cmdRequire,
 		"fishuser":  fx.cmdFishUser,

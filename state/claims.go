@@ -17,15 +17,8 @@ const (
 	EventClaimReleased = "claim.released"
 )
 
-// storedClaim is a claim as kept beside its record. TTL is remembered so
-// that each checkpoint, being proof of life, renews the lease.
-type storedClaim struct {
-	Claim
-	TTL time.Duration `json:"ttl_ns"`
-}
-
 // live: unexpired and not provably dead.
-func (c *storedClaim) live(now time.Time) bool {
+func live(c *Claim, now time.Time) bool {
 	return now.Before(c.ExpiresAt) && !provablyGone(c.Holder, self())
 }
 
@@ -35,12 +28,15 @@ type claimDetail struct {
 	Replaced string `json:"replaced,omitempty"` // the dead or expired claim taken over
 }
 
-func claimEvent(typ string, c Claim, replaced string) Event {
+// ClaimEvent is the journal event of a claim change; replaced names the
+// expired (or dead) claim a takeover replaced.
+func ClaimEvent(typ string, c Claim, replaced string) Event {
 	d, _ := json.Marshal(claimDetail{ClaimID: c.ID, PID: c.Holder.PID, Replaced: replaced})
 	return Event{Type: typ, Detail: d}
 }
 
-func newClaimID() string {
+// NewClaimID is a fresh random claim ID.
+func NewClaimID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
@@ -48,7 +44,7 @@ func newClaimID() string {
 
 // AcquireClaim takes the claim on an existing record; see Store.AcquireClaim.
 func (s *FileStore) AcquireClaim(ctx context.Context, kind Kind, name string, ttl time.Duration) (Claim, error) {
-	if err := validateKey(kind, name); err != nil {
+	if err := ValidateKey(kind, name); err != nil {
 		return Claim{}, err
 	}
 	if ttl <= 0 {
@@ -62,25 +58,25 @@ func (s *FileStore) AcquireClaim(ctx context.Context, kind Kind, name string, tt
 		}
 		var replaced string
 		if old := rf.Claim; old != nil {
-			if old.live(t.now) {
+			if live(old, t.now) {
 				return &ClaimedError{Kind: kind, Name: name, Holder: old.Holder}
 			}
 			replaced = old.ID
 		}
-		c := Claim{ID: newClaimID(), Kind: kind, Name: name, Holder: currentHolder(t.now), ExpiresAt: t.now.Add(ttl)}
-		rf.Claim = &storedClaim{Claim: c, TTL: ttl}
+		c := Claim{ID: NewClaimID(), Kind: kind, Name: name, Holder: SelfAt(t.now), ExpiresAt: t.now.Add(ttl), TTL: ttl}
+		rf.Claim = &c
 		if err := s.writeRecord(rf); err != nil {
 			return err
 		}
 		out = c
-		return t.record(kind, name, claimEvent(EventClaimAcquired, c, replaced), rf.Revision)
+		return t.record(kind, name, ClaimEvent(EventClaimAcquired, c, replaced), rf.Revision)
 	})
 	return out, err
 }
 
 // currentClaim returns the record and its claim if c is still that claim.
 func (s *FileStore) currentClaim(c Claim) (*recordFile, error) {
-	if err := validateKey(c.Kind, c.Name); err != nil {
+	if err := ValidateKey(c.Kind, c.Name); err != nil {
 		return nil, err
 	}
 	stale := func(reason string) error { return &StaleClaimError{Kind: c.Kind, Name: c.Name, Reason: reason} }
@@ -102,7 +98,7 @@ func (s *FileStore) currentClaim(c Claim) (*recordFile, error) {
 // another process was entitled to act on the record. A successful
 // checkpoint renews the lease for the claim's original ttl.
 func (s *FileStore) Checkpoint(ctx context.Context, c Claim, seq uint64, expected uint64, data json.RawMessage, ev Event) (Claim, Record, error) {
-	data, ev, err := checkWrite(c.Kind, c.Name, data, ev)
+	data, ev, err := CheckWrite(c.Kind, c.Name, data, ev)
 	if err != nil {
 		return Claim{}, Record{}, err
 	}
@@ -114,8 +110,8 @@ func (s *FileStore) Checkpoint(ctx context.Context, c Claim, seq uint64, expecte
 			return err
 		}
 		cur := rf.Claim
-		if !t.now.Before(cur.ExpiresAt) {
-			return &StaleClaimError{Kind: c.Kind, Name: c.Name, Reason: "claim expired at " + cur.ExpiresAt.Format(time.RFC3339)}
+		if err := unexpired(*cur, t.now); err != nil {
+			return err
 		}
 		if seq != cur.Seq+1 {
 			return &StaleClaimError{Kind: c.Kind, Name: c.Name, Reason: fmt.Sprintf("checkpoint sequence %d, expected %d", seq, cur.Seq+1)}
@@ -132,10 +128,43 @@ func (s *FileStore) Checkpoint(ctx context.Context, c Claim, seq uint64, expecte
 		if err := s.writeRecord(rf); err != nil {
 			return err
 		}
-		outC, outR = cur.Claim, rf.Record
+		outC, outR = *cur, rf.Record
 		return t.record(c.Kind, c.Name, ev, rf.Revision)
 	})
 	return outC, outR, err
+}
+
+// unexpired refuses a claim past its expiry: once expired, another
+// process was entitled to act on the record, whether or not one did.
+func unexpired(c Claim, now time.Time) error {
+	if now.Before(c.ExpiresAt) {
+		return nil
+	}
+	return &StaleClaimError{Kind: c.Kind, Name: c.Name, Reason: "claim expired at " + c.ExpiresAt.Format(time.RFC3339Nano)}
+}
+
+// RenewClaim extends a current, unexpired claim by its TTL; see
+// Store.RenewClaim. The record file is rewritten with the new expiry
+// only: its revision and the journal stay as they are.
+func (s *FileStore) RenewClaim(ctx context.Context, c Claim) (Claim, error) {
+	var out Claim
+	err := s.update(ctx, func(t *tx) error {
+		rf, err := s.currentClaim(c)
+		if err != nil {
+			return err
+		}
+		cur := rf.Claim
+		if err := unexpired(*cur, t.now); err != nil {
+			return err
+		}
+		cur.ExpiresAt = t.now.Add(cur.TTL)
+		if err := s.writeRecord(rf); err != nil {
+			return err
+		}
+		out = *cur
+		return nil
+	})
+	return out, err
 }
 
 // ReleaseClaim gives the claim up; see Store.ReleaseClaim.
@@ -145,11 +174,11 @@ func (s *FileStore) ReleaseClaim(ctx context.Context, c Claim) error {
 		if err != nil {
 			return err
 		}
-		released := rf.Claim.Claim
+		released := *rf.Claim
 		rf.Claim = nil
 		if err := s.writeRecord(rf); err != nil {
 			return err
 		}
-		return t.record(c.Kind, c.Name, claimEvent(EventClaimReleased, released, ""), rf.Revision)
+		return t.record(c.Kind, c.Name, ClaimEvent(EventClaimReleased, released, ""), rf.Revision)
 	})
 }

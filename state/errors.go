@@ -40,13 +40,15 @@ func (e *ConflictError) Error() string {
 
 // CorruptRecordError: a stored record that cannot be read, or whose
 // contents name another record. Where is its location (Store.Locate);
-// Remedy, when set, is the command that removes it.
+// Remedy, when set, is the command that removes it; Aside is how to move
+// it aside by hand (default: mv of the file Where names).
 type CorruptRecordError struct {
 	Kind   Kind
 	Name   string
 	Where  string
 	Reason string
 	Remedy string
+	Aside  string
 }
 
 func (e *CorruptRecordError) Error() string {
@@ -54,7 +56,11 @@ func (e *CorruptRecordError) Error() string {
 	if e.Remedy != "" {
 		msg += fmt.Sprintf("run `%s`, or ", e.Remedy)
 	}
-	return msg + fmt.Sprintf("move it aside (mv %s %[1]s.bad) and retry", e.Where)
+	aside := e.Aside
+	if aside == "" {
+		aside = fmt.Sprintf("mv %s %[1]s.bad", e.Where)
+	}
+	return msg + fmt.Sprintf("move it aside (%s) and retry", aside)
 }
 
 // StaleClaimError is a write under a claim that is no longer current, or
@@ -115,3 +121,61 @@ func (e *OpenError) Error() string {
 }
 
 func (e *OpenError) Unwrap() error { return e.Err }
+
+// UnreachableError: a shared store did not answer within the call's
+// deadline (exit code 7). Store names its endpoints. Unknown is set when
+// a write was sent but whether it landed could not be learned before the
+// deadline: the next read tells.
+type UnreachableError struct {
+	Store   string
+	Op      string
+	Waited  time.Duration
+	Unknown bool
+	Err     error
+}
+
+func (e *UnreachableError) Error() string {
+	msg := fmt.Sprintf("state store %s unreachable: %s did not complete within %s", e.Store, e.Op, e.Waited.Round(time.Millisecond))
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Unknown {
+		msg += " (the write was sent and may have landed: read it back before retrying)"
+	}
+	return msg
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// AuthError: a shared store refused our credentials or this user's
+// access to the prefix (exit code 6).
+type AuthError struct {
+	Store string
+	User  string // "" without user authentication
+	Err   error
+}
+
+func (e *AuthError) Error() string {
+	who := "access without a user name"
+	if e.User != "" {
+		who = fmt.Sprintf("user %q", e.User)
+	}
+	return fmt.Sprintf("state store %s refused %s: %v", e.Store, who, e.Err)
+}
+
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// ContendedError: a write to a shared store kept losing to other writers
+// until its wait bound (exit code 11, as a lock wait past its bound).
+// Nothing was written.
+type ContendedError struct {
+	Store    string
+	Op       string
+	Attempts int
+	Waited   time.Duration
+}
+
+func (e *ContendedError) Error() string {
+	return fmt.Sprintf("state store %s: %s lost to concurrent writers %d times in %s; nothing was written",
+		e.Store, e.Op, e.Attempts, e.Waited.Round(time.Millisecond))
+}

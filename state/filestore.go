@@ -152,7 +152,7 @@ func (s *FileStore) initialize() error {
 	if err := ensureDir(s.path(recordsDir)); err != nil {
 		return err
 	}
-	m := meta{SchemaVersion: SchemaVersion, Epoch: newEpoch(), CreatedAt: s.now().UTC()}
+	m := meta{SchemaVersion: SchemaVersion, Epoch: NewEpoch(), CreatedAt: s.now().UTC()}
 	if err := s.writeMeta(m); err != nil {
 		return err
 	}

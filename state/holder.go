@@ -24,7 +24,8 @@ var self = sync.OnceValue(func() Holder {
 	}
 })
 
-func currentHolder(now time.Time) Holder {
+// SelfAt describes this process as a Holder since now.
+func SelfAt(now time.Time) Holder {
 	h := self()
 	h.Since = now
 	return h
@@ -32,7 +33,7 @@ func currentHolder(now time.Time) Holder {
 
 // Self describes this process as a Holder (now as Since), for records
 // that note which process is working on them.
-func Self() Holder { return currentHolder(time.Now().UTC()) }
+func Self() Holder { return SelfAt(time.Now().UTC()) }
 
 // ProvablyGone reports whether h cannot be running any more, judged from
 // this process (same machine and boot, pid gone).

@@ -51,7 +51,7 @@ func (s *FileStore) openJournal(m *meta) (*journalWriter, error) {
 	path := s.path(journalFile)
 	f, err := openNoFollow(path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		m.Epoch = newEpoch()
+		m.Epoch = NewEpoch()
 		if err = s.writeMeta(*m); err == nil {
 			if err = s.createJournal(); err == nil {
 				f, err = openNoFollow(path, os.O_RDWR|os.O_APPEND, 0)
@@ -101,7 +101,7 @@ func prepareJournal(f *os.File, epoch uint64) (*journalWriter, error) {
 
 func (j *journalWriter) append(e Entry) error {
 	e.Epoch, e.Seq = j.epoch, j.next
-	line, err := encodeJSON(e)
+	line, err := EncodeJSON(e)
 	if err != nil {
 		return err
 	}

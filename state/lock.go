@@ -13,7 +13,7 @@ import (
 type heldLock struct{ l *fsx.Lock }
 
 func (s *FileStore) lock(ctx context.Context) (heldLock, error) {
-	h := currentHolder(s.now().UTC())
+	h := SelfAt(s.now().UTC())
 	l, err := fsx.Acquire(ctx, s.path(lockFile), fsx.LockOptions{What: "state store", Path: s.dir, Wait: s.lockTimeout,
 		Holder: fsx.Holder{PID: h.PID, Command: h.Command, Since: h.Since}})
 	return heldLock{l}, err

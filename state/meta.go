@@ -48,10 +48,10 @@ func (s *FileStore) writeMeta(m meta) error {
 	return writeFileAtomic(s.path(metaFile), append(b, '\n'), true)
 }
 
-// newEpoch is random so that a re-created journal can never be mistaken
+// NewEpoch is random so that a re-created journal can never be mistaken
 // for the old one; it stays below 2^53 so JSON consumers that read
 // numbers as doubles (jq, JavaScript) keep it exact.
-func newEpoch() uint64 {
+func NewEpoch() uint64 {
 	var b [8]byte
 	rand.Read(b[:])
 	return binary.BigEndian.Uint64(b[:])>>11 | 1

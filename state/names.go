@@ -18,15 +18,18 @@ const (
 	maxNameLen = 128
 )
 
-func validateKind(kind Kind) error {
+// ValidateKind checks a kind before any path or key is built from it;
+// every backend applies the same rules.
+func ValidateKind(kind Kind) error {
 	if len(kind) > maxKindLen || !kindPattern.MatchString(string(kind)) {
 		return fmt.Errorf("invalid record kind %q: want [a-z0-9][a-z0-9._-]*, at most %d bytes", kind, maxKindLen)
 	}
 	return nil
 }
 
-func validateKey(kind Kind, name string) error {
-	if err := validateKind(kind); err != nil {
+// ValidateKey checks a kind and a record name.
+func ValidateKey(kind Kind, name string) error {
+	if err := ValidateKind(kind); err != nil {
 		return err
 	}
 	if len(name) > maxNameLen || !namePattern.MatchString(name) {

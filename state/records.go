@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 )
@@ -17,7 +16,7 @@ import (
 // plus new claim sequence) a single atomic rename.
 type recordFile struct {
 	Record
-	Claim *storedClaim `json:"claim,omitempty"`
+	Claim *Claim `json:"claim,omitempty"`
 }
 
 func (s *FileStore) kindDir(kind Kind) string { return s.path(recordsDir, string(kind)) }
@@ -67,10 +66,10 @@ func (s *FileStore) Locate(kind Kind, name string) string { return s.recordPath(
 
 // Discard removes a record that cannot be read; see Store.Discard.
 func (s *FileStore) Discard(ctx context.Context, kind Kind, name string, ev Event) error {
-	if err := validateKey(kind, name); err != nil {
+	if err := ValidateKey(kind, name); err != nil {
 		return err
 	}
-	ev, err := checkEvent(ev)
+	ev, err := CheckEvent(ev)
 	if err != nil {
 		return err
 	}
@@ -101,16 +100,16 @@ func (s *FileStore) writeRecord(rf *recordFile) error {
 	if err := ensureDir(s.kindDir(rf.Kind)); err != nil {
 		return err
 	}
-	b, err := encodeJSON(rf)
+	b, err := EncodeJSON(rf)
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(s.recordPath(rf.Kind, rf.Name), b, true)
 }
 
-// encodeJSON is json.Marshal without HTML escaping, so stored data keeps
+// EncodeJSON is json.Marshal without HTML escaping, so stored data keeps
 // the bytes the caller gave (compacted).
-func encodeJSON(v any) ([]byte, error) {
+func EncodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -130,7 +129,8 @@ func compactJSON(what string, raw json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-func checkEvent(ev Event) (Event, error) {
+// CheckEvent validates a journal event and compacts its detail.
+func CheckEvent(ev Event) (Event, error) {
 	if ev.Type == "" {
 		return ev, errors.New("journal event has no type")
 	}
@@ -144,16 +144,17 @@ func checkEvent(ev Event) (Event, error) {
 	return ev, nil
 }
 
-// checkWrite validates the arguments shared by every data write.
-func checkWrite(kind Kind, name string, data json.RawMessage, ev Event) (json.RawMessage, Event, error) {
-	if err := validateKey(kind, name); err != nil {
+// CheckWrite validates the arguments shared by every data write and
+// returns the data and event in their stored (compacted) form.
+func CheckWrite(kind Kind, name string, data json.RawMessage, ev Event) (json.RawMessage, Event, error) {
+	if err := ValidateKey(kind, name); err != nil {
 		return nil, ev, err
 	}
 	data, err := compactJSON("record data", data)
 	if err != nil {
 		return nil, ev, err
 	}
-	ev, err = checkEvent(ev)
+	ev, err = CheckEvent(ev)
 	return data, ev, err
 }
 
@@ -166,7 +167,7 @@ func (s *FileStore) Get(ctx context.Context, kind Kind, name string) (Record, er
 }
 
 func (s *FileStore) get(kind Kind, name string) (Record, error) {
-	if err := validateKey(kind, name); err != nil {
+	if err := ValidateKey(kind, name); err != nil {
 		return Record{}, err
 	}
 	rf, err := s.readRecord(kind, name)
@@ -185,7 +186,7 @@ func (s *FileStore) List(ctx context.Context, kind Kind) ([]Record, error) {
 }
 
 func (s *FileStore) list(kind Kind) ([]Record, error) {
-	if err := validateKind(kind); err != nil {
+	if err := ValidateKind(kind); err != nil {
 		return nil, err
 	}
 	recs := []Record{}
@@ -196,15 +197,11 @@ func (s *FileStore) list(kind Kind) ([]Record, error) {
 			return nil, err
 		}
 	}
-	entries, err := os.ReadDir(s.kindDir(kind))
+	names, err := s.names(kind)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || validateKey(kind, name) != nil {
-			continue // temp files and strangers
-		}
+	for _, name := range names {
 		rf, err := s.readRecord(kind, name)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since ReadDir
@@ -272,7 +269,7 @@ func (s *FileStore) apply(t *tx, p *pending) error {
 // planCreate checks a Create; a nil pending means the same data is
 // already stored, which is not a write.
 func (s *FileStore) planCreate(t *tx, kind Kind, name string, data json.RawMessage, ev Event) (*pending, Record, error) {
-	data, ev, err := checkWrite(kind, name, data, ev)
+	data, ev, err := CheckWrite(kind, name, data, ev)
 	if err != nil {
 		return nil, Record{}, err
 	}
@@ -291,7 +288,7 @@ func (s *FileStore) planCreate(t *tx, kind Kind, name string, data json.RawMessa
 }
 
 func (s *FileStore) planUpdate(t *tx, kind Kind, name string, expected uint64, data json.RawMessage, ev Event) (*pending, Record, error) {
-	data, ev, err := checkWrite(kind, name, data, ev)
+	data, ev, err := CheckWrite(kind, name, data, ev)
 	if err != nil {
 		return nil, Record{}, err
 	}
@@ -307,10 +304,10 @@ func (s *FileStore) planUpdate(t *tx, kind Kind, name string, expected uint64, d
 }
 
 func (s *FileStore) planDelete(t *tx, kind Kind, name string, expected uint64, ev Event) (*pending, error) {
-	if err := validateKey(kind, name); err != nil {
+	if err := ValidateKey(kind, name); err != nil {
 		return nil, err
 	}
-	ev, err := checkEvent(ev)
+	ev, err := CheckEvent(ev)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +325,7 @@ func (s *FileStore) readUnclaimed(t *tx, kind Kind, name string, expected uint64
 	if err != nil {
 		return nil, err
 	}
-	if c := rf.Claim; c != nil && c.live(t.now) {
+	if c := rf.Claim; c != nil && live(c, t.now) {
 		return nil, &ClaimedError{Kind: kind, Name: name, Holder: c.Holder}
 	}
 	if rf.Revision != expected {

@@ -1,9 +1,11 @@
-// Package state is kandev-exec's local store: revisioned JSON records,
-// claims that fence concurrent writers, and an append-only journal.
+// Package state is kandev-exec's store: revisioned JSON records, claims
+// that fence concurrent writers, and an append-only journal, behind one
+// backend-neutral interface. FileStore keeps them in a local directory;
+// state/etcdstore keeps them in etcd for a team.
 //
-// Every mutating call is one short transaction: take the store's OS file
-// lock, read, check, write atomically, append to the journal, unlock. No
-// lock is ever held across network I/O.
+// Every mutating call is one short transaction. On files: take the
+// store's OS file lock, read, check, write atomically, append to the
+// journal, unlock; no lock is ever held across network I/O.
 package state
 
 import (
@@ -62,12 +64,13 @@ type Holder struct {
 // Claim is the right to advance one record. A new acquisition always gets
 // a fresh random ID, so a previous holder's late write is recognisable.
 type Claim struct {
-	ID        string    `json:"id"`
-	Kind      Kind      `json:"kind"`
-	Name      string    `json:"name"`
-	Holder    Holder    `json:"holder"`
-	Seq       uint64    `json:"seq"` // last checkpoint sequence accepted
-	ExpiresAt time.Time `json:"expires_at"`
+	ID        string        `json:"id"`
+	Kind      Kind          `json:"kind"`
+	Name      string        `json:"name"`
+	Holder    Holder        `json:"holder"`
+	Seq       uint64        `json:"seq"` // last checkpoint sequence accepted
+	ExpiresAt time.Time     `json:"expires_at"`
+	TTL       time.Duration `json:"ttl_ns"` // what each checkpoint or renewal extends it by
 }
 
 // Tx is what a Txn's fn reads and writes through. Get and List see the
@@ -130,24 +133,34 @@ type Store interface {
 	// unchanged, and then nothing was written.
 	//
 	// The file store runs fn once, under its lock. A backend without a
-	// lock, such as etcd, reads at one revision, records what fn read
-	// (each record's version; for each kind listed, that no key under its
-	// prefix changed past the read revision), and commits the write and
-	// its journal entry as one etcd transaction comparing them (or simply
-	// the journal counter, which every write advances); when a compare
-	// fails it re-runs fn on fresh reads, a bounded number of times
-	// within ctx, and then returns *ConflictError.
+	// lock, such as etcd, reads at one revision and commits the write and
+	// its journal entry as one transaction comparing the journal counter,
+	// which every write advances: when anything was written since fn's
+	// reads, nothing lands and fn runs again on fresh reads, a bounded
+	// number of times within ctx (then *ContendedError).
 	Txn(ctx context.Context, fn func(tx Tx) error) error
 
 	// AcquireClaim takes the claim on an existing record for ttl. Refused
-	// with *ClaimedError while another live holder has it; a holder that
-	// is provably dead (same boot, pid gone) or expired loses it.
+	// with *ClaimedError while another live holder has it; an expired
+	// holder loses it. On the file store a holder that is provably dead
+	// (same machine and boot, pid gone) loses it too; on a shared store
+	// expiry is the only proof (pids are no proof across machines or pid
+	// namespaces), and the claim also lives on a server-side lease, so a
+	// holder that died anywhere loses it when the lease runs out.
 	AcquireClaim(ctx context.Context, kind Kind, name string, ttl time.Duration) (Claim, error)
 	// Checkpoint writes data under a claim: the claim ID must be current,
 	// seq must be exactly claim.Seq+1, and expected must be the stored
 	// revision. Any mismatch is a *StaleClaimError or *ConflictError and
-	// changes nothing. The returned claim carries the new Seq.
+	// changes nothing. The returned claim carries the new Seq and expiry
+	// (a checkpoint is proof of life: it renews the claim for its TTL).
 	Checkpoint(ctx context.Context, c Claim, seq uint64, expected uint64, data json.RawMessage, ev Event) (Claim, Record, error)
+	// RenewClaim extends a current, unexpired claim by its TTL without
+	// writing the record or the journal: a long operation's proof of life
+	// between checkpoints. Only c's ID counts (not its Seq). A claim that
+	// was released, taken over or has expired is a *StaleClaimError: the
+	// holder has lost it and must stop without further side effects.
+	// KeepClaim runs this on a timer and reports the loss.
+	RenewClaim(ctx context.Context, c Claim) (Claim, error)
 	// ReleaseClaim gives the claim up; releasing a stale claim is a
 	// *StaleClaimError and leaves the current holder in place.
 	ReleaseClaim(ctx context.Context, c Claim) error
@@ -156,6 +169,14 @@ type Store interface {
 	// order. Epoch reports the current epoch.
 	Journal(ctx context.Context, after uint64) ([]Entry, error)
 	Epoch(ctx context.Context) (uint64, error)
+	// Follow waits for the journal to move past (epoch, after) and returns
+	// what is new: the entries with Seq > after while epoch is current,
+	// else every entry of the new epoch (the journal was re-created; the
+	// entries' Epoch says so). It returns at least one entry, or ctx's
+	// error when ctx ends first. The file store polls its files; etcd
+	// watches the journal counter, so a follower costs nothing while
+	// nothing happens.
+	Follow(ctx context.Context, epoch, after uint64) ([]Entry, error)
 
 	Close() error
 }

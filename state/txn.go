@@ -99,9 +99,10 @@ func (x *fileTx) CreateClaimed(kind Kind, name string, data json.RawMessage, ev 
 	case p == nil: // the same data is there already: still not ours to claim
 		return Claim{}, Record{}, &ConflictError{Kind: kind, Name: name, Actual: out.Revision}
 	}
-	c := Claim{ID: newClaimID(), Kind: kind, Name: name, Holder: currentHolder(x.t.now), ExpiresAt: x.t.now.Add(ttl)}
-	p.rf.Claim = &storedClaim{Claim: c, TTL: ttl}
-	claimed := claimEvent(EventClaimAcquired, c, "")
+	c := Claim{ID: NewClaimID(), Kind: kind, Name: name, Holder: SelfAt(x.t.now), ExpiresAt: x.t.now.Add(ttl), TTL: ttl}
+	held := c
+	p.rf.Claim = &held
+	claimed := ClaimEvent(EventClaimAcquired, c, "")
 	p.then = &claimed
 	x.write = p
 	return c, out, nil

@@ -64,10 +64,15 @@ var typedErrors = []struct {
 	{&state.StaleClaimError{Kind: "task", Name: "a"}, 10, "conflict"},
 	{&state.ClaimedError{Kind: "task", Name: "a"}, 10, "conflict"},
 	{&state.LockedError{Path: "p"}, 11, "locked"},
+	{&state.ContendedError{Store: "etcd://h:2379/p", Op: "update host a", Attempts: 3}, 11, "locked"},
+	{&state.UnreachableError{Store: "etcd://h:2379/p", Op: "get host a", Err: context.DeadlineExceeded}, 7, "unreachable"},
+	{&state.UnreachableError{Store: "etcd://h:2379/p", Op: "update host a", Unknown: true}, 7, "unreachable"},
+	{&state.AuthError{Store: "etcd://h:2379/p", User: "u", Err: errors.New("x")}, 6, "auth_failed"},
 	{&state.UnsafePathError{Path: "p", Reason: "is a symbolic link"}, 1, "error"},
 	{&state.SchemaError{Path: "p", Found: 9}, 1, "error"},
 	{&state.OpenError{Dir: "p", Err: &state.SchemaError{Path: "p", Found: 9}}, 1, "error"},
 	{&state.OpenError{Dir: "p", Err: &state.UnsafePathError{Path: "p", Reason: "is not a directory"}}, 1, "error"},
+	{&state.OpenError{Dir: "etcd://h:2379/p", Err: errors.New("CA file: no such file")}, 1, "error"},
 
 	// profiles
 	{&profiles.DecodeError{File: "f", Line: 1, Msg: "x"}, 2, "usage"},

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -32,7 +33,7 @@ var (
 	ExitPending     = Exit{8, "pending", "pending: work continues in the background (--detach, or a deadline reached with work left)"}
 	ExitRefused     = Exit{9, "refused", "refused: the host is quarantined or cordoned"}
 	ExitConflict    = Exit{10, "conflict", "conflict: environment precedence conflict, or a stale revision / claim"}
-	ExitLocked      = Exit{11, "locked", "local state locked by another process past the wait bound"}
+	ExitLocked      = Exit{11, "locked", "local state locked by another process, or a shared store contended by other writers, past the wait bound"}
 	ExitInterrupted = Exit{130, "interrupted", "interrupted"}
 )
 
@@ -84,6 +85,10 @@ var exitRules = []exitRule{
 	{as[*executor.PendingError], ExitPending, ""},
 	{as[*executor.RefusedError], ExitRefused, ""},
 	{as[*state.LockedError], ExitLocked, "wait for the other kandev-exec to finish, or raise --lock-timeout"},
+	{as[*state.ContendedError], ExitLocked, "retry: other kandev-exec processes kept writing to the store (--store-timeout bounds the wait)"},
+	{as[*state.UnreachableError], ExitUnreachable, "check the store's endpoints and your network: `kandev-exec doctor` checks each one"},
+	{as[*state.AuthError], ExitAuth, "check the store's user, password and client certificate settings (`kandev-exec doctor`)"},
+	{etcdOpenError, ExitError, "the store comes from --store, KANDEV_EXEC_STORE or the config file's store; TLS and credentials from its store-* keys"},
 	{as[*state.OpenError], ExitError, "the state directory comes from --state-dir, KANDEV_EXEC_STATE_DIR or the config file's state-dir"},
 	{as[*state.ConflictError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
 	{as[*state.StaleClaimError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
@@ -138,6 +143,12 @@ func Classify(err error) ExitInfo {
 func as[T error](err error) bool {
 	var target T
 	return errors.As(err, &target)
+}
+
+// etcdOpenError: an etcd store that cannot be opened as configured.
+func etcdOpenError(err error) bool {
+	var oe *state.OpenError
+	return errors.As(err, &oe) && strings.HasPrefix(oe.Dir, "etcd://")
 }
 
 func is(target error) func(error) bool {

@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,21 @@ type Settings struct {
 	// links (zero takes the executor's defaults).
 	KeepaliveInterval time.Duration
 	KeepaliveDeadline time.Duration
+
+	// Store is where records, claims and the journal live: file: (the
+	// state directory) or etcd://host:2379[,...]/prefix. The store-*
+	// settings below configure an etcd store.
+	Store         string
+	StoreInsecure bool          // plain text to non-loopback endpoints
+	StoreTimeout  time.Duration // bound of each store call
+	StoreTLS      bool          // TLS even without a CA or client certificate file
+	StoreCAFile   string
+	StoreCertFile string
+	StoreKeyFile  string
+	StoreUser     string
+	// StorePasswordFile holds the etcd user's password (mode 0600);
+	// KANDEV_EXEC_STORE_PASSWORD is the other way to give it.
+	StorePasswordFile string
 }
 
 // Factory hands commands their dependencies lazily, so that --help,
@@ -60,8 +76,10 @@ func NewFactory(io *IOStreams, version string) *Factory {
 // and binds each to its environment twin.
 func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 	for _, s := range GlobalSettings {
-		s.addFlag(fs)
-		_ = f.v.BindPFlag(s.Key, fs.Lookup(s.Key))
+		if !s.FileOnly {
+			s.addFlag(fs)
+			_ = f.v.BindPFlag(s.Key, fs.Lookup(s.Key))
+		}
 		if s.Env != "" {
 			_ = f.v.BindEnv(s.Key, s.Env)
 		}
@@ -104,6 +122,16 @@ func (f *Factory) loadSettings() (*Settings, error) {
 
 		KeepaliveInterval: f.v.GetDuration("keepalive-interval"),
 		KeepaliveDeadline: f.v.GetDuration("keepalive-deadline"),
+
+		Store:             f.v.GetString("store"),
+		StoreInsecure:     f.truthy("store-insecure"),
+		StoreTimeout:      f.v.GetDuration("store-timeout"),
+		StoreTLS:          f.truthy("store-tls"),
+		StoreCAFile:       f.v.GetString("store-ca-file"),
+		StoreCertFile:     f.v.GetString("store-cert-file"),
+		StoreKeyFile:      f.v.GetString("store-key-file"),
+		StoreUser:         f.v.GetString("store-user"),
+		StorePasswordFile: f.v.GetString("store-password-file"),
 	}
 	if s.StateDir == "" {
 		s.StateDir = filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "kandev-exec")
@@ -117,6 +145,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		s.ConnectTimeout = 0
 	case s.ConnectTimeout <= 0:
 		return nil, FlagErrorf("--connect-timeout must be positive, got %s", s.ConnectTimeout)
+	}
+	if s.StoreTimeout <= 0 {
+		return nil, FlagErrorf("--store-timeout must be positive, got %s", s.StoreTimeout)
 	}
 	if s.KeepaliveInterval < 0 || s.KeepaliveDeadline < 0 {
 		return nil, FlagErrorf("--keepalive-interval and --keepalive-deadline must not be negative")
@@ -152,20 +183,7 @@ func xdgDir(env, fallback string) string {
 
 // Store opens the state store on first use.
 func (f *Factory) Store() (state.Store, error) {
-	f.storeOnce.Do(func() {
-		s, err := f.Settings()
-		if err != nil {
-			f.storeErr = err
-			return
-		}
-		// Never a nil *FileStore inside the interface: Close would panic.
-		st, err := state.Open(s.StateDir, state.Options{LockTimeout: s.LockTimeout})
-		if err != nil {
-			f.storeErr = err
-			return
-		}
-		f.store = st
-	})
+	f.storeOnce.Do(func() { f.store, f.storeErr = f.OpenStore(context.Background(), "") })
 	return f.store, f.storeErr
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kdlbs/kandev-exec/internal/suggest"
+	"github.com/kdlbs/kandev-exec/state/etcdstore"
 )
 
 // Setting is one global setting: a flag on every command, its environment
@@ -29,6 +30,9 @@ type Setting struct {
 	// invocation and are flags (or environment) only.
 	InFile bool `json:"in_file"`
 	Hidden bool `json:"-"` // left out of --help (tests, odd links)
+	// FileOnly: no flag, so that it never sits in an argument list (the
+	// etcd store's credentials): the config file or the environment.
+	FileOnly bool `json:"file_only"`
 
 	flagValue time.Duration // a duration flag's own default
 }
@@ -57,6 +61,24 @@ var GlobalSettings = []Setting{
 		Default: "15s", Doc: "keepalive probe interval on long-lived connections"},
 	{Key: "keepalive-deadline", Env: "KANDEV_EXEC_KEEPALIVE_DEADLINE", Type: "duration", InFile: true, Hidden: true,
 		Default: "45s", Doc: "silence after which a long-lived connection is declared lost"},
+	{Key: "store", Env: "KANDEV_EXEC_STORE", Type: "string", InFile: true, Default: "file: (the state directory)",
+		Doc: "where state lives: file: or etcd://host:2379[,host:2379...]/prefix (TLS and auth: the store-* keys)"},
+	{Key: "store-insecure", Env: "KANDEV_EXEC_STORE_INSECURE", Type: "bool", InFile: true, Default: "false",
+		Doc: "allow plain text to an etcd store that is not on this machine (warns)"},
+	{Key: "store-timeout", Env: "KANDEV_EXEC_STORE_TIMEOUT", Type: "duration", InFile: true, Default: "10s",
+		Doc: "bound of each etcd store call, retries included", flagValue: etcdstore.DefaultTimeout},
+	{Key: "store-tls", Env: "KANDEV_EXEC_STORE_TLS", Type: "bool", InFile: true, FileOnly: true, Default: "false",
+		Doc: "TLS to the etcd store even without a CA or client certificate file"},
+	{Key: "store-ca-file", Env: "KANDEV_EXEC_STORE_CA_FILE", Type: "string", InFile: true, FileOnly: true,
+		Doc: "CA certificate(s) the etcd endpoints must chain to"},
+	{Key: "store-cert-file", Env: "KANDEV_EXEC_STORE_CERT_FILE", Type: "string", InFile: true, FileOnly: true,
+		Doc: "client certificate for the etcd store"},
+	{Key: "store-key-file", Env: "KANDEV_EXEC_STORE_KEY_FILE", Type: "string", InFile: true, FileOnly: true,
+		Doc: "its private key (mode 0600)"},
+	{Key: "store-user", Env: "KANDEV_EXEC_STORE_USER", Type: "string", InFile: true, FileOnly: true,
+		Doc: "etcd user"},
+	{Key: "store-password-file", Env: "KANDEV_EXEC_STORE_PASSWORD_FILE", Type: "string", InFile: true, FileOnly: true,
+		Doc: "file holding the etcd user's password (mode 0600); or KANDEV_EXEC_STORE_PASSWORD"},
 }
 
 // ExampleConfig is a config file `help config` shows; a test reads it.

@@ -1,5 +1,6 @@
 // Package bench holds `make bench`'s Go benchmarks: whole CLI runs
 // against real sshd servers, timed next to the same steps done with
-// plain OpenSSH. They print figures and assert nothing about speed; the
+// plain OpenSSH, and the state store's operations on a real etcd next to
+// the file store. They print figures and assert nothing about speed; the
 // `bench` build tag keeps them out of `make test`.
 package bench

@@ -21,13 +21,13 @@ func acquire(t *testing.T, s state.Store, name string, ttl time.Duration) state.
 	return c
 }
 
-func testClaimExclusive(t *testing.T, s state.Store) {
+func testClaimExclusive(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	before := time.Now()
 	c := acquire(t, s, "a", time.Minute)
 	if c.ID == "" || c.Kind != kind || c.Name != "a" || c.Seq != 0 || c.Holder.PID != os.Getpid() ||
-		c.ExpiresAt.Before(before.Add(59*time.Second)) {
+		c.ExpiresAt.Before(before.Add(59*time.Second)) || c.TTL != time.Minute {
 		t.Fatalf("claim %+v", c)
 	}
 	if e := lastEntry(t, s); e.Type != state.EventClaimAcquired || e.Revision != 1 {
@@ -54,7 +54,7 @@ func testClaimExclusive(t *testing.T, s state.Store) {
 	}
 }
 
-func testCheckpointAdvances(t *testing.T, s state.Store) {
+func testCheckpointAdvances(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{"phase":"new"}`))
 	c := acquire(t, s, "a", time.Minute)
@@ -75,7 +75,7 @@ func testCheckpointAdvances(t *testing.T, s state.Store) {
 	}
 }
 
-func testCheckpointStaleSeq(t *testing.T, s state.Store) {
+func testCheckpointStaleSeq(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{}`))
 	c := acquire(t, s, "a", time.Minute)
@@ -97,7 +97,7 @@ func testCheckpointStaleSeq(t *testing.T, s state.Store) {
 	}
 }
 
-func testCheckpointStaleRevision(t *testing.T, s state.Store) {
+func testCheckpointStaleRevision(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	c := acquire(t, s, "a", time.Minute)
@@ -115,7 +115,7 @@ func testCheckpointStaleRevision(t *testing.T, s state.Store) {
 
 // testCheckpointStaleClaimID: a previous holder's late write and late
 // release change nothing and leave the current holder in place.
-func testCheckpointStaleClaimID(t *testing.T, s state.Store) {
+func testCheckpointStaleClaimID(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{}`))
 	old := acquire(t, s, "a", time.Minute)
@@ -139,11 +139,13 @@ func testCheckpointStaleClaimID(t *testing.T, s state.Store) {
 	}
 }
 
-func testExpiredClaim(t *testing.T, s state.Store) {
+// testExpiredClaim: expiry alone frees a claim, whoever holds it (here,
+// this very process), and makes the holder's late writes stale.
+func testExpiredClaim(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	old := acquire(t, s, "a", 30*time.Millisecond)
-	time.Sleep(60 * time.Millisecond)
+	s.clock.Advance(60 * time.Millisecond)
 	_, _, err := s.Checkpoint(ctx, old, 1, r.Revision, data(`{"v":"late"}`), ev("widget.phase"))
 	wantErr[*state.StaleClaimError](t, "Checkpoint with an expired claim", err)
 	sameRecord(t, "after expired checkpoint", get(t, s, "a"), r)
@@ -159,7 +161,7 @@ func testExpiredClaim(t *testing.T, s state.Store) {
 	}
 }
 
-func testConcurrentAcquire(t *testing.T, s state.Store) {
+func testConcurrentAcquire(t *testing.T, s suite) {
 	create(t, s, "a", data(`{}`))
 	const n = 8
 	var wg sync.WaitGroup
@@ -187,7 +189,7 @@ func testConcurrentAcquire(t *testing.T, s state.Store) {
 
 // testRefusedWritesChangeNothing: every refusal leaves the records and the
 // journal exactly as they were.
-func testRefusedWritesChangeNothing(t *testing.T, s state.Store) {
+func testRefusedWritesChangeNothing(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "free", data(`{"v":0}`))
 	create(t, s, "held", data(`{"v":0}`))
@@ -243,7 +245,8 @@ func testRefusedWritesChangeNothing(t *testing.T, s state.Store) {
 // A record created claimed is never seen without its claim: no other
 // process can take it over before its creator's first checkpoint, and it
 // checkpoints like any acquired claim.
-func testCreateClaimed(t *testing.T, s state.Store) {
+func testCreateClaimed(t *testing.T, su suite) {
+	s := su.Store
 	ctx := context.Background()
 	c, r, err := createClaimed(s, "a", data(`{"phase":"allocating"}`))
 	if err != nil || c.ID == "" || c.Seq != 0 || r.Revision != 1 || c.Holder.PID != os.Getpid() {
@@ -285,7 +288,8 @@ func testCreateClaimed(t *testing.T, s state.Store) {
 // Whoever wins between creating a record claimed and another process
 // acquiring its claim, the creator never ends up without the claim on a
 // record it made: the acquirer finds nothing, or a claimed record.
-func testCreateClaimedRacingAcquire(t *testing.T, s state.Store) {
+func testCreateClaimedRacingAcquire(t *testing.T, su suite) {
+	s := su.Store
 	ctx := context.Background()
 	for i := range 20 {
 		name := fmt.Sprintf("r%d", i)

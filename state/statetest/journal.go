@@ -21,7 +21,7 @@ func checkContiguous(t *testing.T, es []state.Entry, n int) {
 	}
 }
 
-func testJournalOrder(t *testing.T, s state.Store) {
+func testJournalOrder(t *testing.T, s suite) {
 	ctx := context.Background()
 	epoch, err := s.Epoch(ctx)
 	if err != nil || epoch == 0 {
@@ -72,7 +72,7 @@ func testJournalOrder(t *testing.T, s state.Store) {
 	}
 }
 
-func testJournalAfter(t *testing.T, s state.Store) {
+func testJournalAfter(t *testing.T, s suite) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		create(t, s, n, data(`{}`))
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-func testCreateGet(t *testing.T, s state.Store) {
+func testCreateGet(t *testing.T, s suite) {
 	d := data(`{"addr": "10.0.0.1", "tags": ["<a&b>"]}`)
 	r := create(t, s, "web-1", d)
 	if r.Kind != kind || r.Name != "web-1" || r.Revision != 1 || r.UpdatedAt.IsZero() || !sameJSON(r.Data, d) {
@@ -25,7 +25,7 @@ func testCreateGet(t *testing.T, s state.Store) {
 	sameRecord(t, "Get", get(t, s, "web-1"), r)
 }
 
-func testCreateIdempotent(t *testing.T, s state.Store) {
+func testCreateIdempotent(t *testing.T, s suite) {
 	first := create(t, s, "a", data(`{"x":1}`))
 	n := len(journal(t, s, 0))
 	again := create(t, s, "a", data(`{ "x" : 1 }`))
@@ -35,7 +35,7 @@ func testCreateIdempotent(t *testing.T, s state.Store) {
 	}
 }
 
-func testCreateConflictingData(t *testing.T, s state.Store) {
+func testCreateConflictingData(t *testing.T, s suite) {
 	first := create(t, s, "a", data(`{"x":1}`))
 	_, err := s.Create(context.Background(), kind, "a", data(`{"x":2}`), ev("widget.added"))
 	ce := wantErr[*state.ConflictError](t, "Create with other data", err)
@@ -45,7 +45,7 @@ func testCreateConflictingData(t *testing.T, s state.Store) {
 	sameRecord(t, "after refused Create", get(t, s, "a"), first)
 }
 
-func testNotFound(t *testing.T, s state.Store) {
+func testNotFound(t *testing.T, s suite) {
 	ctx := context.Background()
 	check := func(op string, err error) {
 		t.Helper()
@@ -70,7 +70,7 @@ func testNotFound(t *testing.T, s state.Store) {
 	check("Get beside a record", err)
 }
 
-func testInvalidKeys(t *testing.T, s state.Store) {
+func testInvalidKeys(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "ok", data(`{}`))
 	badNames := []string{"", ".", "..", "../ok", "a/b", `a\b`, ".hidden", "-x", "a b", "ok\x00", strings.Repeat("n", 129)}
@@ -101,7 +101,7 @@ func testInvalidKeys(t *testing.T, s state.Store) {
 	}
 }
 
-func testList(t *testing.T, s state.Store) {
+func testList(t *testing.T, s suite) {
 	ctx := context.Background()
 	recs, err := s.List(ctx, kind)
 	if err != nil || recs == nil || len(recs) != 0 {
@@ -131,7 +131,7 @@ func testList(t *testing.T, s state.Store) {
 	}
 }
 
-func testUpdateCAS(t *testing.T, s state.Store) {
+func testUpdateCAS(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{"v":1}`))
 	r2, err := s.Update(ctx, kind, "a", 1, data(`{"v":2}`), ev("widget.changed"))
@@ -146,7 +146,7 @@ func testUpdateCAS(t *testing.T, s state.Store) {
 	sameRecord(t, "after refused Update", get(t, s, "a"), r2)
 }
 
-func testDeleteCAS(t *testing.T, s state.Store) {
+func testDeleteCAS(t *testing.T, s suite) {
 	ctx := context.Background()
 	create(t, s, "a", data(`{}`))
 	r2, err := s.Update(ctx, kind, "a", 1, data(`{"v":2}`), ev("widget.changed"))
@@ -173,7 +173,7 @@ func testDeleteCAS(t *testing.T, s state.Store) {
 }
 
 // testConcurrentIncrements: CAS with retry loses no update.
-func testConcurrentIncrements(t *testing.T, s state.Store) {
+func testConcurrentIncrements(t *testing.T, s suite) {
 	const workers, each = 6, 10
 	ctx := context.Background()
 	create(t, s, "counter", data(`{"n":0}`))
@@ -219,7 +219,7 @@ func testConcurrentIncrements(t *testing.T, s state.Store) {
 
 // testDiscardReadable: Discard is only for records Get cannot read; a
 // readable one is left alone, a missing one is not found.
-func testDiscardReadable(t *testing.T, s state.Store) {
+func testDiscardReadable(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{}`))
 	n := len(journal(t, s, 0))

@@ -1,7 +1,9 @@
 // Package statetest is the conformance suite for state.Store backends:
-// idempotent create, compare-and-swap, claim fencing, journal order,
-// transactions whose reads still hold when their write lands, and the rule
-// that a refused write changes nothing.
+// idempotent create, compare-and-swap, claim fencing, expiry and renewal,
+// journal order and following, transactions whose reads still hold when
+// their write lands, the rule that a refused write changes nothing, and
+// (RunCrash) that a writer killed at any point leaves every record and
+// journal entry whole.
 package statetest
 
 import (
@@ -10,17 +12,51 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// Run checks a backend. open must return a fresh, empty store for each
-// call and arrange its own cleanup.
-func Run(t *testing.T, open func(t *testing.T) state.Store) {
+// Clock is the time a store under test reads for timestamps and claim
+// expiry: the real time plus an offset the suite moves forward, so claims
+// expire without waiting (a backend may count its leases in whole
+// seconds, with a floor).
+type Clock struct {
+	mu    sync.Mutex
+	ahead time.Duration
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.ahead)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.ahead += d
+	c.mu.Unlock()
+}
+
+// Opener returns a fresh, empty store reading time from clock, and
+// arranges its cleanup.
+type Opener func(t *testing.T, clock *Clock) state.Store
+
+// suite is what each test gets: the store and its clock.
+type suite struct {
+	state.Store
+	clock *Clock
+}
+
+// Run checks a backend.
+func Run(t *testing.T, open Opener) {
 	tests := []struct {
 		name string
-		fn   func(*testing.T, state.Store)
+		fn   func(*testing.T, suite)
 	}{
 		{"CreateGet", testCreateGet},
 		{"CreateIdempotent", testCreateIdempotent},
@@ -49,9 +85,17 @@ func Run(t *testing.T, open func(t *testing.T) state.Store) {
 		{"TxnOneWrite", testTxnOneWrite},
 		{"TxnWriteChecks", testTxnWriteChecks},
 		{"TxnChecksHoldAtCommit", testTxnChecksHoldAtCommit},
+		{"RenewClaim", testRenewClaim},
+		{"KeepClaimRenews", testKeepClaimRenews},
+		{"KeepClaimLost", testKeepClaimLost},
+		{"Follow", testFollow},
+		{"FollowNewEpoch", testFollowNewEpoch},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &Clock{}
+			tc.fn(t, suite{Store: open(t, clock), clock: clock})
+		})
 	}
 }
 

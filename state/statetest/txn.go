@@ -20,7 +20,7 @@ func txn(t *testing.T, s state.Store, fn func(state.Tx) error) {
 	}
 }
 
-func testTxnCommitsItsWrite(t *testing.T, s state.Store) {
+func testTxnCommitsItsWrite(t *testing.T, s suite) {
 	create(t, s, "a", data(`{"v":1}`))
 	create(t, s, "b", data(`{}`))
 	n := len(journal(t, s, 0))
@@ -52,7 +52,7 @@ func testTxnCommitsItsWrite(t *testing.T, s state.Store) {
 
 // testTxnErrorWritesNothing: an error from fn discards the write made
 // before it, and comes back unchanged.
-func testTxnErrorWritesNothing(t *testing.T, s state.Store) {
+func testTxnErrorWritesNothing(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{"v":1}`))
 	n := len(journal(t, s, 0))
@@ -87,7 +87,7 @@ func testTxnErrorWritesNothing(t *testing.T, s state.Store) {
 
 // testTxnOneWrite: the write is the last call; later calls fail and the
 // write still lands when fn returns nil.
-func testTxnOneWrite(t *testing.T, s state.Store) {
+func testTxnOneWrite(t *testing.T, s suite) {
 	ctx := context.Background()
 	txn(t, s, func(tx state.Tx) error {
 		if _, err := tx.Create(kind, "x", data(`{}`), ev("widget.added")); err != nil {
@@ -136,7 +136,7 @@ func testTxnOneWrite(t *testing.T, s state.Store) {
 }
 
 // testTxnWriteChecks: writes in a Txn answer as the Store's do.
-func testTxnWriteChecks(t *testing.T, s state.Store) {
+func testTxnWriteChecks(t *testing.T, s suite) {
 	ctx := context.Background()
 	r := create(t, s, "a", data(`{"x":1}`))
 	n := len(journal(t, s, 0))
@@ -205,7 +205,7 @@ func testTxnWriteChecks(t *testing.T, s state.Store) {
 // deletes a parent only while no child names it, racing an adder that
 // creates a child only while the parent exists, never leaves a child
 // naming a deleted parent.
-func testTxnChecksHoldAtCommit(t *testing.T, s state.Store) {
+func testTxnChecksHoldAtCommit(t *testing.T, s suite) {
 	const rounds = 30
 	const child state.Kind = "gadget"
 	ctx := context.Background()
