@@ -124,7 +124,10 @@ error naming the file and line (exit 2).
 
 `)
 	for _, s := range cmdutil.GlobalSettings {
-		where := []string{"flag --" + s.Key}
+		var where []string
+		if !s.FileOnly {
+			where = append(where, "flag --"+s.Key)
+		}
 		if s.Env != "" {
 			where = append(where, "environment "+s.Env)
 		}
