@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -28,13 +27,34 @@ func (tc *taskClaim) update(ctx context.Context, event string, change func(*reco
 
 func (tc *taskClaim) release(ctx context.Context) { _ = tc.Release(ctx) }
 
-// launchTTL bounds a launch or resume that stops checkpointing: its two
-// prepare steps and slack. A holder on this machine that dies loses its
-// claim at once (its pid is provably gone).
-func launchTTL(p *profiles.Profile) time.Duration { return 2*prepareTimeout(p) + 5*time.Minute }
+// claimTTL is how long a claim outlives its holder's last sign of life: a
+// launch, resume or teardown renews it every third of that while it works
+// (keep), so a holder that died anywhere loses it within a minute; on this
+// machine at once (its pid is provably gone).
+const claimTTL = time.Minute
 
 // recoverTTL bounds a recovery: a dial and a few helper calls.
 const recoverTTL = 2 * time.Minute
+
+// keep renews tc's claim while an operation works. The context it returns
+// ends when the claim is lost (it expired, or another process took it
+// over), so no step starts, and nothing is written, after the loss; stop
+// ends the renewals.
+func (e *Executor) keep(ctx context.Context, tc *taskClaim) (context.Context, func()) {
+	k := state.KeepClaim(ctx, e.cfg.Store, tc.Claim())
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-k.Lost():
+			cancel(&state.StaleClaimError{Kind: records.KindTask, Name: tc.Name(), Reason: fmt.Sprintf("the claim was lost mid-way: %v", k.Err())})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		k.Stop()
+		cancel(nil)
+	}
+}
 
 // TaskBusyError: another process holds the task's claim right now, doing
 // what Doing says (exit 10).
@@ -72,4 +92,14 @@ func (e *Executor) createTask(ctx context.Context, t *records.Task, ttl time.Dur
 		return nil, err
 	}
 	return &taskClaim{h}, nil
+}
+
+// lostClaim is err, or the claim's loss when that is what ended ctx: a
+// step cut short by it reports the loss (a conflict), not an interruption.
+func lostClaim(ctx context.Context, err error) error {
+	var stale *state.StaleClaimError
+	if err != nil && ctx.Err() != nil && errors.As(context.Cause(ctx), &stale) {
+		return stale
+	}
+	return err
 }

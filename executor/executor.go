@@ -44,6 +44,9 @@ func (e *Executor) Vault() *vault.Vault { return e.vault }
 // locksDir is <state dir>/locks (0700), for locks that only matter on
 // this machine.
 func (e *Executor) locksDir() (string, error) {
+	if _, err := fsx.EnsureDir(e.cfg.StateDir, 0o700); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(e.cfg.StateDir, "locks")
 	_, err := fsx.EnsureDir(dir, 0o700)
 	return dir, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/records"
@@ -96,16 +97,34 @@ func (e *Executor) resolveSpec(ctx context.Context, h *records.Host, explicitAli
 	return t, nil
 }
 
-// ListHosts returns every host, sorted by name ([] when none).
+// resolveParallel bounds the `ssh -G` runs of one host listing: each is a
+// short process, so a few per core keep the cores busy without a stampede.
+const resolveParallel = 8
+
+// ListHosts returns every host, sorted by name ([] when none). Resolving
+// a host runs `ssh -G` for it and each of its jump hosts, so the hosts are
+// resolved concurrently, resolveParallel at a time, and a jump host they
+// share is looked up once.
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
 	hs, recs, err := records.List[records.Host](ctx, e.cfg.Store, records.KindHost)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]HostView, 0, len(recs))
-	for i, h := range hs {
-		out = append(out, e.view(ctx, h, recs[i]))
+	opts := e.resolveOptions()
+	opts.Cache = ssh.NewLookupCache()
+	out := make([]HostView, len(recs))
+	sem := make(chan struct{}, resolveParallel)
+	var wg sync.WaitGroup
+	for i := range recs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = e.viewWith(ctx, hs[i], recs[i], opts)
+		}()
 	}
+	wg.Wait()
 	return out, nil
 }
 

@@ -46,21 +46,19 @@ func (e *Executor) ensureJob(ctx context.Context, t *records.Task, trigger recor
 	})
 }
 
-// teardownTTL is how long a teardown's claim lasts without a checkpoint:
-// past its budget, with slack for the last step to report.
-func teardownTTL(budget time.Duration) time.Duration { return budget + time.Minute }
-
 // runJob runs one attempt of a job under the task's claim and records
 // how it ended on the job: succeeded, or failed with its retry time.
 func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget time.Duration, progress func(string)) (*TeardownResult, error) {
 	deadline := time.Now().Add(budget)
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
 	defer cancel()
-	tc, err := e.claimTask(ctx, job.TaskID, teardownTTL(budget))
+	tc, err := e.claimTask(ctx, job.TaskID, claimTTL)
 	if err != nil {
 		return nil, err
 	}
 	defer tc.release(ctx)
+	ctx, stop := e.keep(ctx, tc)
+	defer stop()
 	// Decided again under the claim: another sweep may have run it since
 	// this one listed the jobs.
 	if cur, _, err := records.Get[records.CleanupJob](ctx, e.cfg.Store, records.KindJob, job.ID); err != nil {
@@ -78,6 +76,7 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 	}
 	a := &attempt{e: e, tc: tc, job: job, deadline: deadline, progress: progress}
 	t, runErr := a.run(ctx)
+	runErr = lostClaim(ctx, runErr)
 	res := &TeardownResult{TaskID: job.TaskID, Job: job.ID, Attempts: job.Attempts}
 	if t != nil {
 		res = resultOf(t, job)

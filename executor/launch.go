@@ -201,12 +201,15 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
-	tc, err := e.createTask(ctx, t, launchTTL(lp.profile))
+	tc, err := e.createTask(ctx, t, claimTTL)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer tc.release(ctx)
+	ctx, stop := e.keep(ctx, tc)
+	defer stop()
 	s, err := e.startSession(ctx, tc, t, lp, o.Progress)
+	err = lostClaim(ctx, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}

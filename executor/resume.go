@@ -53,11 +53,13 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	}
 	// Under the task's claim: two resumes at once would both find the
 	// earlier sessions finished, and an archive must not run beside one.
-	tc, err := e.claimTask(ctx, t.ID, launchTTL(lp.profile))
+	tc, err := e.claimTask(ctx, t.ID, claimTTL)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer tc.release(ctx)
+	ctx, stop := e.keep(ctx, tc)
+	defer stop()
 	// What an interrupted launch left is settled first (recover.go); the
 	// task as now recorded decides.
 	if t, err = e.recoverHeld(ctx, tc, t); err != nil {
@@ -77,6 +79,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 		}
 	}
 	s, err := e.startSession(ctx, tc, t, lp, progress)
+	err = lostClaim(ctx, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}

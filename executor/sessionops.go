@@ -118,6 +118,18 @@ func linkLost(wd *ssh.Watchdog, host string, err error, doing, outcome, hint str
 	return &ssh.Error{Host: host, Hop: host, Class: class, Err: fmt.Errorf("connection lost while %s (%s); %s", doing, why, outcome), Hint: hint}
 }
 
+// NoTokenError: the controller runs and proves to be the session's, but
+// this machine holds no token for it (another operator launched it, on a
+// shared store): it can be inspected on the host and stopped, not asked.
+type NoTokenError struct {
+	SessionID string
+	PID       int
+}
+
+func (e *NoTokenError) Error() string {
+	return fmt.Sprintf("session %s: its controller (pid %d) runs, but its token is on the machine that launched it, so it cannot be asked from here", e.SessionID, e.PID)
+}
+
 // errControllerGone marks a controller that is provably not running.
 var errControllerGone = errors.New("controller is not running")
 
@@ -143,13 +155,14 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 	}
 	// Without a recorded start time (a launch interrupted after starting
 	// it) a live pid proves nothing either way.
+	if id.Alive && id.Ours && a.ctrl == nil {
+		return controller.Status{}, &NoTokenError{SessionID: a.s.ID, PID: id.PID}
+	}
 	if id.Alive && (id.Ours || a.s.StartTime == 0) {
 		why := "does not answer"
 		switch {
 		case a.s.StartTime == 0:
 			why = "was never recorded as this session's controller"
-		case a.ctrl == nil:
-			why = "cannot be asked: this state dir holds no token for it"
 		}
 		return controller.Status{}, fmt.Errorf("session %s: controller pid %d is alive but %s; not touching it (check the host: `kandev-exec task exec %s -- ps -p %d`)",
 			a.s.ID, id.PID, why, a.t.ID, id.PID)
@@ -248,7 +261,10 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 			}
 		}
 	}
-	if errors.Is(err, errControllerGone) {
+	var noToken *NoTokenError
+	if errors.Is(err, errControllerGone) || errors.As(err, &noToken) {
+		// The log file on the host has it (already masked): the rest of
+		// it, or, without a token, what it holds so far.
 		if view == nil {
 			_, view = o.view(w, -1)
 		}
@@ -258,6 +274,12 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 		}
 		if err := view.Close(); err != nil {
 			return nil, err
+		}
+		if noToken != nil {
+			if o.Follow {
+				return a.s, fmt.Errorf("%w: the log so far is shown; follow it from the machine that launched it", noToken)
+			}
+			return a.s, nil
 		}
 		s, _, err := e.finalFromHost(ctx, a)
 		return s, err

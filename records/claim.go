@@ -57,6 +57,9 @@ func CreateClaimed(ctx context.Context, st state.Store, kind state.Kind, name, e
 // ID is the claim's id (what a drain receipt is keyed by).
 func (h *Held) ID() string { return h.c.ID }
 
+// Claim is the claim as last checkpointed.
+func (h *Held) Claim() state.Claim { return h.c }
+
 // Name is the claimed record's name.
 func (h *Held) Name() string { return h.c.Name }
 

@@ -57,6 +57,11 @@ func (vt *Vault) secretsDir(create bool) (string, error) {
 func (vt *Vault) privateDir(name string, create bool) (string, error) {
 	dir := filepath.Join(vt.dir, name)
 	if create {
+		// The state directory itself may not exist yet: a store that is
+		// not a local directory (etcd) never makes it.
+		if _, err := fsx.EnsureDir(vt.dir, 0o700); err != nil {
+			return "", err
+		}
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err
 		}
