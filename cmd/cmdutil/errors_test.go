@@ -75,6 +75,7 @@ var typedErrors = []struct {
 
 	// executor, and the helper's errors as the executor wraps them
 	{&executor.RefusedError{Host: "h", Status: "cordoned"}, 9, "refused"},
+	{&executor.HostStatusError{Host: "h", Status: "quarantined", Asked: "uncordon"}, 9, "refused"},
 	{&executor.InUseError{What: "host", Name: "h"}, 1, "error"},
 	{&executor.FingerprintMismatchError{Want: "SHA256:x"}, 5, "host_key_changed"},
 	{&executor.ActiveSessionError{TaskID: "t", SessionID: "s"}, 10, "conflict"},

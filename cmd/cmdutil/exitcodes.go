@@ -82,6 +82,7 @@ var exitRules = []exitRule{
 	{as[*executor.KeptError], ExitPartial, ""},
 	{as[*executor.PendingError], ExitPending, ""},
 	{as[*executor.RefusedError], ExitRefused, ""},
+	{as[*executor.HostStatusError], ExitRefused, ""},
 	{as[*state.LockedError], ExitLocked, "wait for the other kandev-exec to finish, or raise --lock-timeout"},
 	{as[*state.OpenError], ExitError, "the state directory comes from --state-dir, KANDEV_EXEC_STATE_DIR or the config file's state-dir"},
 	{as[*state.ConflictError], ExitConflict, "another kandev-exec changed it concurrently: re-read and retry"},
