@@ -14,6 +14,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/cmd/profile"
+	"github.com/kdlbs/kandev-exec/cmd/reclaim"
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
 	"github.com/kdlbs/kandev-exec/cmd/sweep"
@@ -42,6 +43,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(task.NewCmdTask(f))
 	root.AddCommand(session.NewCmdSession(f))
 	root.AddCommand(sweep.NewCmdSweep(f, nil))
+	root.AddCommand(reclaim.NewCmdReclaim(f, nil))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))
