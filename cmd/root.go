@@ -70,7 +70,9 @@ func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
 	root.SetErr(io.ErrOut)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
+	// Ctrl-C interrupts, except where it only stops watching work that
+	// goes on in the background (host drain): that says so, exit 8.
+	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) && cmdutil.Classify(err).Exit != cmdutil.ExitPending.Status {
 		err = cmdutil.ErrInterrupted
 	}
 	if err == nil {

@@ -81,6 +81,7 @@ var exitRules = []exitRule{
 	{as[*PartialError], ExitPartial, ""},
 	{as[*executor.KeptError], ExitPartial, ""},
 	{as[*executor.PendingError], ExitPending, ""},
+	{as[*executor.HostDrainPendingError], ExitPending, ""},
 	{as[*executor.RefusedError], ExitRefused, ""},
 	{as[*executor.HostStatusError], ExitRefused, ""},
 	{as[*state.LockedError], ExitLocked, "wait for the other kandev-exec to finish, or raise --lock-timeout"},
