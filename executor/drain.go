@@ -98,7 +98,7 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 	}
 	switch {
 	case id.Alive && (id.Ours || s.StartTime == 0):
-		return records.DrainUncertain, "", fmt.Sprintf("controller pid %d is alive but did not confirm a stop within %s", id.PID, bound)
+		return records.DrainUncertain, "", fmt.Sprintf("controller pid %d is alive but did not confirm a stop within %s", id.PID, bound.Round(time.Millisecond))
 	case id.Alive:
 		// The pid was reused by another process: ours is gone.
 	case id.Orphan > 0:
