@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,26 @@ func TestDrainWithNothingRunningEndsCordoned(t *testing.T) {
 	}
 	if last := said[len(said)-1]; !strings.Contains(last, "all sessions on host box have stopped") {
 		t.Fatalf("progress: %q", said)
+	}
+	// The journal alone tells a live view what happened.
+	entries, err := e.cfg.Store.Journal(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, en := range entries {
+		if en.Kind == records.KindHost {
+			types = append(types, en.Type)
+		}
+	}
+	last := entries[len(entries)-1]
+	d2 := records.DetailOf(last)
+	if last.Type != "host.drain_complete" || d2.Step != records.StepHostDrain || d2.Outcome != "complete" || d2.Phase != "cordoned" ||
+		!strings.Contains(d2.Message, "all sessions on host box have stopped") {
+		t.Fatalf("last entry %s %+v; host events %q", last.Type, d2, types)
+	}
+	if !slices.Contains(types, "host.draining") || !slices.Contains(types, "host.drain_step") {
+		t.Fatalf("host events %q", types)
 	}
 
 	if _, err := e.QuarantineHost(ctx, "box", "disk", 0); err != nil {
