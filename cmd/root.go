@@ -14,10 +14,11 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/cmd/profile"
+	"github.com/kdlbs/kandev-exec/cmd/reclaim"
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
-	"github.com/kdlbs/kandev-exec/cmd/sweep"
 	"github.com/kdlbs/kandev-exec/cmd/store"
+	"github.com/kdlbs/kandev-exec/cmd/sweep"
 	"github.com/kdlbs/kandev-exec/cmd/task"
 	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
@@ -46,6 +47,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(sweep.NewCmdSweep(f, nil))
 	root.AddCommand(watch.NewCmdWatch(f, nil))
 	root.AddCommand(store.NewCmdStore(f))
+	root.AddCommand(reclaim.NewCmdReclaim(f, nil))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))
@@ -72,7 +74,9 @@ func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
 	root.SetErr(io.ErrOut)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
+	// Ctrl-C interrupts, except where it only stops watching work that
+	// goes on in the background (host drain): that says so, exit 8.
+	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) && cmdutil.Classify(err).Exit != cmdutil.ExitPending.Status {
 		err = cmdutil.ErrInterrupted
 	}
 	if err == nil {

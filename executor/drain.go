@@ -98,7 +98,7 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 	}
 	switch {
 	case id.Alive && (id.Ours || s.StartTime == 0):
-		return records.DrainUncertain, "", fmt.Sprintf("controller pid %d is alive but did not confirm a stop within %s", id.PID, bound)
+		return records.DrainUncertain, "", fmt.Sprintf("controller pid %d is alive but did not confirm a stop within %s", id.PID, bound.Round(time.Millisecond))
 	case id.Alive:
 		// The pid was reused by another process: ours is gone.
 	case id.Orphan > 0:
@@ -158,19 +158,6 @@ func (a *attempt) linkOr(o records.DrainOutcome) records.DrainOutcome {
 		return records.DrainUnreachable
 	}
 	return o
-}
-
-// quarantineHost blocks new launches on the host, with the evidence; a
-// host already quarantined keeps its first reason. Failing to record it
-// is reported, never fatal: the drain's outcome already keeps the
-// directory.
-func (e *Executor) quarantineHost(ctx context.Context, host, reason, by string) {
-	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, host, "host.quarantined", func(h *records.Host) error {
-		if h.EffectiveStatus(time.Now()) == records.HostQuarantined {
-			return errSettled
-		}
-		return h.SetStatus(records.HostQuarantined, reason, by, time.Now().UTC().Truncate(time.Second), nil)
-	})
 }
 
 // actor names who did something, for a host's status_by: what ran, as

@@ -54,9 +54,14 @@ type HostView struct {
 	StatusReason string           `json:"status_reason"`
 	StatusBy     string           `json:"status_by"`
 	StatusAt     *time.Time       `json:"status_at"`
-	CreatedAt    time.Time        `json:"created_at"`
-	Revision     uint64           `json:"revision"`
-	ResolveError string           `json:"resolve_error,omitempty"`
+	// StatusUntil ends a quarantine given with --ttl (null: no end); once
+	// past, the status is admitted again.
+	StatusUntil *time.Time `json:"status_until"`
+	// Drain is the host's last drain, while one runs and after it ended.
+	Drain        *records.HostDrain `json:"drain,omitempty"`
+	CreatedAt    time.Time          `json:"created_at"`
+	Revision     uint64             `json:"revision"`
+	ResolveError string             `json:"resolve_error,omitempty"`
 	// ProxyJumpHops are the jump hosts as resolved, first hop first.
 	ProxyJumpHops []JumpHop `json:"proxy_jump_hops"`
 }
@@ -116,12 +121,14 @@ func (e *Executor) view(ctx context.Context, h *records.Host, rec state.Record) 
 
 // viewWith is view resolving with opts (a listing shares one lookup cache).
 func (e *Executor) viewWith(ctx context.Context, h *records.Host, rec state.Record, opts ssh.ResolveOptions) HostView {
-	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: string(h.Status),
-		StatusReason: h.StatusReason, StatusBy: h.StatusBy, StatusAt: h.StatusAt, CreatedAt: h.CreatedAt,
+	// A quarantine whose --ttl ran out is over: the status says so.
+	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: string(h.EffectiveStatus(time.Now())),
+		StatusReason: h.StatusReason, StatusBy: h.StatusBy, StatusAt: h.StatusAt, CreatedAt: h.CreatedAt, Drain: h.Drain,
 		Revision: rec.Revision, Hostname: h.HostName, Port: h.Port, User: h.User, ProxyJump: h.ProxyJump}
 	if v.Pins == nil {
 		v.Pins = []records.HopPin{}
 	}
+	v.StatusUntil = h.StatusUntil
 	v.ProxyJumpHops = []JumpHop{}
 	t, err := e.resolveHostWith(ctx, h, opts)
 	if err != nil {

@@ -120,11 +120,11 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 	return lp, nil
 }
 
-// admitted refuses hosts that are cordoned, draining or quarantined, and
-// hosts with no pinned key.
+// admitted refuses hosts that are cordoned, draining or quarantined (a
+// quarantine whose --ttl ran out is over), and hosts with no pinned key.
 func admitted(h *records.Host) error {
-	if h.Status != records.HostAdmitted {
-		return &RefusedError{Host: h.Name, Status: h.Status, Reason: h.StatusReason}
+	if s := h.EffectiveStatus(time.Now()); s != records.HostAdmitted {
+		return &RefusedError{Host: h.Name, Status: s, Reason: h.StatusReason}
 	}
 	if len(h.Pins) == 0 {
 		return &ssh.Error{Host: h.Name, Hop: h.Alias, Class: ssh.ClassTrustRequired,

@@ -86,11 +86,18 @@ func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*atta
 	if err != nil {
 		return nil, err
 	}
-	a := &attach{s: s, t: t, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}
+	return e.attachOn(c, c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline), t, s), nil
+}
+
+// attachOn is an attach over a connection already made; closing it
+// closes the connection, so one shared by many attaches (a host drain)
+// is closed by its owner instead.
+func (e *Executor) attachOn(c *ssh.Client, wd *ssh.Watchdog, t *records.Task, s *records.Session) *attach {
+	a := &attach{s: s, t: t, c: c, wd: wd}
 	if token, err := e.vault.LoadToken(s.ID); err == nil && s.RemotePort > 0 {
 		a.ctrl = e.controllerClient(c, s, token)
 	}
-	return a, nil
+	return a
 }
 
 // linkErr turns a failure caused by the connection dying under an
@@ -309,7 +316,15 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Ses
 		return nil, err
 	}
 	defer a.Close()
-	_, err = e.liveness(ctx, a)
+	return e.stopAttached(ctx, a)
+}
+
+// stopAttached stops the attached session: its controller stops the
+// agent gracefully, then its process group; one already gone is settled
+// from what it left on the host.
+func (e *Executor) stopAttached(ctx context.Context, a *attach) (*records.Session, error) {
+	s := a.s
+	_, err := e.liveness(ctx, a)
 	switch {
 	case errors.Is(err, errControllerGone):
 		s, _, err = e.finalFromHost(ctx, a)

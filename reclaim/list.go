@@ -48,10 +48,14 @@ type Entry struct {
 
 // List reads <root>/tasks/. The root and tasks/ must be the login
 // user's alone (a *taskdir.Error otherwise); each entry is then checked
-// on its own and described, whatever it is.
+// on its own and described, whatever it is. A root that does not exist
+// holds nothing: an empty listing.
 func List(ctx context.Context, req ListRequest) (*Listing, error) {
 	root, err := taskdir.PrivateRoot(req.Root)
 	if err != nil {
+		if abs, absent := taskdir.AbsentRoot(req.Root); absent {
+			return &Listing{Root: abs, Entries: []Entry{}}, nil
+		}
 		return nil, err
 	}
 	h := newHost(0)

@@ -115,3 +115,20 @@ func TestListEmptyRoot(t *testing.T) {
 		t.Fatalf("List = %+v, %v", l, err)
 	}
 }
+
+// A root that does not exist holds nothing: an empty listing, not an
+// error (reclaim lists every root a host's profiles name, some never
+// used).
+func TestListAbsentRootIsEmpty(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "never-made")
+	l, err := List(t.Context(), ListRequest{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Root != root || len(l.Entries) != 0 {
+		t.Fatalf("listing: %+v", l)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Fatalf("the root was made: %v", err)
+	}
+}

@@ -15,7 +15,7 @@ type Detail struct {
 	Host     string     `json:"host,omitempty"`
 	TaskID   string     `json:"task_id,omitempty"`
 	Phase    string     `json:"phase,omitempty"` // the task phase, session state, host status or job state after the change
-	Step     string     `json:"step,omitempty"`  // a teardown step (StepDrain, StepCleanup, StepReclaim)
+	Step     string     `json:"step,omitempty"`  // a teardown step (StepDrain, StepCleanup, StepReclaim), or StepHostDrain
 	Outcome  string     `json:"outcome,omitempty"`
 	Receipt  string     `json:"receipt,omitempty"` // a drain receipt, short
 	Reason   string     `json:"reason,omitempty"`

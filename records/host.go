@@ -70,7 +70,48 @@ type Host struct {
 	// StatusUntil ends a quarantine given with a TTL; past it the host is
 	// admitted again (EffectiveStatus), and the next write records that.
 	StatusUntil *time.Time `json:"status_until,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
+	// Drain is where the host's last `host drain` stands (nil: never
+	// drained), kept here so that host show and a live view read one
+	// record.
+	Drain     *HostDrain `json:"drain,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// DrainState is where a host drain stands.
+type DrainState string
+
+const (
+	DrainRunning   DrainState = "running"   // a worker is stopping the host's sessions
+	DrainComplete  DrainState = "complete"  // every session stopped; the host stays cordoned
+	DrainDeadline  DrainState = "deadline"  // the deadline passed with sessions still running
+	DrainCancelled DrainState = "cancelled" // the host was uncordoned (or readmitted) meanwhile
+	DrainFailed    DrainState = "failed"    // the worker ended on an error (Last says which)
+)
+
+// HostDrain is one drain of a host: cordon, then stop every session
+// gracefully (resumable: the task directories stay), until none runs or
+// the deadline passes.
+type HostDrain struct {
+	State     DrainState `json:"state"`
+	StartedAt time.Time  `json:"started_at"`
+	Deadline  time.Time  `json:"deadline"`
+	By        string     `json:"by"`
+	// Log is the worker's log on the machine that started the drain, and
+	// LogOffset where this drain's lines start in it.
+	Log       string      `json:"log"`
+	LogOffset int64       `json:"log_offset"`
+	WorkerPID int         `json:"worker_pid,omitempty"`
+	Stopped   []string    `json:"stopped"`   // sessions this drain stopped
+	Remaining []DrainLeft `json:"remaining"` // sessions still running when last looked at
+	Last      string      `json:"last"`      // the last step, one line for people
+	EndedAt   *time.Time  `json:"ended_at,omitempty"`
+}
+
+// DrainLeft is a session a drain has not stopped yet, and why.
+type DrainLeft struct {
+	Session string `json:"session"`
+	TaskID  string `json:"task_id"`
+	Why     string `json:"why"`
 }
 
 // EffectiveStatus is the status at now: a quarantine whose TTL has run

@@ -142,6 +142,9 @@ const (
 	StepReclaim = "reclaim"
 )
 
+// StepHostDrain is a host drain's step, in a host's journal detail.
+const StepHostDrain = "host_drain"
+
 // Teardown is what the current or last cleanup job found, kept on the
 // task so that `task show` and a live view read one record.
 type Teardown struct {

@@ -104,7 +104,11 @@ func DetailFor(v any) Detail {
 	case *Session:
 		return Detail{Host: r.Host, TaskID: r.TaskID, Phase: string(r.State), Error: r.Error}
 	case *Host:
-		return Detail{Host: r.Name, Phase: string(r.Status), Reason: r.StatusReason, By: r.StatusBy, Until: r.StatusUntil}
+		d := Detail{Host: r.Name, Phase: string(r.Status), Reason: r.StatusReason, By: r.StatusBy, Until: r.StatusUntil}
+		if dr := r.Drain; dr != nil {
+			d.Step, d.Outcome, d.Message = StepHostDrain, string(dr.State), dr.Last
+		}
+		return d
 	case *CleanupJob:
 		return Detail{Host: r.Host, TaskID: r.TaskID, Phase: string(r.State), Attempts: r.Attempts, NextAt: r.NextAt, Error: r.LastError}
 	}

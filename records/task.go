@@ -39,9 +39,9 @@ var phaseMoves = moves[Phase]{
 	PhaseDraining:       {PhaseDestroying, PhaseCleanupPending},
 	PhaseDestroying:     {PhaseAbsent, PhaseArchived, PhaseCleanupPending},
 	PhaseCleanupPending: {PhaseDraining},
-	// An archived task's directory is still there: a delete, or a later
-	// reclaim --apply, tears down again.
-	PhaseArchived: {PhaseDraining},
+	// An archived task's directory is still there: a delete tears down
+	// again, and reclaim --apply may remove it (proven gone: absent).
+	PhaseArchived: {PhaseDraining, PhaseAbsent},
 	PhaseAbsent:   nil,
 }
 

@@ -18,7 +18,7 @@ func TestTaskPhaseTransitionsExhaustive(t *testing.T) {
 		PhaseDraining:       {PhaseDraining, PhaseDestroying, PhaseCleanupPending},
 		PhaseDestroying:     {PhaseDestroying, PhaseAbsent, PhaseArchived, PhaseCleanupPending},
 		PhaseCleanupPending: {PhaseCleanupPending, PhaseDraining},
-		PhaseArchived:       {PhaseArchived, PhaseDraining},
+		PhaseArchived:       {PhaseArchived, PhaseDraining, PhaseAbsent},
 		PhaseAbsent:         {PhaseAbsent},
 	}
 	checkMatrix(t, Phases, allowed, Phase.CanMove)

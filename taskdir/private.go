@@ -2,6 +2,7 @@ package taskdir
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -53,6 +54,17 @@ func PrivateRoot(root string) (string, error) {
 		return "", notPrivate(phys, err)
 	}
 	return phys, nil
+}
+
+// AbsentRoot reports whether root, ~ expanded, does not exist at all (a
+// root nothing was ever made under), and where it would be.
+func AbsentRoot(root string) (string, bool) {
+	r, err := expandPath(root)
+	if err != nil {
+		return "", false
+	}
+	_, err = os.Lstat(r)
+	return r, errors.Is(err, fs.ErrNotExist)
 }
 
 // ensurePrivateDir creates dir (0700) below a checked parent unless it

@@ -81,11 +81,13 @@ var typedErrors = []struct {
 
 	// executor, and the helper's errors as the executor wraps them
 	{&executor.RefusedError{Host: "h", Status: "cordoned"}, 9, "refused"},
+	{&executor.HostStatusError{Host: "h", Status: "quarantined", Asked: "uncordon"}, 9, "refused"},
 	{&executor.InUseError{What: "host", Name: "h"}, 1, "error"},
 	{&executor.FingerprintMismatchError{Want: "SHA256:x"}, 5, "host_key_changed"},
 	{&executor.ActiveSessionError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&executor.TaskBusyError{TaskID: "t", Doing: "worked on"}, 10, "conflict"},
 	{&executor.PendingError{TaskID: "t", Host: "h", Drain: "unreachable", Err: "x"}, 8, "pending"},
+	{&executor.HostDrainPendingError{Host: "h", WorkerPID: 42, Log: "l"}, 8, "pending"},
 	{&executor.KeptError{TaskID: "t", Host: "h", Reason: "dirty_worktree"}, 3, "partial"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},

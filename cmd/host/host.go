@@ -1,4 +1,5 @@
-// Package host holds the `host` verbs: add, set, test, trust, ls, show, rm.
+// Package host holds the `host` verbs: add, set, test, trust, ls, show, rm,
+// and the status verbs: cordon, uncordon, drain, quarantine, readmit.
 package host
 
 import (
@@ -14,10 +15,11 @@ import (
 func NewCmdHost(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "host",
-		Short: "Add, test, trust and list SSH hosts",
+		Short: "Add, test, trust, list, cordon, drain and quarantine SSH hosts",
 	}
 	c.AddCommand(NewCmdAdd(f, nil), NewCmdSet(f, nil), NewCmdTest(f, nil), NewCmdTrust(f, nil),
-		NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdRemove(f, nil))
+		NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdRemove(f, nil),
+		NewCmdCordon(f, nil), NewCmdUncordon(f, nil), NewCmdDrain(f, nil), NewCmdQuarantine(f, nil), NewCmdReadmit(f, nil))
 	return c
 }
 

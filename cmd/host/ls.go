@@ -9,6 +9,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // ListOptions are `host ls`'s inputs.
@@ -53,13 +54,18 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tUSER\tPROXY JUMP\tSTATUS\tFINGERPRINT\tADDED")
+	fmt.Fprintln(tw, "NAME\tADDRESS\tUSER\tPROXY JUMP\tSTATUS\tFINGERPRINT\tADDED\tREASON")
 	for _, h := range hosts {
 		fp := h.Fingerprint
 		if fp == "" {
 			fp = "(not trusted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Hostname, h.Port, h.User, cmdutil.Dash(h.ProxyJump), h.Status, fp, cmdutil.Ago(h.CreatedAt))
+		reason := ""
+		if h.Status != string(records.HostAdmitted) {
+			reason = h.StatusReason
+		}
+		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Hostname, h.Port, h.User, cmdutil.Dash(h.ProxyJump), h.Status, fp,
+			cmdutil.Ago(h.CreatedAt), cmdutil.SafeText(cmdutil.Dash(reason)))
 	}
 	return tw.Flush()
 }

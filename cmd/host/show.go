@@ -3,11 +3,14 @@ package host
 import (
 	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // ShowOptions are `host show`'s inputs.
@@ -64,9 +67,14 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	} else {
 		fmt.Fprintf(w, "status:       %s\n", h.Status)
 	}
-	if h.StatusReason != "" {
-		fmt.Fprintf(w, "reason:       %s (by %s)\n", h.StatusReason, h.StatusBy)
+	if h.StatusReason != "" && h.StatusAt != nil {
+		fmt.Fprintf(w, "reason:       %s\n", cmdutil.SafeText(h.StatusReason))
+		fmt.Fprintf(w, "by:           %s at %s\n", cmdutil.SafeText(h.StatusBy), cmdutil.Timestamp(*h.StatusAt))
 	}
+	if h.StatusUntil != nil {
+		fmt.Fprintf(w, "until:        %s\n", h.StatusUntil.UTC().Format(time.RFC3339))
+	}
+	printDrain(w, h)
 	if len(h.Pins) == 0 {
 		fmt.Fprintf(w, "pins:         none (run `kandev-exec host test %s`, then `kandev-exec host trust %s`)\n", h.Name, h.Name)
 	}
@@ -77,4 +85,24 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "warning: cannot resolve %s right now: %s\n", h.Name, h.ResolveError)
 	}
 	return nil
+}
+
+// printDrain shows the host's last drain: where it stands, who started
+// it, and the sessions it has not stopped yet.
+func printDrain(w io.Writer, h executor.HostView) {
+	d := h.Drain
+	if d == nil {
+		return
+	}
+	fmt.Fprintf(w, "drain:        %s (started %s by %s, deadline %s)\n", d.State, d.StartedAt.UTC().Format(time.RFC3339),
+		cmdutil.SafeText(d.By), d.Deadline.UTC().Format(time.RFC3339))
+	if d.State == records.DrainRunning {
+		fmt.Fprintf(w, "drain log:    %s (worker pid %d)\n", d.Log, d.WorkerPID)
+	}
+	if d.Last != "" {
+		fmt.Fprintf(w, "drain step:   %s\n", cmdutil.SafeText(d.Last))
+	}
+	for _, l := range d.Remaining {
+		fmt.Fprintf(w, "still running: session %s (task %s): %s\n", l.Session, l.TaskID, cmdutil.SafeText(l.Why))
+	}
 }

@@ -1,0 +1,145 @@
+package host
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+)
+
+// runParsed runs args through a root holding cmd, the way the CLI would,
+// and returns cmd's error; cmd's runF records what it got.
+func runParsed(t *testing.T, build func(*cmdutil.Factory) *cobra.Command, args ...string) error {
+	t.Helper()
+	t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
+	ios, _, _, _ := cmdutil.Test()
+	f := cmdutil.NewFactory(ios, "test")
+	root := &cobra.Command{Use: "kandev-exec", SilenceErrors: true, SilenceUsage: true}
+	f.AddGlobalFlags(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
+	root.AddCommand(build(f))
+	root.SetArgs(args)
+	return root.ExecuteContext(context.Background())
+}
+
+func usage(t *testing.T, err error) {
+	t.Helper()
+	if got := cmdutil.Classify(err).Exit; got != cmdutil.ExitUsage.Status {
+		t.Fatalf("got exit %d (%v), want a usage error", got, err)
+	}
+}
+
+func TestNewCmdCordon(t *testing.T) {
+	var got *CordonOptions
+	build := func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdCordon(f, func(_ context.Context, o *CordonOptions) error { got = o; return nil })
+	}
+	if err := runParsed(t, build, "cordon", "prod", "--reason", "kernel upgrade", "--json"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "prod" || got.Reason != "kernel upgrade" || !got.JSON {
+		t.Fatalf("parsed %+v", got)
+	}
+	got = nil
+	usage(t, runParsed(t, build, "cordon", "prod"))
+	usage(t, runParsed(t, build, "cordon", "--reason", "x"))
+	if got != nil {
+		t.Fatal("runF ran on bad usage")
+	}
+}
+
+func TestNewCmdQuarantine(t *testing.T) {
+	var got *QuarantineOptions
+	build := func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdQuarantine(f, func(_ context.Context, o *QuarantineOptions) error { got = o; return nil })
+	}
+	if err := runParsed(t, build, "quarantine", "prod", "--reason", "disk", "--ttl", "2h"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "prod" || got.Reason != "disk" || got.TTL != 2*time.Hour {
+		t.Fatalf("parsed %+v", got)
+	}
+	if err := runParsed(t, build, "quarantine", "prod", "--reason", "disk"); err != nil || got.TTL != 0 {
+		t.Fatalf("no --ttl: %v, %+v", err, got)
+	}
+	got = nil
+	usage(t, runParsed(t, build, "quarantine", "prod", "--reason", "disk", "--ttl", "0s"))
+	usage(t, runParsed(t, build, "quarantine", "prod"))
+	if got != nil {
+		t.Fatal("runF ran on bad usage")
+	}
+}
+
+func TestNewCmdReadmitAndUncordon(t *testing.T) {
+	var readmit *ReadmitOptions
+	if err := runParsed(t, func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdReadmit(f, func(_ context.Context, o *ReadmitOptions) error { readmit = o; return nil })
+	}, "readmit", "prod", "--reason", "fixed"); err != nil || readmit.Name != "prod" || readmit.Reason != "fixed" {
+		t.Fatalf("readmit: %v %+v", err, readmit)
+	}
+	usage(t, runParsed(t, func(f *cmdutil.Factory) *cobra.Command { return NewCmdReadmit(f, nil) }, "readmit", "prod"))
+	var uncordon *UncordonOptions
+	if err := runParsed(t, func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdUncordon(f, func(_ context.Context, o *UncordonOptions) error { uncordon = o; return nil })
+	}, "uncordon", "prod"); err != nil || uncordon.Name != "prod" {
+		t.Fatalf("uncordon: %v %+v", err, uncordon)
+	}
+}
+
+func TestNewCmdDrain(t *testing.T) {
+	var got *DrainOptions
+	build := func(f *cmdutil.Factory) *cobra.Command {
+		return NewCmdDrain(f, func(_ context.Context, o *DrainOptions) error { got = o; return nil })
+	}
+	if err := runParsed(t, build, "drain", "prod"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "prod" || got.Deadline != time.Hour || got.Detach || got.Worker || got.Settings == nil {
+		t.Fatalf("defaults %+v", got)
+	}
+	if err := runParsed(t, build, "drain", "prod", "--deadline", "10m", "--detach"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Deadline != 10*time.Minute || !got.Detach {
+		t.Fatalf("parsed %+v", got)
+	}
+	got = nil
+	usage(t, runParsed(t, build, "drain", "prod", "--deadline", "0s"))
+	usage(t, runParsed(t, build, "drain"))
+	if got != nil {
+		t.Fatal("runF ran on bad usage")
+	}
+}
+
+// The worker gets this process's settings through their environment
+// twins, and nothing else of its own.
+func TestWorkerEnv(t *testing.T) {
+	t.Setenv("KANDEV_EXEC_STATE_DIR", "/somewhere/else")
+	t.Setenv("KANDEV_EXEC_CONNECT_TIMEOUT", "")
+	env := workerEnv(&cmdutil.Settings{StateDir: "/state", LockTimeout: 3 * time.Second, SSHConfig: "/ssh_config",
+		ConnectTimeout: 4 * time.Second, ConfigFile: "/does/not/exist.yaml"})
+	want := map[string]string{"KANDEV_EXEC_STATE_DIR": "/state", "KANDEV_EXEC_LOCK_TIMEOUT": "3s",
+		"KANDEV_EXEC_SSH_CONFIG": "/ssh_config", "KANDEV_EXEC_CONNECT_TIMEOUT": "4s", "NO_COLOR": "1"}
+	seen := map[string]int{}
+	for _, kv := range env {
+		for k, v := range want {
+			if kv == k+"="+v {
+				seen[k]++
+			}
+		}
+		if kv == "KANDEV_EXEC_STATE_DIR=/somewhere/else" {
+			t.Error("the caller's own state dir leaked through")
+		}
+		if len(kv) > 19 && kv[:19] == "KANDEV_EXEC_CONFIG=" {
+			t.Errorf("a config file that does not exist was passed: %s", kv)
+		}
+	}
+	for k := range want {
+		if seen[k] != 1 {
+			t.Errorf("%s appears %d times", k, seen[k])
+		}
+	}
+}

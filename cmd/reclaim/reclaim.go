@@ -1,0 +1,295 @@
+// Package reclaim is `kandev-exec reclaim`: find the task directories
+// this installation left on its hosts, and remove those proven safe.
+package reclaim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
+)
+
+// Options are `reclaim`'s inputs.
+type Options struct {
+	IO        *cmdutil.IOStreams
+	Executor  func() (*executor.Executor, error)
+	JSON      bool
+	Yes       bool
+	Host      string
+	OlderThan time.Duration
+	Apply     bool
+	PlanFile  string
+}
+
+// NewCmdReclaim is `reclaim [--host H] [--older-than D] [--apply [--plan FILE]]`.
+func NewCmdReclaim(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Executor: f.Executor}
+	c := &cobra.Command{
+		Use:   "reclaim [--host=H] [--older-than=D] [--apply]",
+		Short: "Find task directories left on hosts, and remove those proven safe",
+		Long: `List every <root>/tasks/ of every host (each root its host, profiles and
+tasks use) and plan: a directory is a candidate when its .kandev/owner.json
+names this installation and a task that no local record holds any more,
+or whose task is archived. Anything else is listed and kept, with the
+reason: another installation's marker or none, a name kandev-exec does not
+make, a live task, a directory changed more recently than --older-than.
+
+The plan touches nothing. --apply removes the candidates, each proven safe
+again on the host, now (ours, private, no link anywhere, every checkout
+clean and pushed, the same directory the plan saw) and removed without
+following any link; what the proof refuses is skipped with its reason.
+--apply asks first on a terminal and needs --yes without one. With
+--plan FILE (the output of reclaim --json) only what that plan marked for
+removal, as it saw it, is removed.
+
+An archived task whose directory is removed becomes absent. Exit 3 when
+some directories or hosts failed and others did not.`,
+		Example: `  kandev-exec reclaim                                  # the plan, every host
+  kandev-exec reclaim --host prod --older-than 72h
+  kandev-exec reclaim --json > plan.json               # review it, then
+  kandev-exec reclaim --apply --plan plan.json --yes`,
+		Args: cmdutil.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := f.Settings()
+			if err != nil {
+				return err
+			}
+			opts.JSON, opts.Yes = s.JSON, s.Yes
+			if opts.OlderThan < 0 {
+				return cmdutil.FlagErrorf("--older-than must not be negative, got %s", opts.OlderThan)
+			}
+			if opts.PlanFile != "" && !opts.Apply {
+				return cmdutil.FlagErrorf("--plan applies a saved plan: it needs --apply")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return reclaimRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Host, "host", "", "only this host")
+	c.Flags().DurationVar(&opts.OlderThan, "older-than", 0, "only directories unchanged for at least this long")
+	c.Flags().BoolVar(&opts.Apply, "apply", false, "remove what the plan marks, each proven safe again first")
+	c.Flags().StringVar(&opts.PlanFile, "plan", "", "with --apply: remove only what this saved plan (reclaim --json) marked, as it saw it")
+	_ = c.RegisterFlagCompletionFunc("host", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) {
+		return ex.HostNames(ctx)
+	}))
+	return c
+}
+
+func reclaimRun(ctx context.Context, o *Options) error {
+	var saved []executor.ReclaimRow
+	if o.Apply {
+		if !o.IO.CanPrompt() {
+			// Never dial for a plan the user cannot be asked about.
+			if err := cmdutil.ConfirmDestructive(o.IO, o.Yes, "", "apply the reclaim plan"); err != nil {
+				return err
+			}
+		}
+		var err error
+		if o.PlanFile != "" {
+			if saved, err = readPlan(o.PlanFile); err != nil {
+				return err
+			}
+		}
+	}
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	progress := func(s string) {
+		if !o.JSON {
+			fmt.Fprintf(o.IO.ErrOut, "• %s\n", s)
+		}
+	}
+	rows, err := ex.ReclaimPlan(ctx, executor.ReclaimOptions{Host: o.Host, OlderThan: o.OlderThan, Progress: progress})
+	if err != nil {
+		return err
+	}
+	if saved != nil {
+		rows = executor.RestrictToPlan(rows, saved)
+	}
+	fillErrors(rows)
+	if o.Apply {
+		if rows, err = applyPlan(ctx, o, ex, rows, progress); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		if err := cmdutil.WriteJSON(o.IO.Out, rows); err != nil {
+			return err
+		}
+	} else {
+		printRows(o.IO.Out, rows)
+		printSummary(o.IO, rows, o.Apply)
+	}
+	return outcome(rows)
+}
+
+// applyPlan shows the plan and asks on a terminal, then applies it.
+func applyPlan(ctx context.Context, o *Options, ex *executor.Executor, rows []executor.ReclaimRow, progress func(string)) ([]executor.ReclaimRow, error) {
+	n, size := 0, int64(0)
+	for _, r := range rows {
+		if r.Action == executor.ReclaimRemove {
+			n++
+			size += r.Bytes
+		}
+	}
+	if n > 0 && !o.Yes {
+		printRows(o.IO.ErrOut, rows)
+		q := fmt.Sprintf("Remove %d directories (%s)? Each is proven safe again, on its host, before it is removed.", n, humanBytes(size))
+		if err := cmdutil.ConfirmDestructive(o.IO, o.Yes, q, "apply the reclaim plan"); err != nil {
+			return nil, err
+		}
+	}
+	out, err := ex.ApplyReclaim(ctx, rows, progress)
+	if err != nil {
+		return nil, err
+	}
+	fillErrors(out)
+	return out, nil
+}
+
+// readPlan reads a saved plan: what `reclaim --json` printed.
+func readPlan(path string) ([]executor.ReclaimRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &cmdutil.FlagError{Err: fmt.Errorf("--plan: %w", err)}
+	}
+	defer f.Close()
+	var rows []executor.ReclaimRow
+	dec := json.NewDecoder(io.LimitReader(f, maxPlanSize))
+	if err := dec.Decode(&rows); err != nil {
+		return nil, cmdutil.FlagErrorf("--plan %s: not a saved plan (the JSON array `kandev-exec reclaim --json` prints): %v", path, err)
+	}
+	return rows, nil
+}
+
+// maxPlanSize bounds a saved plan: a million rows fit.
+const maxPlanSize = 512 << 20
+
+// fillErrors gives a failed host's row the code and message of its error.
+func fillErrors(rows []executor.ReclaimRow) {
+	for i := range rows {
+		if r := &rows[i]; r.Err != nil {
+			r.Reason, r.Detail = cmdutil.Classify(r.Err).Code, r.Err.Error()
+		}
+	}
+}
+
+// printRows prints the rows with what a host said escaped: a directory
+// name may hold anything, a newline too.
+func printRows(w io.Writer, rows []executor.ReclaimRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tPATH\tTASK\tSIZE\tAGE\tACTION\tREASON")
+	for _, r := range rows {
+		if r.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\t%s\n", r.Host, r.Action, r.Reason)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, cmdutil.Safe(r.Path), cmdutil.Dash(cmdutil.Safe(r.TaskID)),
+			humanBytes(r.Bytes), humanAge(r.AgeSeconds), r.Action, cmdutil.Dash(r.Reason))
+	}
+	tw.Flush()
+}
+
+// printSummary says what the rows add up to, and for a plan what to run
+// next; a failed host's error and hint follow.
+func printSummary(ios *cmdutil.IOStreams, rows []executor.ReclaimRow, applied bool) {
+	count := map[string]int{}
+	size := map[string]int64{}
+	for _, r := range rows {
+		count[r.Action]++
+		size[r.Action] += r.Bytes
+	}
+	switch {
+	case len(rows) == 0:
+		fmt.Fprintln(ios.ErrOut, "No task directories on these hosts")
+	case applied:
+		fmt.Fprintf(ios.ErrOut, "Removed %d directories (%s); kept %d; %d failed\n", count[executor.ReclaimRemoved], humanBytes(size[executor.ReclaimRemoved]),
+			count[executor.ReclaimSkipped], count[executor.ReclaimFailed])
+	case count[executor.ReclaimRemove] > 0:
+		fmt.Fprintf(ios.ErrOut, "Plan: remove %d directories (%s), keep %d; `kandev-exec reclaim --apply` removes each once it is proven safe again\n",
+			count[executor.ReclaimRemove], humanBytes(size[executor.ReclaimRemove]), count[executor.ReclaimKeep])
+	default:
+		fmt.Fprintf(ios.ErrOut, "Nothing to remove; keep %d\n", count[executor.ReclaimKeep])
+	}
+	for _, r := range rows {
+		if r.Action != executor.ReclaimFailed {
+			continue
+		}
+		fmt.Fprintf(ios.ErrOut, "%s: %s\n", r.Host, cmdutil.SafeText(r.Detail))
+		if r.Err != nil {
+			if hint := cmdutil.Classify(r.Err).Hint; hint != "" {
+				fmt.Fprintf(ios.ErrOut, "  hint: %s\n", cmdutil.SafeText(hint))
+			}
+		}
+	}
+}
+
+// outcome: nothing failed is 0; some rows failed and others did not is
+// 3; everything failed with one class is that class's code.
+func outcome(rows []executor.ReclaimRow) error {
+	failed, codes := 0, map[int]string{}
+	var first executor.ReclaimRow
+	for _, r := range rows {
+		if r.Action != executor.ReclaimFailed {
+			continue
+		}
+		if failed == 0 {
+			first = r
+		}
+		failed++
+		if r.Err != nil {
+			info := cmdutil.Classify(r.Err)
+			codes[info.Exit] = info.Code
+		} else {
+			codes[cmdutil.ExitError.Status] = cmdutil.ExitError.Code
+		}
+	}
+	switch {
+	case failed == 0:
+		return nil
+	case failed < len(rows):
+		return &cmdutil.PartialError{Failed: failed, Total: len(rows), What: "rows"}
+	case len(codes) == 1:
+		for exit, code := range codes {
+			return &cmdutil.ExitCodeError{Code: exit, JSON: code, Msg: first.Detail, Printed: true}
+		}
+	}
+	return &cmdutil.ExitCodeError{Code: cmdutil.ExitError.Status, JSON: cmdutil.ExitError.Code, Msg: fmt.Sprintf("all %d rows failed", len(rows)), Printed: true}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func humanAge(s int64) string {
+	d := time.Duration(s) * time.Second
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", s)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

@@ -1,0 +1,270 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// The drain worker's rounds: each stops every live session of the host
+// once over one connection, recording each step on the host; between
+// rounds it waits drainRetry, and it ends when nothing runs, the deadline
+// passes or the host stops draining.
+
+// drainWorker is one worker's state.
+type drainWorker struct {
+	e        *Executor
+	host     string
+	progress func(string)
+	helper   *remoteHelper // found on the host once, shared by every session
+}
+
+func (w *drainWorker) say(format string, a ...any) {
+	if w.progress != nil {
+		w.progress(fmt.Sprintf(format, a...))
+	}
+}
+
+func (w *drainWorker) run(ctx context.Context) (*records.HostDrain, error) {
+	h, err := records.Mutate(ctx, w.e.cfg.Store, records.KindHost, w.host, "host.drain_step", func(h *records.Host) error {
+		if h.Drain == nil || h.Drain.State != records.DrainRunning {
+			return errSettled
+		}
+		h.Drain.WorkerPID, h.Drain.Last = os.Getpid(), "worker started"
+		return nil
+	})
+	if errors.Is(err, errSettled) {
+		cur, _, gerr := w.e.getHost(ctx, w.host)
+		if gerr != nil {
+			return nil, gerr
+		}
+		w.say("no drain of host %s is under way", w.host)
+		return cur.Drain, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.say("draining host %s until %s", w.host, h.Drain.Deadline.Format(time.RFC3339))
+	for {
+		h, _, err := w.e.getHost(ctx, w.host)
+		if err != nil {
+			return nil, err
+		}
+		d := h.Drain
+		if d == nil || d.State != records.DrainRunning {
+			return d, nil // ended by another hand: nothing left for this worker
+		}
+		if s := h.EffectiveStatus(time.Now()); s != records.HostDraining && s != records.HostQuarantined {
+			return w.finish(ctx, records.DrainCancelled, nil, fmt.Sprintf("host %s is %s now: the drain stops", w.host, s))
+		}
+		live, err := w.e.liveSessions(ctx, w.host)
+		if err != nil {
+			return d, err
+		}
+		if len(live) == 0 {
+			return w.finish(ctx, records.DrainComplete, nil, fmt.Sprintf("all sessions on host %s have stopped; it stays cordoned (`kandev-exec host uncordon %s` takes launches again)", w.host, w.host))
+		}
+		if !time.Now().Before(d.Deadline) {
+			left := make([]records.DrainLeft, len(live))
+			for i, s := range live {
+				left[i] = records.DrainLeft{Session: s.ID, TaskID: s.TaskID, Why: whyLeft(d, s.ID)}
+			}
+			return w.finish(ctx, records.DrainDeadline, left, fmt.Sprintf("the deadline %s passed with %d session(s) still running", d.Deadline.Format(time.RFC3339), len(left)))
+		}
+		w.round(ctx, d.Deadline, live)
+		if ctx.Err() != nil {
+			return d, ctx.Err()
+		}
+		if left, _ := w.e.liveSessions(ctx, w.host); len(left) > 0 {
+			wait := min(drainRetry, time.Until(d.Deadline))
+			t := time.NewTimer(max(wait, 0))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return d, ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// whyLeft is what the last round said about a session, if anything.
+func whyLeft(d *records.HostDrain, id string) string {
+	for _, l := range d.Remaining {
+		if l.Session == id {
+			return l.Why
+		}
+	}
+	return "not reached before the deadline"
+}
+
+// liveSessions are the host's sessions that may have a running agent.
+func (e *Executor) liveSessions(ctx context.Context, host string) ([]*records.Session, error) {
+	ss, _, err := records.List[records.Session](ctx, e.cfg.Store, records.KindSession)
+	if err != nil {
+		return nil, err
+	}
+	var out []*records.Session
+	for _, s := range ss {
+		if s.Host == host && (s.State == records.SessionRunning || s.State == records.SessionStarting) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *records.Session) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// round stops each live session once, over one connection.
+func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*records.Session) {
+	h, _, err := w.e.getHost(ctx, w.host)
+	var c *ssh.Client
+	if err == nil {
+		c, err = w.e.dialHost(ctx, h)
+	}
+	if err != nil {
+		left := make([]records.DrainLeft, len(live))
+		for i, s := range live {
+			left[i] = records.DrainLeft{Session: s.ID, TaskID: s.TaskID, Why: oneLine(err)}
+		}
+		w.step(ctx, nil, left, fmt.Sprintf("unreachable: %s; retrying in %s", oneLine(err), drainRetry))
+		return
+	}
+	defer c.Close()
+	wd := c.StartKeepalive(w.e.cfg.KeepaliveInterval, w.e.cfg.KeepaliveDeadline)
+	defer wd.Stop()
+	var left []records.DrainLeft
+	for _, s := range live {
+		if ctx.Err() != nil {
+			return
+		}
+		w.say("session %s (task %s): stopping", s.ID, s.TaskID)
+		sctx, cancel := context.WithTimeout(ctx, min(time.Until(deadline), maxSessionStop))
+		end, err := w.stop(sctx, c, wd, s)
+		cancel()
+		switch {
+		case err != nil:
+			l := records.DrainLeft{Session: s.ID, TaskID: s.TaskID, Why: oneLine(err)}
+			left = append(left, l)
+			w.step(ctx, nil, []records.DrainLeft{l}, fmt.Sprintf("session %s (task %s): not stopped yet: %s; retrying in %s", s.ID, s.TaskID, l.Why, drainRetry))
+		default:
+			w.step(ctx, []string{s.ID}, nil, fmt.Sprintf("session %s (task %s): %s; its task directory stays (`kandev-exec task resume %s`)", s.ID, s.TaskID, end, s.TaskID))
+		}
+	}
+	w.e.setRemaining(ctx, w.host, left)
+}
+
+// stop stops one session the way `session stop` does. It says how the
+// session ended, or why it could not be stopped now.
+func (w *drainWorker) stop(ctx context.Context, c *ssh.Client, wd *ssh.Watchdog, s *records.Session) (string, error) {
+	s, err := w.e.startedSession(ctx, s.ID)
+	var ns *NotStartedError
+	switch {
+	case errors.As(err, &ns) && isFinal(ns.S.State):
+		return string(ns.S.State), nil
+	case errors.As(err, &ns):
+		return "", errors.New("still starting: its launch is under way")
+	case err != nil:
+		return "", err
+	}
+	t, _, err := records.Get[records.Task](ctx, w.e.cfg.Store, records.KindTask, s.TaskID)
+	if err != nil {
+		return "", err
+	}
+	a := w.e.attachOn(c, wd, t, s)
+	a.helper = w.helper
+	s, err = w.e.stopAttached(ctx, a)
+	if a.helper != nil {
+		w.helper = a.helper
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(s.State), nil
+}
+
+// step records one step on the host (the journal carries it) and says it.
+func (w *drainWorker) step(ctx context.Context, stopped []string, left []records.DrainLeft, msg string) {
+	w.say("%s", msg)
+	_, _ = records.Mutate(context.WithoutCancel(ctx), w.e.cfg.Store, records.KindHost, w.host, "host.drain_step", func(h *records.Host) error {
+		if h.Drain == nil || h.Drain.State != records.DrainRunning {
+			return errSettled
+		}
+		h.Drain.Stopped = append(h.Drain.Stopped, stopped...)
+		for _, l := range left {
+			h.Drain.Remaining = setLeft(h.Drain.Remaining, l)
+		}
+		for _, id := range stopped {
+			h.Drain.Remaining = slices.DeleteFunc(h.Drain.Remaining, func(l records.DrainLeft) bool { return l.Session == id })
+		}
+		h.Drain.Last = msg
+		return nil
+	})
+}
+
+// setRemaining records what a round left running.
+func (e *Executor) setRemaining(ctx context.Context, host string, left []records.DrainLeft) {
+	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, host, "host.drain_step", func(h *records.Host) error {
+		if h.Drain == nil || h.Drain.State != records.DrainRunning {
+			return errSettled
+		}
+		if left == nil {
+			left = []records.DrainLeft{}
+		}
+		h.Drain.Remaining = left
+		return nil
+	})
+}
+
+func setLeft(ls []records.DrainLeft, l records.DrainLeft) []records.DrainLeft {
+	for i := range ls {
+		if ls[i].Session == l.Session {
+			ls[i] = l
+			return ls
+		}
+	}
+	return append(ls, l)
+}
+
+// finish ends the drain in state, and a complete drain's host ends
+// cordoned (a quarantined one stays quarantined).
+func (w *drainWorker) finish(ctx context.Context, state records.DrainState, left []records.DrainLeft, msg string) (*records.HostDrain, error) {
+	w.say("%s", msg)
+	h, err := records.Mutate(ctx, w.e.cfg.Store, records.KindHost, w.host, "host.drain_"+string(state), func(h *records.Host) error {
+		if h.Drain == nil || h.Drain.State != records.DrainRunning {
+			return errSettled
+		}
+		at := nowSecond()
+		h.Drain.State, h.Drain.Last, h.Drain.EndedAt = state, msg, &at
+		if left == nil {
+			left = []records.DrainLeft{}
+		}
+		h.Drain.Remaining = left
+		if state == records.DrainComplete && h.EffectiveStatus(at) == records.HostDraining {
+			return h.SetStatus(records.HostCordoned, h.StatusReason, h.Drain.By, at, nil)
+		}
+		return nil
+	})
+	if errors.Is(err, errSettled) {
+		cur, _, gerr := w.e.getHost(ctx, w.host)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return cur.Drain, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h.Drain, nil
+}
+
+// oneLine is an error as one line of a log or a table.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

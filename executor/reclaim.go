@@ -1,0 +1,232 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/reclaim"
+	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// reclaim is the operator's tool for orphans: directories under
+// <root>/tasks/ made by this installation that no live local record
+// holds. The plan comes from one listing call per root (reclaim.List on
+// the host, reclaim.Plan here); applying it is one call per host that
+// proves every directory again, now, and removes only what the proof
+// allows (reclaim.Apply). A directory of an archived task is removed
+// under that task's claim, which then records it absent.
+
+// ReclaimRow is one line of `reclaim` (CONTRACT.md): a plan's verdict,
+// or what --apply did.
+type ReclaimRow struct {
+	Host       string `json:"host"`
+	Path       string `json:"path"`
+	TaskID     string `json:"task_id"`
+	Bytes      int64  `json:"bytes"`
+	AgeSeconds int64  `json:"age_seconds"`
+	// Action: remove or keep in a plan; removed, skipped or failed once
+	// applied (a host that failed as a whole is one failed row).
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	// Root and Dir name the directory for the host (the physical root and
+	// the task directory name), and Identity is what the listing saw:
+	// a saved plan (--plan) gives them back.
+	Root     string            `json:"root"`
+	Dir      string            `json:"dir"`
+	Identity *reclaim.Identity `json:"identity,omitempty"`
+	Err      error             `json:"-"` // the host's failure, for a failed host row
+}
+
+// Row actions in a plan and once applied, and the reasons reclaim adds
+// to the package's closed set.
+const (
+	ReclaimRemove  = string(reclaim.Remove)
+	ReclaimKeep    = string(reclaim.Keep)
+	ReclaimRemoved = "removed"
+	ReclaimSkipped = "skipped"
+	ReclaimFailed  = "failed"
+	// ReasonNotInPlan: --plan FILE did not list it for removal.
+	ReasonNotInPlan = "not_in_plan"
+	// ReasonTaskBusy: its task's claim is held by another kandev-exec.
+	ReasonTaskBusy = "task_busy"
+)
+
+// ReclaimOptions are `reclaim`'s inputs.
+type ReclaimOptions struct {
+	Host      string        // "" = every host
+	OlderThan time.Duration // only directories unchanged for this long
+	Progress  func(string)
+}
+
+// ReclaimPlan lists every root of every host asked for and decides,
+// touching nothing. Rows are sorted by host, then path.
+func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]ReclaimRow, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	hosts, err := e.reclaimHosts(ctx, o.Host)
+	if err != nil {
+		return nil, err
+	}
+	view, err := e.localView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := []ReclaimRow{}
+	for _, h := range hosts {
+		roots, err := e.rootsOf(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		progress(fmt.Sprintf("Listing %s on %s", joinRoots(roots), h.Name))
+		got, err := e.listHost(ctx, h, roots, view, o.OlderThan)
+		if err != nil {
+			rows = append(rows, ReclaimRow{Host: h.Name, Action: ReclaimFailed, Err: err})
+			continue
+		}
+		rows = append(rows, got...)
+	}
+	return rows, nil
+}
+
+// reclaimHosts is the one host named, or every host.
+func (e *Executor) reclaimHosts(ctx context.Context, name string) ([]*records.Host, error) {
+	if name != "" {
+		h, _, err := e.getHost(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return []*records.Host{h}, nil
+	}
+	hs, _, err := records.List[records.Host](ctx, e.cfg.Store, records.KindHost)
+	return hs, err
+}
+
+// localView is this installation and the phase of every task it knows.
+func (e *Executor) localView(ctx context.Context) (reclaim.LocalView, error) {
+	inst, err := e.installationID(ctx)
+	if err != nil {
+		return reclaim.LocalView{}, err
+	}
+	ts, _, err := records.List[records.Task](ctx, e.cfg.Store, records.KindTask)
+	if err != nil {
+		return reclaim.LocalView{}, err
+	}
+	v := reclaim.LocalView{InstallationID: inst, Phases: map[string]string{}}
+	for _, t := range ts {
+		v.Phases[t.ID] = string(t.Phase)
+	}
+	return v, nil
+}
+
+// rootsOf is every workdir root the host's directories may live under:
+// its own, its profiles', and those its tasks were made under.
+func (e *Executor) rootsOf(ctx context.Context, h *records.Host) ([]string, error) {
+	set := map[string]bool{h.WorkdirRoot: true}
+	ps, err := e.ListProfiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if p.Profile.Host == h.Name && p.Profile.WorkdirRoot != "" {
+			set[p.Profile.WorkdirRoot] = true
+		}
+	}
+	ts, _, err := records.List[records.Task](ctx, e.cfg.Store, records.KindTask)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if t.Host == h.Name && t.Root != "" {
+			set[t.Root] = true
+		}
+	}
+	roots := make([]string, 0, len(set))
+	for r := range set {
+		roots = append(roots, r)
+	}
+	sort.Strings(roots)
+	return roots, nil
+}
+
+// reclaimConn is a connection to a host with its helper in place.
+type reclaimConn struct {
+	c      *ssh.Client
+	helper remoteHelper
+}
+
+// connectHelper dials the host (pinned; quarantine does not block
+// reclamation) and makes sure the helper is there.
+func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*reclaimConn, error) {
+	c, err := e.dialHost(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	info, err := detect(ctx, c, h.WorkdirRoot)
+	if err == nil {
+		var helper remoteHelper
+		if helper, _, err = e.ensureHelper(ctx, c, info); err == nil {
+			return &reclaimConn{c: c, helper: helper}, nil
+		}
+	}
+	c.Close()
+	return nil, err
+}
+
+// listHost lists each root once (two spellings of one physical root are
+// one listing) and plans its entries.
+func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, olderThan time.Duration) ([]ReclaimRow, error) {
+	rc, err := e.connectHelper(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.c.Close()
+	var rows []ReclaimRow
+	seen := map[string]bool{}
+	for _, root := range roots {
+		var l reclaim.Listing
+		if err := callHelperOp(ctx, rc.c, h.Name, rc.helper, hostops.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
+			return nil, fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
+		}
+		if seen[l.Root] {
+			continue
+		}
+		seen[l.Root] = true
+		for _, r := range reclaim.Plan(l, view, olderThan) {
+			rows = append(rows, planRow(h.Name, l.Root, r))
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
+	return rows, nil
+}
+
+// planRow is a plan row as printed. A candidate whose marker names
+// another task than its directory is kept: every directory kandev-exec
+// makes is named after its task, so it was copied or renamed by hand.
+func planRow(host, root string, r reclaim.Row) ReclaimRow {
+	row := ReclaimRow{Host: host, Path: r.Path, TaskID: r.TaskID, Bytes: r.Bytes, AgeSeconds: r.AgeSeconds,
+		Action: string(r.Action), Reason: string(r.Reason), Detail: r.Detail, Root: root, Dir: r.Dir, Identity: r.Identity}
+	if r.Action == reclaim.Remove && r.Dir != r.TaskID {
+		row.Action, row.Reason = string(reclaim.Keep), string(reclaim.ForeignMarker)
+		row.Detail = fmt.Sprintf("its marker names task %s, but the directory is %s: kandev-exec names every directory after its task", r.TaskID, r.Dir)
+	}
+	return row
+}
+
+func joinRoots(roots []string) string {
+	out := ""
+	for i, r := range roots {
+		if i > 0 {
+			out += ", "
+		}
+		out += filepath.Join(r, "tasks")
+	}
+	return out
+}

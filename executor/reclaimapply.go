@@ -1,0 +1,171 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/reclaim"
+	"github.com/kdlbs/kandev-exec/records"
+)
+
+// ApplyReclaim removes what plan marks for removal, host by host: one
+// call per host proves each directory again, now, against the plan's
+// identity, and removes it only if the proof allows. Local phases are
+// read again first: a task that became live since the plan keeps its
+// directory; an archived task's directory is removed under its claim.
+// Every plan row comes back with what was done.
+func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress func(string)) ([]ReclaimRow, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	view, err := e.localView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(plan)
+	byHost := map[string][]int{}
+	var order []string
+	for i := range out {
+		r := &out[i]
+		switch {
+		case r.Action == ReclaimFailed:
+			continue
+		case r.Action != string(reclaim.Remove):
+			r.Action = ReclaimSkipped
+			continue
+		}
+		if phase, known := view.Phases[r.TaskID]; known && records.Phase(phase).Live() {
+			r.Action, r.Reason, r.Detail = ReclaimSkipped, string(reclaim.LiveTask), fmt.Sprintf("task %s is %s here now", r.TaskID, phase)
+			continue
+		}
+		if _, ok := byHost[r.Host]; !ok {
+			order = append(order, r.Host)
+		}
+		byHost[r.Host] = append(byHost[r.Host], i)
+	}
+	for _, host := range order {
+		progress(fmt.Sprintf("Removing %d directories on %s", len(byHost[host]), host))
+		e.applyHost(ctx, host, out, byHost[host], view)
+	}
+	return out, nil
+}
+
+// applyHost applies the rows idx of host: archived tasks claimed first,
+// then one helper call, then each removed archived task recorded absent
+// under its claim.
+func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow, idx []int, view reclaim.LocalView) {
+	fail := func(err error) {
+		for _, i := range idx {
+			rows[i].Action, rows[i].Reason, rows[i].Detail, rows[i].Err = ReclaimFailed, "", err.Error(), err
+		}
+	}
+	h, _, err := e.getHost(ctx, host)
+	if err != nil {
+		fail(err)
+		return
+	}
+	claims := map[string]*taskClaim{}
+	defer func() {
+		for _, tc := range claims {
+			tc.release(ctx)
+		}
+	}()
+	var targets []reclaim.Target
+	var sent []int
+	for _, i := range idx {
+		r := &rows[i]
+		if _, known := view.Phases[r.TaskID]; known {
+			tc, err := e.claimTask(ctx, r.TaskID, reclaimTTL)
+			if err != nil {
+				r.Action, r.Reason, r.Detail = ReclaimSkipped, ReasonTaskBusy, err.Error()
+				continue
+			}
+			claims[r.TaskID] = tc
+		}
+		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,
+			TaskID: r.TaskID, Identity: r.Identity, Enabled: true})
+		sent = append(sent, i)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	rc, err := e.connectHelper(ctx, h)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer rc.c.Close()
+	var rep reclaim.Report
+	if err := callHelperOp(ctx, rc.c, host, rc.helper, hostops.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
+		fail(err)
+		return
+	}
+	if len(rep.Results) != len(targets) {
+		fail(fmt.Errorf("the host answered %d results for %d directories", len(rep.Results), len(targets)))
+		return
+	}
+	for k, i := range sent {
+		r, res := &rows[i], rep.Results[k]
+		r.Action, r.Reason, r.Detail = string(res.Outcome), string(res.Reason), res.Detail
+		if tc := claims[r.TaskID]; tc != nil && res.Outcome == reclaim.Removed {
+			if err := e.recordReclaimed(ctx, tc, res.Detail); err != nil {
+				r.Detail += fmt.Sprintf("; recording task %s absent failed: %v", r.TaskID, err)
+			}
+		}
+	}
+}
+
+// reclaimTTL bounds the claims an apply holds: its one helper call.
+const reclaimTTL = 15 * time.Minute
+
+// recordReclaimed moves an archived task whose directory is proven gone
+// to absent, under its claim.
+func (e *Executor) recordReclaimed(ctx context.Context, tc *taskClaim, detail string) error {
+	_, err := tc.update(context.WithoutCancel(ctx), "task.absent", func(t *records.Task) error {
+		if t.Phase == records.PhaseAbsent {
+			return errSettled
+		}
+		if t.Teardown == nil {
+			t.Teardown = &records.Teardown{Trigger: records.TriggerArchive}
+		}
+		t.Teardown.ClaimID, t.Teardown.Step = tc.ID(), records.StepReclaim
+		t.Teardown.Reclaim, t.Teardown.Reason = records.ReclaimRemoved, "reclaim --apply: "+detail
+		return t.Move(records.PhaseAbsent)
+	})
+	return ignoreSettled(err)
+}
+
+// RestrictToPlan keeps a fresh plan to a saved one (reclaim --apply
+// --plan FILE): a directory is removed only if the saved plan marked it
+// for removal, and only if it is still the directory that plan saw: the
+// saved identity goes to the host, which keeps a directory swapped in
+// since (changed_since_plan).
+func RestrictToPlan(fresh, saved []ReclaimRow) []ReclaimRow {
+	type key struct{ host, path string }
+	want := map[key]ReclaimRow{}
+	for _, r := range saved {
+		if r.Action == string(reclaim.Remove) {
+			want[key{r.Host, r.Path}] = r
+		}
+	}
+	out := slices.Clone(fresh)
+	for i := range out {
+		r := &out[i]
+		if r.Action != string(reclaim.Remove) {
+			continue
+		}
+		switch s, ok := want[key{r.Host, r.Path}]; {
+		case !ok:
+			r.Action, r.Reason, r.Detail = string(reclaim.Keep), ReasonNotInPlan, "the saved plan does not mark it for removal"
+		case s.Identity == nil:
+			r.Action, r.Reason, r.Detail = string(reclaim.Keep), ReasonNotInPlan, "the saved plan does not say which directory it saw"
+		default:
+			id := *s.Identity
+			r.Identity = &id
+		}
+	}
+	return out
+}
