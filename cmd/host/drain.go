@@ -88,30 +88,50 @@ func drainRun(ctx context.Context, o *DrainOptions) error {
 	if err != nil {
 		return err
 	}
-	log, err := ex.DrainLog(o.Name)
+	w, err := StartDrain(ctx, ex, o.Settings, o.Name, o.Deadline)
 	if err != nil {
 		return err
+	}
+	if o.Detach {
+		return &executor.HostDrainPendingError{Host: o.Name, WorkerPID: w.PID, Log: w.Drain.Log}
+	}
+	if !o.Settings.JSON {
+		fmt.Fprintf(o.IO.ErrOut, "Draining host %s: no new launches; stopping its sessions until %s (Ctrl-C leaves the drain running)\n",
+			o.Name, w.Drain.Deadline.Format(time.RFC3339))
+	}
+	return follow(ctx, o, ex, w.Drain, w.PID, w.Exited)
+}
+
+// StartedDrain is a drain started by StartDrain: as recorded on the host,
+// and the background worker running it.
+type StartedDrain struct {
+	Drain  *records.HostDrain
+	PID    int
+	Exited <-chan error // receives when the worker ends
+}
+
+// StartDrain marks host draining (or extends the drain under way) and
+// starts its background worker: what `host drain` and watch's drain key
+// both do. The drain goes on without the caller; its steps reach the
+// journal and the log named on the record.
+func StartDrain(ctx context.Context, ex *executor.Executor, s *cmdutil.Settings, host string, deadline time.Duration) (*StartedDrain, error) {
+	log, err := ex.DrainLog(host)
+	if err != nil {
+		return nil, err
 	}
 	var offset int64
 	if fi, err := os.Stat(log); err == nil {
 		offset = fi.Size()
 	}
-	d, err := ex.BeginHostDrain(ctx, o.Name, time.Now().Add(o.Deadline), log, offset)
+	d, err := ex.BeginHostDrain(ctx, host, time.Now().Add(deadline), log, offset)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pid, exited, err := startWorker(o, log)
+	pid, exited, err := startWorker(s, host, log)
 	if err != nil {
-		return fmt.Errorf("starting the drain worker of host %s: %w", o.Name, err)
+		return nil, fmt.Errorf("starting the drain worker of host %s: %w", host, err)
 	}
-	if o.Detach {
-		return &executor.HostDrainPendingError{Host: o.Name, WorkerPID: pid, Log: log}
-	}
-	if !o.Settings.JSON {
-		fmt.Fprintf(o.IO.ErrOut, "Draining host %s: no new launches; stopping its sessions until %s (Ctrl-C leaves the drain running)\n",
-			o.Name, d.Deadline.Format(time.RFC3339))
-	}
-	return follow(ctx, o, ex, d, pid, exited)
+	return &StartedDrain{Drain: d, PID: pid, Exited: exited}, nil
 }
 
 // follow copies the drain's log to stderr from where this drain starts,
@@ -188,7 +208,7 @@ func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor) e
 // startWorker starts the drain's worker: this program again, in its own
 // session (a terminal's Ctrl-C never reaches it), writing to the log.
 // exited says when it ends.
-func startWorker(o *DrainOptions, log string) (int, <-chan error, error) {
+func startWorker(s *cmdutil.Settings, host, log string) (int, <-chan error, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, nil, err
@@ -203,8 +223,8 @@ func startWorker(o *DrainOptions, log string) (int, <-chan error, error) {
 		return 0, nil, err
 	}
 	defer null.Close()
-	cmd := &exec.Cmd{Path: exe, Args: []string{os.Args[0], "host", "drain", o.Name, "--worker"},
-		Env: workerEnv(o.Settings), Stdin: null, Stdout: lf, Stderr: lf,
+	cmd := &exec.Cmd{Path: exe, Args: []string{os.Args[0], "host", "drain", host, "--worker"},
+		Env: workerEnv(s), Stdin: null, Stdout: lf, Stderr: lf,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if err := cmd.Start(); err != nil {
 		return 0, nil, err

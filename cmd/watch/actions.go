@@ -2,51 +2,56 @@ package watch
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/tui"
 )
 
 // executorActions runs what the view asks for with the executor: the
-// same code as `host cordon`, `host drain`, `task archive`, `sweep`.
-//
-// This is the one seam between the view and the executor. The teardown
-// verbs are being added to the executor alongside this command; until a
-// verb exists its method here says so, and the view shows that as the
-// action's failure. Each method is replaced by the executor call when the
-// verb lands (nothing else in watch changes).
-type executorActions struct{ ex *executor.Executor }
+// same calls as `host cordon`, `host drain`, `task archive` and `sweep`,
+// so a key in the view and the verb on the command line cannot differ.
+type executorActions struct {
+	ex       *executor.Executor
+	settings func() (*cmdutil.Settings, error)
+}
 
 var _ tui.Actions = executorActions{}
 
-func newExecutorActions(ex *executor.Executor) tui.Actions { return executorActions{ex: ex} }
-
-// notAvailable: the executor of this build has no such verb yet.
-func notAvailable(verb string) error {
-	return fmt.Errorf("%s is not available in this build", verb)
-}
-
 func (a executorActions) Cordon(ctx context.Context, host, reason string) error {
-	return notAvailable("host cordon")
+	_, err := a.ex.CordonHost(ctx, host, reason)
+	return err
 }
 
 func (a executorActions) Uncordon(ctx context.Context, host string) error {
-	return notAvailable("host uncordon")
+	_, err := a.ex.UncordonHost(ctx, host)
+	return err
 }
 
-func (a executorActions) Drain(ctx context.Context, host string, deadline time.Duration) error {
-	return notAvailable("host drain")
+// Drain starts the host's background drain worker, as `host drain
+// --detach` does, and returns: the view follows its steps in the journal.
+func (a executorActions) Drain(ctx context.Context, name string, deadline time.Duration) error {
+	s, err := a.settings()
+	if err != nil {
+		return err
+	}
+	_, err = host.StartDrain(ctx, a.ex, s, name, deadline)
+	return err
 }
 
 func (a executorActions) Quarantine(ctx context.Context, host, reason string, ttl time.Duration) error {
-	return notAvailable("host quarantine")
+	_, err := a.ex.QuarantineHost(ctx, host, reason, ttl)
+	return err
 }
 
+// Readmit probes the host first, as `host readmit` does: a host that
+// still does not answer stays quarantined and the view shows why.
 func (a executorActions) Readmit(ctx context.Context, host, reason string) error {
-	return notAvailable("host readmit")
+	_, err := a.ex.ReadmitHost(ctx, host, reason)
+	return err
 }
 
 // Archive runs one attempt now, as `task archive` does; a drain that

@@ -102,7 +102,7 @@ func streamOpts(st state.Store) (*WatchOptions, *syncBuffer, *syncBuffer) {
 	out, errb := &syncBuffer{}, &syncBuffer{}
 	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errb}
 	return &WatchOptions{IO: ios, Executor: func() (*executor.Executor, error) { return executor.New(executor.Config{Store: st}), nil },
-		Actions: newExecutorActions, Since: -1, Poll: 10 * time.Millisecond}, out, errb
+		Since: -1, Poll: 10 * time.Millisecond}, out, errb
 }
 
 // --json prints one object per journal entry, each field what the

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
@@ -26,8 +27,8 @@ import (
 
 // The test binary doubles as `kandev-exec watch` in a real terminal
 // (tmux): with KANDEV_WATCH_E2E=1 it runs the watch command as the CLI
-// does, its actions writing the store directly (the executor's teardown
-// verbs are not this package's), instead of running the tests.
+// does, with the executor's actions, instead of running the tests; and
+// `host drain --worker`, which a drain from the view starts.
 func TestMain(m *testing.M) {
 	if os.Getenv("KANDEV_WATCH_E2E") == "1" {
 		os.Exit(e2eMain())
@@ -39,9 +40,11 @@ func e2eMain() int {
 	// As cmd.Execute: SIGINT and SIGTERM cancel the command's context.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := os.WriteFile(os.Getenv("KANDEV_WATCH_E2E_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if len(os.Args) > 1 && os.Args[1] == "watch" {
+		if err := os.WriteFile(os.Getenv("KANDEV_WATCH_E2E_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	ios := cmdutil.System()
 	f := cmdutil.NewFactory(ios, "e2e")
@@ -49,11 +52,12 @@ func e2eMain() int {
 	root := &cobra.Command{Use: "kandev-exec", SilenceUsage: true, SilenceErrors: true}
 	f.AddGlobalFlags(root.PersistentFlags())
 	root.AddCommand(NewCmdWatch(f, func(ctx context.Context, o *WatchOptions) error {
+		actions := o.Actions
 		o.Actions = func(ex *executor.Executor) tui.Actions {
-			return &storeActions{st: ex.Store(), panics: os.Getenv("KANDEV_WATCH_E2E_PANIC")}
+			return &explodingActions{Actions: actions(ex), panics: os.Getenv("KANDEV_WATCH_E2E_PANIC")}
 		}
 		return Run(ctx, o)
-	}))
+	}), host.NewCmdHost(f))
 	root.SetArgs(os.Args[1:])
 	err := root.ExecuteContext(ctx)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
@@ -66,12 +70,11 @@ func e2eMain() int {
 	return 0
 }
 
-// storeActions cordons by writing the host record, as the executor's
-// verb will. With panics "action" the cordon panics instead (in the
-// view's command); with "update" it fails with an error that panics when
-// the view reads it (in the view's Update).
-type storeActions struct {
-	st     state.Store
+// explodingActions are the executor's, except that with panics "action"
+// a cordon panics (in the view's command), and with "update" it fails
+// with an error that panics when the view reads it (in the view's Update).
+type explodingActions struct {
+	tui.Actions
 	panics string
 }
 
@@ -79,40 +82,15 @@ type explodingError struct{}
 
 func (explodingError) Error() string { panic("error exploded") }
 
-func (a *storeActions) Cordon(ctx context.Context, host, reason string) error {
+func (a *explodingActions) Cordon(ctx context.Context, host, reason string) error {
 	switch a.panics {
 	case "action":
 		panic("cordon exploded")
 	case "update":
 		return explodingError{}
 	}
-	rec, err := a.st.Get(ctx, records.KindHost, host)
-	if err != nil {
-		return err
-	}
-	var h records.Host
-	if err := json.Unmarshal(rec.Data, &h); err != nil {
-		return err
-	}
-	if err := h.SetStatus(records.HostCordoned, reason, "tui-e2e", time.Now().UTC(), nil); err != nil {
-		return err
-	}
-	data, _ := json.Marshal(h)
-	_, err = a.st.Update(ctx, records.KindHost, host, rec.Revision, data,
-		records.Event("host.cordoned", records.Detail{Host: host, Phase: "cordoned", Reason: reason, By: "tui-e2e"}))
-	return err
+	return a.Actions.Cordon(ctx, host, reason)
 }
-
-var errNotHere = errors.New("not part of this test")
-
-func (a *storeActions) Uncordon(context.Context, string) error             { return errNotHere }
-func (a *storeActions) Drain(context.Context, string, time.Duration) error { return errNotHere }
-func (a *storeActions) Quarantine(context.Context, string, string, time.Duration) error {
-	return errNotHere
-}
-func (a *storeActions) Readmit(context.Context, string, string) error { return errNotHere }
-func (a *storeActions) Archive(context.Context, string) error         { return errNotHere }
-func (a *storeActions) Sweep(context.Context) error                   { return errNotHere }
 
 // pane is one tmux session with a shell, on its own server.
 type pane struct {
@@ -283,8 +261,28 @@ func TestWatchInATerminal(t *testing.T) {
 	}
 	var h records.Host
 	_ = json.Unmarshal(rec.Data, &h)
-	if h.Status != records.HostCordoned || h.StatusReason != "maintenance window" || h.StatusBy != "tui-e2e" {
+	if h.Status != records.HostCordoned || h.StatusReason != "maintenance window" || !strings.HasPrefix(h.StatusBy, "host cordon") {
 		t.Fatalf("stored host %+v", h)
+	}
+
+	// Drain it: the view starts the background worker, which finds nothing
+	// running there and completes; the journal brings its steps back.
+	p.keys("d")
+	p.waitFor("the deadline prompt", func(s string) bool { return strings.Contains(s, "Deadline") })
+	p.keys("Enter")
+	p.waitFor("the drain confirmation", func(s string) bool {
+		return strings.Contains(s, "Drain host web-1: cordon it, then stop its 0 running sessions gracefully, waiting at most 1h0m0s")
+	})
+	p.keys("y")
+	p.waitFor("the drain's end", func(s string) bool { return strings.Contains(s, "host.drain_complete") })
+	rec, err = st.Get(context.Background(), records.KindHost, "web-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = records.Host{}
+	_ = json.Unmarshal(rec.Data, &h)
+	if h.Status != records.HostCordoned || h.Drain == nil || h.Drain.State != records.DrainComplete {
+		t.Fatalf("stored host after the drain %+v (drain %+v)", h, h.Drain)
 	}
 
 	// A panicking action fails, and the view goes on.

@@ -46,7 +46,8 @@ type WatchOptions struct {
 // NewOptions are the options over f, for `watch` and for other
 // commands' --watch (see Follow).
 func NewOptions(f *cmdutil.Factory) *WatchOptions {
-	return &WatchOptions{IO: f.IO, Executor: f.Executor, Actions: newExecutorActions, Since: -1}
+	actions := func(ex *executor.Executor) tui.Actions { return executorActions{ex: ex, settings: f.Settings} }
+	return &WatchOptions{IO: f.IO, Executor: f.Executor, Actions: actions, Since: -1}
 }
 
 // NewCmdWatch is `watch`.
