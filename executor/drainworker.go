@@ -217,6 +217,9 @@ func (e *Executor) setRemaining(ctx context.Context, host string, left []records
 		if left == nil {
 			left = []records.DrainLeft{}
 		}
+		if slices.Equal(h.Drain.Remaining, left) {
+			return errSettled // the steps already say so: no event
+		}
 		h.Drain.Remaining = left
 		return nil
 	})

@@ -284,7 +284,7 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 		}
 		if noToken != nil {
 			if o.Follow {
-				return a.s, fmt.Errorf("%w: the log so far is shown; follow it from the machine that launched it", noToken)
+				return a.s, fmt.Errorf("%w: the log so far is shown", noToken)
 			}
 			return a.s, nil
 		}
@@ -325,9 +325,23 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Ses
 func (e *Executor) stopAttached(ctx context.Context, a *attach) (*records.Session, error) {
 	s := a.s
 	_, err := e.liveness(ctx, a)
+	var noToken *NoTokenError
 	switch {
 	case errors.Is(err, errControllerGone):
 		s, _, err = e.finalFromHost(ctx, a)
+	case errors.As(err, &noToken):
+		// Another machine launched it: the host stops the controller it
+		// proved to be the session's (SIGTERM, which stops the agent
+		// gracefully, then SIGKILL past its grace), then reads how it ended.
+		var id controller.Identity
+		if id, err = e.probeController(ctx, a, hostops.OpControllerKill); err == nil {
+			if id.Alive && id.Ours {
+				err = fmt.Errorf("session %s: its controller (pid %d) did not stop; check the host: `kandev-exec task exec %s -- ps -p %d`", s.ID, id.PID, a.t.ID, id.PID)
+			} else {
+				a.orphan = id.Orphan
+				s, _, err = e.finalFromHost(ctx, a)
+			}
+		}
 	case err == nil:
 		var st controller.Status
 		if st, err = a.ctrl.Stop(ctx); err == nil {

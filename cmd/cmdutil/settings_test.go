@@ -45,7 +45,8 @@ func TestCheckConfig(t *testing.T) {
 	}
 }
 
-// Every setting is documented and becomes a flag of its type.
+// Every setting is documented and becomes a flag of its type, except
+// the file-only ones (credentials), which have no flag but an environment twin.
 func TestGlobalSettingsMakeTheFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	f := NewFactory(&IOStreams{}, "test")
@@ -55,6 +56,12 @@ func TestGlobalSettingsMakeTheFlags(t *testing.T) {
 			t.Errorf("%s: want a doc, a known type and (unless a string) a default: %+v", s.Key, s)
 		}
 		fl := fs.Lookup(s.Key)
+		if s.FileOnly {
+			if fl != nil || s.Env == "" {
+				t.Errorf("%s: file-only, yet a flag %v (or no environment twin)", s.Key, fl)
+			}
+			continue
+		}
 		if fl == nil || fl.Value.Type() != s.Type || fl.Hidden != s.Hidden {
 			t.Errorf("%s: flag %+v does not match the setting", s.Key, fl)
 			continue

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/hostdrain"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/records"
@@ -25,9 +23,12 @@ type DrainOptions struct {
 	IO       *cmdutil.IOStreams
 	Executor func() (*executor.Executor, error)
 	Settings *cmdutil.Settings
+	ChildEnv func() ([]string, error) // the worker's settings
 	Name     string
 	Deadline time.Duration
 	Detach   bool
+	Watch    bool
+	Factory  *cmdutil.Factory // for --watch: the view or the stream of the drain
 	// Worker: this process is the drain's background worker, started by
 	// another `host drain` (hidden).
 	Worker bool
@@ -35,9 +36,9 @@ type DrainOptions struct {
 
 // NewCmdDrain is `host drain NAME [--deadline D] [--detach]`.
 func NewCmdDrain(f *cmdutil.Factory, runF func(context.Context, *DrainOptions) error) *cobra.Command {
-	opts := &DrainOptions{IO: f.IO, Executor: f.Executor}
+	opts := &DrainOptions{IO: f.IO, Executor: f.Executor, ChildEnv: f.ChildEnv, Factory: f}
 	c := &cobra.Command{
-		Use:   "drain NAME [--deadline D] [--detach]",
+		Use:   "drain NAME [--deadline D] [--detach | --watch]",
 		Short: "Cordon a host, then stop every session on it gracefully (resumable)",
 		Long: `Cordon the host (status draining: no new launches), then stop every session
 on it the way ` + "`session stop`" + ` does: the agent gracefully, then its process
@@ -52,9 +53,14 @@ once (exit 8). Once every session has stopped the host stays cordoned and
 the command exits 0 (` + "`host uncordon`" + ` takes launches again). Past the
 deadline the sessions still running are listed and it exits 8, the host
 still draining: running drain again carries on, and follows a drain that
-is already under way. ` + "`host uncordon`" + ` stops a drain.`,
+is already under way. ` + "`host uncordon`" + ` stops a drain.
+
+--watch follows it in the live view scoped to the host instead (without a
+terminal, a stream of its events that ends with the drain's end; with
+--json, one object per event).`,
 		Example: `  kandev-exec host drain prod                      # follow it; Ctrl-C leaves it running
   kandev-exec host drain prod --deadline 10m --detach
+  kandev-exec host drain prod --watch              # the live view, scoped to prod
   kandev-exec host show prod                       # where a drain stands`,
 		Args:              cmdutil.ExactArgs(1, "host drain needs a NAME"),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
@@ -67,6 +73,9 @@ is already under way. ` + "`host uncordon`" + ` stops a drain.`,
 			if opts.Deadline <= 0 {
 				return cmdutil.FlagErrorf("--deadline must be positive, got %s", opts.Deadline)
 			}
+			if opts.Detach && opts.Watch {
+				return cmdutil.FlagErrorf("--detach and --watch cannot be combined: --detach returns at once, --watch follows the drain")
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -78,6 +87,7 @@ is already under way. ` + "`host uncordon`" + ` stops a drain.`,
 	}
 	c.Flags().DurationVar(&opts.Deadline, "deadline", executor.DefaultDrainDeadline, "stop trying after this long and list the sessions still running")
 	c.Flags().BoolVar(&opts.Detach, "detach", false, "return at once (exit 8); the drain goes on in the background")
+	c.Flags().BoolVar(&opts.Watch, "watch", false, "follow it in the live view (a stream of its events without a terminal)")
 	c.Flags().BoolVar(&opts.Worker, "worker", false, "run as the drain's background worker")
 	_ = c.Flags().MarkHidden("worker")
 	return c
@@ -88,7 +98,14 @@ func drainRun(ctx context.Context, o *DrainOptions) error {
 	if err != nil {
 		return err
 	}
-	w, err := StartDrain(ctx, ex, o.Settings, o.Name, o.Deadline)
+	if o.Watch {
+		return watchDrain(ctx, o, ex)
+	}
+	env, err := o.ChildEnv()
+	if err != nil {
+		return err
+	}
+	w, err := hostdrain.Start(ctx, ex, env, o.Name, o.Deadline)
 	if err != nil {
 		return err
 	}
@@ -100,38 +117,6 @@ func drainRun(ctx context.Context, o *DrainOptions) error {
 			o.Name, w.Drain.Deadline.Format(time.RFC3339))
 	}
 	return follow(ctx, o, ex, w.Drain, w.PID, w.Exited)
-}
-
-// StartedDrain is a drain started by StartDrain: as recorded on the host,
-// and the background worker running it.
-type StartedDrain struct {
-	Drain  *records.HostDrain
-	PID    int
-	Exited <-chan error // receives when the worker ends
-}
-
-// StartDrain marks host draining (or extends the drain under way) and
-// starts its background worker: what `host drain` and watch's drain key
-// both do. The drain goes on without the caller; its steps reach the
-// journal and the log named on the record.
-func StartDrain(ctx context.Context, ex *executor.Executor, s *cmdutil.Settings, host string, deadline time.Duration) (*StartedDrain, error) {
-	log, err := ex.DrainLog(host)
-	if err != nil {
-		return nil, err
-	}
-	var offset int64
-	if fi, err := os.Stat(log); err == nil {
-		offset = fi.Size()
-	}
-	d, err := ex.BeginHostDrain(ctx, host, time.Now().Add(deadline), log, offset)
-	if err != nil {
-		return nil, err
-	}
-	pid, exited, err := startWorker(s, host, log)
-	if err != nil {
-		return nil, fmt.Errorf("starting the drain worker of host %s: %w", host, err)
-	}
-	return &StartedDrain{Drain: d, PID: pid, Exited: exited}, nil
 }
 
 // follow copies the drain's log to stderr from where this drain starts,
@@ -178,11 +163,12 @@ func follow(ctx context.Context, o *DrainOptions, ex *executor.Executor, d *reco
 		case <-tick.C:
 		}
 	}
-	return drainOutcome(ctx, o, ex)
+	return drainOutcome(ctx, o, ex, true)
 }
 
-// drainOutcome reads how the drain ended from the host record.
-func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor) error {
+// drainOutcome reads how the drain ended from the host record; report
+// prints it (the host's JSON, or a line) when it is complete.
+func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor, report bool) error {
 	h, err := ex.ShowHost(ctx, o.Name)
 	if err != nil {
 		return err
@@ -191,6 +177,8 @@ func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor) e
 	switch {
 	case d == nil:
 		return fmt.Errorf("host %s has no drain recorded", o.Name)
+	case d.State == records.DrainComplete && !report:
+		return nil
 	case d.State == records.DrainComplete:
 		if o.Settings.JSON {
 			return cmdutil.WriteJSON(o.IO.Out, h)
@@ -203,71 +191,6 @@ func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor) e
 		return fmt.Errorf("the drain worker of host %s ended without finishing (its log: %s); `kandev-exec host drain %s` resumes", o.Name, d.Log, o.Name)
 	}
 	return fmt.Errorf("the drain of host %s ended %s: %s", o.Name, d.State, d.Last)
-}
-
-// startWorker starts the drain's worker: this program again, in its own
-// session (a terminal's Ctrl-C never reaches it), writing to the log.
-// exited says when it ends.
-func startWorker(s *cmdutil.Settings, host, log string) (int, <-chan error, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return 0, nil, err
-	}
-	lf, err := fsx.OpenFile(log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer lf.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer null.Close()
-	cmd := &exec.Cmd{Path: exe, Args: []string{os.Args[0], "host", "drain", host, "--worker"},
-		Env: workerEnv(s), Stdin: null, Stdout: lf, Stderr: lf,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-	if err := cmd.Start(); err != nil {
-		return 0, nil, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	return cmd.Process.Pid, exited, nil
-}
-
-// workerEnv hands the worker this process's settings through their
-// environment twins: the worker has no flags of its own.
-func workerEnv(s *cmdutil.Settings) []string {
-	set := map[string]string{
-		"KANDEV_EXEC_STATE_DIR":    s.StateDir,
-		"KANDEV_EXEC_LOCK_TIMEOUT": s.LockTimeout.String(),
-		"NO_COLOR":                 "1",
-	}
-	if s.SSHConfig != "" {
-		set["KANDEV_EXEC_SSH_CONFIG"] = s.SSHConfig
-	}
-	if _, err := os.Stat(s.ConfigFile); err == nil {
-		set["KANDEV_EXEC_CONFIG"] = s.ConfigFile
-	}
-	for k, d := range map[string]time.Duration{"KANDEV_EXEC_CONNECT_TIMEOUT": s.ConnectTimeout,
-		"KANDEV_EXEC_KEEPALIVE_INTERVAL": s.KeepaliveInterval, "KANDEV_EXEC_KEEPALIVE_DEADLINE": s.KeepaliveDeadline} {
-		if d > 0 {
-			set[k] = d.String()
-		}
-	}
-	if s.Debug {
-		set["KANDEV_EXEC_DEBUG"] = "1"
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ours := set[k]; !ours {
-			env = append(env, kv)
-		}
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
 }
 
 // workerRun is the background worker: one line per step, timestamped,

@@ -62,11 +62,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	}
 	fmt.Fprintf(w, "workdir root: %s\n", h.WorkdirRoot)
 	fmt.Fprintf(w, "added:        %s\n", cmdutil.Ago(h.CreatedAt))
-	if h.StatusAt != nil {
-		fmt.Fprintf(w, "status:       %s (since %s)\n", h.Status, cmdutil.Ago(*h.StatusAt))
-	} else {
-		fmt.Fprintf(w, "status:       %s\n", h.Status)
-	}
+	fmt.Fprintf(w, "status:       %s\n", h.Status)
 	if h.StatusReason != "" && h.StatusAt != nil {
 		fmt.Fprintf(w, "reason:       %s\n", cmdutil.SafeText(h.StatusReason))
 		fmt.Fprintf(w, "by:           %s at %s\n", cmdutil.SafeText(h.StatusBy), cmdutil.Timestamp(*h.StatusAt))

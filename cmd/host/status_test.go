@@ -113,33 +113,3 @@ func TestNewCmdDrain(t *testing.T) {
 		t.Fatal("runF ran on bad usage")
 	}
 }
-
-// The worker gets this process's settings through their environment
-// twins, and nothing else of its own.
-func TestWorkerEnv(t *testing.T) {
-	t.Setenv("KANDEV_EXEC_STATE_DIR", "/somewhere/else")
-	t.Setenv("KANDEV_EXEC_CONNECT_TIMEOUT", "")
-	env := workerEnv(&cmdutil.Settings{StateDir: "/state", LockTimeout: 3 * time.Second, SSHConfig: "/ssh_config",
-		ConnectTimeout: 4 * time.Second, ConfigFile: "/does/not/exist.yaml"})
-	want := map[string]string{"KANDEV_EXEC_STATE_DIR": "/state", "KANDEV_EXEC_LOCK_TIMEOUT": "3s",
-		"KANDEV_EXEC_SSH_CONFIG": "/ssh_config", "KANDEV_EXEC_CONNECT_TIMEOUT": "4s", "NO_COLOR": "1"}
-	seen := map[string]int{}
-	for _, kv := range env {
-		for k, v := range want {
-			if kv == k+"="+v {
-				seen[k]++
-			}
-		}
-		if kv == "KANDEV_EXEC_STATE_DIR=/somewhere/else" {
-			t.Error("the caller's own state dir leaked through")
-		}
-		if len(kv) > 19 && kv[:19] == "KANDEV_EXEC_CONFIG=" {
-			t.Errorf("a config file that does not exist was passed: %s", kv)
-		}
-	}
-	for k := range want {
-		if seen[k] != 1 {
-			t.Errorf("%s appears %d times", k, seen[k])
-		}
-	}
-}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/host"
+	"github.com/kdlbs/kandev-exec/cmd/hostdrain"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/tui"
@@ -16,7 +15,7 @@ import (
 // so a key in the view and the verb on the command line cannot differ.
 type executorActions struct {
 	ex       *executor.Executor
-	settings func() (*cmdutil.Settings, error)
+	childEnv func() ([]string, error) // a drain worker's settings
 }
 
 var _ tui.Actions = executorActions{}
@@ -34,11 +33,11 @@ func (a executorActions) Uncordon(ctx context.Context, host string) error {
 // Drain starts the host's background drain worker, as `host drain
 // --detach` does, and returns: the view follows its steps in the journal.
 func (a executorActions) Drain(ctx context.Context, name string, deadline time.Duration) error {
-	s, err := a.settings()
+	env, err := a.childEnv()
 	if err != nil {
 		return err
 	}
-	_, err = host.StartDrain(ctx, a.ex, s, name, deadline)
+	_, err = hostdrain.Start(ctx, a.ex, env, name, deadline)
 	return err
 }
 

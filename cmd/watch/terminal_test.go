@@ -3,11 +3,9 @@ package watch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,82 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
-	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/cmd/host"
-	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
-	"github.com/kdlbs/kandev-exec/tui"
 )
-
-// The test binary doubles as `kandev-exec watch` in a real terminal
-// (tmux): with KANDEV_WATCH_E2E=1 it runs the watch command as the CLI
-// does, with the executor's actions, instead of running the tests; and
-// `host drain --worker`, which a drain from the view starts.
-func TestMain(m *testing.M) {
-	if os.Getenv("KANDEV_WATCH_E2E") == "1" {
-		os.Exit(e2eMain())
-	}
-	os.Exit(m.Run())
-}
-
-func e2eMain() int {
-	// As cmd.Execute: SIGINT and SIGTERM cancel the command's context.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "watch" {
-		if err := os.WriteFile(os.Getenv("KANDEV_WATCH_E2E_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	ios := cmdutil.System()
-	f := cmdutil.NewFactory(ios, "e2e")
-	defer f.Close()
-	root := &cobra.Command{Use: "kandev-exec", SilenceUsage: true, SilenceErrors: true}
-	f.AddGlobalFlags(root.PersistentFlags())
-	root.AddCommand(NewCmdWatch(f, func(ctx context.Context, o *WatchOptions) error {
-		actions := o.Actions
-		o.Actions = func(ex *executor.Executor) tui.Actions {
-			return &explodingActions{Actions: actions(ex), panics: os.Getenv("KANDEV_WATCH_E2E_PANIC")}
-		}
-		return Run(ctx, o)
-	}), host.NewCmdHost(f))
-	root.SetArgs(os.Args[1:])
-	err := root.ExecuteContext(ctx)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
-		err = cmdutil.ErrInterrupted
-	}
-	if err != nil {
-		cmdutil.PrintError(ios, err, false)
-		return cmdutil.Classify(err).Exit
-	}
-	return 0
-}
-
-// explodingActions are the executor's, except that with panics "action"
-// a cordon panics (in the view's command), and with "update" it fails
-// with an error that panics when the view reads it (in the view's Update).
-type explodingActions struct {
-	tui.Actions
-	panics string
-}
-
-type explodingError struct{}
-
-func (explodingError) Error() string { panic("error exploded") }
-
-func (a *explodingActions) Cordon(ctx context.Context, host, reason string) error {
-	switch a.panics {
-	case "action":
-		panic("cordon exploded")
-	case "update":
-		return explodingError{}
-	}
-	return a.Actions.Cordon(ctx, host, reason)
-}
 
 // pane is one tmux session with a shell, on its own server.
 type pane struct {

@@ -46,7 +46,7 @@ type WatchOptions struct {
 // NewOptions are the options over f, for `watch` and for other
 // commands' --watch (see Follow).
 func NewOptions(f *cmdutil.Factory) *WatchOptions {
-	actions := func(ex *executor.Executor) tui.Actions { return executorActions{ex: ex, settings: f.Settings} }
+	actions := func(ex *executor.Executor) tui.Actions { return executorActions{ex: ex, childEnv: f.ChildEnv} }
 	return &WatchOptions{IO: f.IO, Executor: f.Executor, Actions: actions, Since: -1}
 }
 
