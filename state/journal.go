@@ -123,31 +123,56 @@ func (j *journalWriter) close() { j.f.Close() }
 // line without its newline (nil when there is none), reading backwards
 // from size so appends stay cheap however long the journal grows.
 func lastLine(f *os.File, size int64) (end int64, line []byte, err error) {
-	var buf []byte // the file's bytes from off to size
+	err = eachLineBack(f, size, func(l []byte, at int64) (bool, error) {
+		end, line = at+int64(len(l))+1, l
+		return false, nil
+	})
+	return end, line, err
+}
+
+// eachLineBack calls fn with each complete line of f's first size bytes
+// (without its newline) and the line's offset, the last line first, until
+// fn returns false or an error. A last line without its newline is not a
+// line yet. It reads backwards a chunk at a time, keeping only the part
+// of a line not visited yet, so its cost is that of the lines visited.
+func eachLineBack(f *os.File, size int64, fn func(line []byte, at int64) (bool, error)) error {
+	var buf []byte // the file's bytes from off on, not visited yet
 	off := size
+	partial := true // buf may still end in the unfinished last line
 	for {
-		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-			body := buf[:i]
-			if j := bytes.LastIndexByte(body, '\n'); j >= 0 {
-				return off + int64(i) + 1, body[j+1:], nil
+		if partial {
+			if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+				buf, partial = buf[:i+1], false
 			}
-			if off == 0 {
-				return int64(i) + 1, body, nil
+		}
+		for !partial && len(buf) > 0 {
+			body := buf[:len(buf)-1]
+			j := bytes.LastIndexByte(body, '\n')
+			if j < 0 && off > 0 {
+				break // the line starts in an earlier chunk
 			}
-		} else if off == 0 {
-			return 0, nil, nil
+			more, err := fn(body[j+1:], off+int64(j)+1)
+			if err != nil || !more {
+				return err
+			}
+			buf = buf[:j+1]
+		}
+		if off == 0 {
+			return nil
 		}
 		n := min(off, tailChunk)
 		off -= n
 		chunk := make([]byte, n, n+int64(len(buf)))
 		if _, err := f.ReadAt(chunk, off); err != nil {
-			return 0, nil, err
+			return err
 		}
 		buf = append(chunk, buf...)
 	}
 }
 
-// Journal returns the entries of the current epoch with Seq > after.
+// Journal returns the entries of the current epoch with Seq > after. It
+// reads the journal from its end back to after, so a follower polling for
+// what is new pays for what is new, not for the journal's length.
 func (s *FileStore) Journal(ctx context.Context, after uint64) ([]Entry, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -156,26 +181,38 @@ func (s *FileStore) Journal(ctx context.Context, after uint64) ([]Entry, error) 
 	if err != nil {
 		return nil, err
 	}
-	b, err := readFileNoFollow(s.path(journalFile))
+	path := s.path(journalFile)
+	f, err := openNoFollow(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Entry{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	// A last line without its newline is not an entry (yet).
-	b = b[:bytes.LastIndexByte(b, '\n')+1]
-	out := []Entry{}
-	n := 0
-	for line := range bytes.Lines(b) {
-		n++
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var back []Entry
+	err = eachLineBack(f, fi.Size(), func(line []byte, at int64) (bool, error) {
 		var e Entry
 		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("corrupt journal %s line %d: %w", s.path(journalFile), n, err)
+			return false, fmt.Errorf("corrupt journal %s at byte %d: %w", path, at, err)
 		}
-		if e.Epoch == m.Epoch && e.Seq > after {
-			out = append(out, e)
+		// The file holds one epoch, in sequence order.
+		if e.Epoch != m.Epoch || e.Seq <= after {
+			return false, nil
 		}
+		back = append(back, e)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(back))
+	for i, e := range back {
+		out[len(back)-1-i] = e
 	}
 	return out, nil
 }

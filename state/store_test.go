@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -100,6 +101,56 @@ func TestLastLineAcrossChunks(t *testing.T) {
 	end, line, err = lastLine(f, 3)
 	if err != nil || line != nil || end != 0 {
 		t.Fatalf("lastLine of a partial line = %d, %q, %v", end, line, err)
+	}
+}
+
+// Journal(after) reads back from the end to after: each after gives
+// exactly the later entries, in order, whether the entries span chunk
+// boundaries (one is longer than a chunk) or not, and a corrupt entry
+// before after is not read at all.
+func TestJournalAfterReadsBackToAfter(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir(), Options{})
+	const n = 60
+	for i := range n {
+		msg := strings.Repeat("m", i*40)
+		if i == 30 {
+			msg = strings.Repeat("L", 2*tailChunk+7)
+		}
+		if _, err := s.Create(ctx, testKind, fmt.Sprintf("w%02d", i), json.RawMessage(`{}`), Event{Type: "widget.added", Detail: json.RawMessage(fmt.Sprintf(`{"m":%q}`, msg))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, after := range []uint64{0, 1, 29, 30, 31, 59, n, n + 5} {
+		es, err := s.Journal(ctx, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := max(0, n-int(after))
+		if len(es) != want {
+			t.Fatalf("after %d: %d entries, want %d", after, len(es), want)
+		}
+		for i, e := range es {
+			if e.Seq != after+uint64(i)+1 || e.Name != fmt.Sprintf("w%02d", int(after)+i) {
+				t.Fatalf("after %d: entry %d is seq %d %s", after, i, e.Seq, e.Name)
+			}
+		}
+	}
+	// Corrupt the first entry: reading past it still works, from 0 fails
+	// naming the file.
+	raw, err := os.ReadFile(s.path(journalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[0] = 'x'
+	if err := os.WriteFile(s.path(journalFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := s.Journal(ctx, 2); err != nil || len(es) != n-2 {
+		t.Fatalf("after 2 with the first entry corrupt: %d entries, %v", len(es), err)
+	}
+	if _, err := s.Journal(ctx, 0); err == nil || !strings.Contains(err.Error(), "corrupt journal "+s.path(journalFile)+" at byte 0") {
+		t.Fatalf("from 0 with the first entry corrupt: %v", err)
 	}
 }
 

@@ -68,11 +68,17 @@ func timeIt(n int, setup, f func()) time.Duration {
 	return median(ds)
 }
 
-// TestBenchWarmLaunch: a warm launch (helper cached, repository already
-// cloned: `task resume`, a new session in the existing checkout) directly
-// and through the fault relay with 25 ms added each way, next to an
-// OpenSSH script doing the same steps with one ssh per step.
-func TestBenchWarmLaunch(t *testing.T) {
+// fixture is what the CLI benchmarks share: the binary built once, one
+// sshd with the fault relay in front of it, and two hosts over them,
+// "direct" and "delayed", added, trusted and each given a profile of the
+// same name with one repository.
+type fixture struct {
+	*env
+	relay *sshtest.Relay
+	cfg   string // the ssh config defining both aliases
+}
+
+func newFixture(t *testing.T) *fixture {
 	work := t.TempDir()
 	bin := filepath.Join(work, "kandev-exec")
 	sh(t, fmt.Sprintf("cd ../.. && CGO_ENABLED=0 go build -o %s .", bin))
@@ -90,15 +96,30 @@ git -C %[1]s/seed push -q %[1]s/app.git main`, work))
 	}
 	os.WriteFile(cfg, []byte(b.String()), 0o600)
 	e := &env{t: t, bin: bin, work: work, sshCfg: cfg}
-
-	task := map[string]string{}
 	for _, h := range []string{"direct", "delayed"} {
 		e.run("host", "add", h, "--alias", h)
 		e.run("host", "trust", h, "--accept-new")
 		prof := filepath.Join(work, h+".yaml")
-		os.WriteFile(prof, []byte(fmt.Sprintf("name: %s\nhost: %s\nworkdir_root: %s/remote-%s\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
-			h, h, work, h, work)), 0o600)
+		os.WriteFile(prof, []byte(fmt.Sprintf("name: %s\nhost: %s\nworkdir_root: %s\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
+			h, h, e.root(h), work)), 0o600)
 		e.run("profile", "apply", "-f", prof)
+	}
+	return &fixture{env: e, relay: relay, cfg: cfg}
+}
+
+// root is the workdir root of host h.
+func (e *env) root(h string) string { return filepath.Join(e.work, "remote-"+h) }
+
+// TestBenchWarmLaunch: a warm launch (helper cached, repository already
+// cloned: `task resume`, a new session in the existing checkout) directly
+// and through the fault relay with 25 ms added each way, next to an
+// OpenSSH script doing the same steps with one ssh per step.
+func TestBenchWarmLaunch(t *testing.T) {
+	f := newFixture(t)
+	e, relay, cfg, work := f.env, f.relay, f.cfg, f.work
+
+	task := map[string]string{}
+	for _, h := range []string{"direct", "delayed"} {
 		var res struct {
 			Task    struct{ ID string } `json:"task"`
 			Session struct{ ID string } `json:"session"`
