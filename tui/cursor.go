@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -58,18 +59,52 @@ func Next(ctx context.Context, st Store, c Cursor) (entries []state.Entry, brk B
 	if err != nil {
 		return nil, Contiguous, 0, err
 	}
+	es, brk, gapAt = contiguous(c, es)
+	return es, brk, gapAt, nil
+}
+
+// contiguous cuts es, read after c, at its first break.
+func contiguous(c Cursor, es []state.Entry) ([]state.Entry, Break, uint64) {
 	want := c.Seq + 1
 	for i, e := range es {
 		switch {
 		case e.Epoch != c.Epoch:
-			// Re-created between the two reads.
-			return es[:i], NewEpoch, 0, nil
+			// Re-created meanwhile.
+			return es[:i], NewEpoch, 0
 		case e.Seq != want:
-			return es[:i], Gap, e.Seq, nil
+			return es[:i], Gap, e.Seq
 		}
 		want++
 	}
-	return es, Contiguous, 0, nil
+	return es, Contiguous, 0
+}
+
+// Follower is a store that can wait for its journal to move
+// (state.Store.Follow: the etcd store watches its journal counter, so a
+// wait costs nothing while nothing happens).
+type Follower interface {
+	Follow(ctx context.Context, epoch, after uint64) ([]state.Entry, error)
+}
+
+// Wait is Next that waits up to d for the journal to move past c, when
+// the store can wait (nothing new within d: no entries and no error); a
+// store that cannot is read once, as by Next.
+func Wait(ctx context.Context, st Store, c Cursor, d time.Duration) ([]state.Entry, Break, uint64, error) {
+	f, ok := st.(Follower)
+	if !ok {
+		return Next(ctx, st, c)
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	es, err := f.Follow(wctx, c.Epoch, c.Seq)
+	if err != nil {
+		if wctx.Err() != nil && ctx.Err() == nil {
+			return nil, Contiguous, 0, nil // the wait ended, not the caller
+		}
+		return nil, Contiguous, 0, err
+	}
+	es, brk, gapAt := contiguous(c, es)
+	return es, brk, gapAt, nil
 }
 
 // Head reads the whole journal of the current epoch, re-reading when the

@@ -21,6 +21,10 @@ import (
 // readTimeout bounds one read of the store (an etcd store may hang).
 const readTimeout = 10 * time.Second
 
+// followWait bounds one wait for the journal to move: within the read's
+// own timeout, so the records it names are still read in time.
+const followWait = readTimeout / 2
+
 // maxChanges is how many changed records one follow re-reads one by one;
 // past it a full re-read is cheaper.
 const maxChanges = 2000
@@ -118,7 +122,7 @@ func follow(ctx context.Context, st Store, from Cursor) followedMsg {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	m := followedMsg{from: from}
-	m.entries, m.brk, m.gapAt, m.err = Next(ctx, st, from)
+	m.entries, m.brk, m.gapAt, m.err = Wait(ctx, st, from, followWait)
 	if m.err != nil || m.brk != Contiguous {
 		return m
 	}

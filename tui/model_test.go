@@ -305,6 +305,11 @@ func (g *gappy) Journal(ctx context.Context, after uint64) ([]state.Entry, error
 	return slices.DeleteFunc(es, func(e state.Entry) bool { return g.hide[e.Seq] }), err
 }
 
+func (g *gappy) Follow(ctx context.Context, epoch, after uint64) ([]state.Entry, error) {
+	es, err := g.FileStore.Follow(ctx, epoch, after)
+	return slices.DeleteFunc(es, func(e state.Entry) bool { return g.hide[e.Seq] }), err
+}
+
 func TestJournalGapTriggersFullReload(t *testing.T) {
 	fs := teardownStore(t)
 	g := &gappy{FileStore: fs, hide: map[uint64]bool{}}
@@ -377,6 +382,13 @@ func (f *failing) Journal(ctx context.Context, after uint64) ([]state.Entry, err
 		return nil, f.journal
 	}
 	return f.FileStore.Journal(ctx, after)
+}
+
+func (f *failing) Follow(ctx context.Context, epoch, after uint64) ([]state.Entry, error) {
+	if f.journal != nil {
+		return nil, f.journal
+	}
+	return f.FileStore.Follow(ctx, epoch, after)
 }
 
 func (f *failing) List(ctx context.Context, k state.Kind) ([]state.Record, error) {

@@ -14,9 +14,9 @@ import (
 	"github.com/kdlbs/kandev-exec/tui"
 )
 
-// defaultPoll is how often a stream reads the journal: an event is
-// printed at most this long after it is written.
-const defaultPoll = 250 * time.Millisecond
+// followWait bounds one wait for the journal to move, so an interrupt
+// or an unreachable store is noticed in time.
+const followWait = 5 * time.Second
 
 // Line is one event of `watch --json` (CONTRACT: epoch, seq, at, kind,
 // host, task_id, phase, detail; name and type say which record and what
@@ -121,12 +121,10 @@ func or(a, b string) string {
 }
 
 // stream prints the journal from o.Since (or from now) as it grows,
-// until ctx ends or o.Stop says the awaited event came.
+// until ctx ends or o.Stop says the awaited event came. It waits on the
+// store's Follow, not a timer: the etcd store watches, the file store
+// watches the journal file's size and time.
 func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
-	poll := o.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
 	_, cur, err := tui.Head(ctx, st)
 	if err != nil {
 		return err
@@ -139,7 +137,7 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 	}
 	sc := &scope{st: st, host: o.Host, task: o.Task, placed: map[string][2]string{}}
 	for {
-		es, brk, gapAt, err := tui.Next(ctx, st, cur)
+		es, brk, gapAt, err := tui.Wait(ctx, st, cur, followWait)
 		if err != nil {
 			return err
 		}
@@ -170,13 +168,8 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 			cur.Seq = gapAt - 1
 			continue
 		}
-		if len(es) > 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(poll):
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 }

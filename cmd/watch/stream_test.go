@@ -291,6 +291,11 @@ func (g *gappy) Journal(ctx context.Context, after uint64) ([]state.Entry, error
 	return slices.DeleteFunc(es, func(e state.Entry) bool { return g.hide[e.Seq] }), err
 }
 
+func (g *gappy) Follow(ctx context.Context, epoch, after uint64) ([]state.Entry, error) {
+	es, err := g.FileStore.Follow(ctx, epoch, after)
+	return slices.DeleteFunc(es, func(e state.Entry) bool { return g.hide[e.Seq] }), err
+}
+
 // A gap is said on stderr and the stream goes on after it; a re-created
 // journal (new epoch) is said too, and followed from its start.
 func TestStreamSaysGapsAndNewEpochs(t *testing.T) {

@@ -39,7 +39,8 @@ type WatchOptions struct {
 	// Stop ends a stream after the entry it returns true for (Until, or
 	// what another command waits for).
 	Stop func(state.Entry, records.Detail) bool
-	// Poll is how often the journal is read (default 250ms).
+	// Poll is the least time between two reads of the journal by the view
+	// (default 250ms); each read waits for news through the store.
 	Poll time.Duration
 }
 
