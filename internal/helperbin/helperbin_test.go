@@ -173,7 +173,9 @@ func TestFindOrderAndRefusal(t *testing.T) {
 
 	// A stale beside copy refused: the cache's copy is next.
 	stale := sha256Hex(old.bin[local])
-	h, err := l.Find(local, func(h Helper) (string, bool) { return "stale", h.Source == SourceEmbedded || h.SHA256 == stale && h.Source == SourceBeside })
+	h, err := l.Find(local, func(h Helper) (string, bool) {
+		return "stale", h.Source == SourceEmbedded || h.SHA256 == stale && h.Source == SourceBeside
+	})
 	if err != nil || h.Source != SourceCache {
 		t.Fatalf("after refusing embedded and beside: %+v, %v", h, err)
 	}
