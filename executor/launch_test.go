@@ -18,7 +18,7 @@ import (
 )
 
 // launchFixture is a trusted host on a real sshd with a profile whose
-// primary repository is a local bare one, and the real CLI as the helper.
+// primary repository is a local bare one, and the real helper binary.
 type launchFixture struct {
 	srv   *sshtest.Server
 	cfg   Config
@@ -30,7 +30,7 @@ type launchFixture struct {
 
 func newLaunchFixture(t *testing.T) *launchFixture {
 	t.Helper()
-	useLocalBinary(t, buildCLI(t))
+	useHelper(t, buildHelper(t))
 	t.Setenv("SSH_AUTH_SOCK", "")
 	srv := sshtest.NewServer(t)
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")

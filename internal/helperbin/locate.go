@@ -175,6 +175,9 @@ func (l *Locator) self(platform string, _ *MissingError) (Helper, bool, error) {
 		return Helper{}, false, nil
 	}
 	sum, err := FileSHA256(l.Executable, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Helper{}, false, nil // replaced or removed since it started
+	}
 	if err != nil {
 		return Helper{}, false, fmt.Errorf("hash %s: %w", l.Executable, err)
 	}
