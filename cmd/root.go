@@ -12,16 +12,15 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/agent"
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/helper"
 	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/cmd/secret"
 	"github.com/kdlbs/kandev-exec/cmd/session"
 	"github.com/kdlbs/kandev-exec/cmd/sweep"
 	"github.com/kdlbs/kandev-exec/cmd/task"
+	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 )
-
-// version is set with -ldflags "-X github.com/kdlbs/kandev-exec/cmd.version=...".
-var version = "dev"
 
 // NewCmdRoot builds the whole tree over f.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
@@ -42,6 +41,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(task.NewCmdTask(f))
 	root.AddCommand(session.NewCmdSession(f))
 	root.AddCommand(sweep.NewCmdSweep(f, nil))
+	root.AddCommand(helper.NewCmdHelper(f))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))
@@ -60,7 +60,7 @@ func Execute() int {
 
 // run runs the command line args over io and returns the exit code.
 func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
-	f := cmdutil.NewFactory(io, version)
+	f := cmdutil.NewFactory(io, buildinfo.Version)
 	defer f.Close()
 	root := NewCmdRoot(f)
 	root.SetIn(io.In)

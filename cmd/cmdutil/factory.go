@@ -33,6 +33,9 @@ type Settings struct {
 	// links (zero takes the executor's defaults).
 	KeepaliveInterval time.Duration
 	KeepaliveDeadline time.Duration
+	// ReleaseURL is where `helper fetch` downloads from (config key
+	// release-url, KANDEV_EXEC_RELEASE_URL); "" is the project's releases.
+	ReleaseURL string
 }
 
 // Factory hands commands their dependencies lazily, so that --help,
@@ -92,6 +95,8 @@ func (f *Factory) AddGlobalFlags(fs *pflag.FlagSet) {
 			_ = f.v.BindEnv(g.key, g.env)
 		}
 	}
+	// A setting without a flag: mirrors and tests point helper fetch elsewhere.
+	_ = f.v.BindEnv("release-url", "KANDEV_EXEC_RELEASE_URL")
 }
 
 // Settings reads the global settings once.
@@ -127,6 +132,7 @@ func (f *Factory) loadSettings() (*Settings, error) {
 
 		KeepaliveInterval: f.v.GetDuration("keepalive-interval"),
 		KeepaliveDeadline: f.v.GetDuration("keepalive-deadline"),
+		ReleaseURL:        f.v.GetString("release-url"),
 	}
 	if s.StateDir == "" {
 		s.StateDir = filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "kandev-exec")
