@@ -82,6 +82,10 @@ func (f *Fetcher) Download(ctx context.Context, platforms []string) ([]Fetched, 
 // checksums.txt beside it. With no platforms, a directory gives every
 // helper it holds.
 func (f *Fetcher) FromPath(p string, platforms []string) ([]Fetched, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, err
