@@ -19,6 +19,7 @@ type Relay struct {
 
 	mode  atomic.Int32 // relayMode applied to newly accepted connections
 	delay atomic.Int64 // time.Duration added to each chunk, each direction
+	moved atomic.Int64 // bytes written to either side since the last Bytes
 
 	mu     sync.Mutex
 	ln     net.Listener // nil while refusing
@@ -58,6 +59,10 @@ func (r *Relay) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Ito
 
 // Port returns the relay's TCP port.
 func (r *Relay) Port() int { return r.port }
+
+// Bytes returns the bytes relayed, both directions, since the last call:
+// what crossed the wire.
+func (r *Relay) Bytes() int64 { return r.moved.Swap(0) }
 
 // Pass forwards new connections to the target without added latency.
 func (r *Relay) Pass() { r.set(modePass, 0) }
@@ -214,6 +219,7 @@ func (r *Relay) pipe(dst, src net.Conn, stop chan struct{}, fail func()) {
 			fail()
 			return
 		}
+		r.moved.Add(int64(len(ch.data)))
 	}
 	if tc, ok := dst.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
