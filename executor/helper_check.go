@@ -93,22 +93,15 @@ printf 'hello=%s\n' "$kx_hello"
 // protocolError is a helper that answered the handshake with another
 // protocol, or not at all.
 type protocolError struct {
-	helper string // where it came from on this machine, when known
 	theirs int    // the helper's protocol; 0 when it did not say
 	answer string // what it said, when not a protocol answer
 }
 
 func (e *protocolError) Error() string {
-	var msg string
 	if e.theirs != 0 {
-		msg = fmt.Sprintf("it speaks protocol %d, this kandev-exec speaks %d", e.theirs, hostops.Protocol())
-	} else {
-		msg = fmt.Sprintf("it does not answer protocol %d's handshake (%.120q)", hostops.Protocol(), e.answer)
+		return fmt.Sprintf("it speaks protocol %d, this kandev-exec speaks %d", e.theirs, hostops.Protocol())
 	}
-	if e.helper != "" {
-		msg = "helper " + e.helper + ": " + msg
-	}
-	return msg
+	return fmt.Sprintf("it does not answer protocol %d's handshake (%.120q)", hostops.Protocol(), e.answer)
 }
 
 // parseHello reads a handshake answer: nil when the helper speaks this

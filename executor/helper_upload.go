@@ -89,7 +89,6 @@ func (e *Executor) ensureOne(ctx context.Context, c *ssh.Client, root string, lo
 	if err := uploadHelper(ctx, c, gz, st.helper, uploading); err != nil {
 		var pe *protocolError
 		if errors.As(err, &pe) {
-			pe.helper = local.Where()
 			return remoteHelper{}, false, pe
 		}
 		return remoteHelper{}, false, fmt.Errorf("upload helper %s to %s: %w", local.Where(), c.Target.Label(), err)
