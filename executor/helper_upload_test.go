@@ -465,3 +465,22 @@ func TestHelperEndToEnd(t *testing.T) {
 		t.Fatalf("run-script = %+v", run)
 	}
 }
+
+// The handshake's answer: this protocol, another one, or no answer a
+// helper of this protocol family would give (an old binary's usage text).
+func TestParseHello(t *testing.T) {
+	ok := fmt.Sprintf(`{"commit":"c","ok":true,"platform":"linux/amd64","protocol":%d,"version":"v"} `, hostops.Protocol())
+	if err := parseHello(ok); err != nil {
+		t.Fatalf("this protocol: %v", err)
+	}
+	var pe *protocolError
+	other := `{"error":{"code":"protocol_mismatch","message":"this helper speaks protocol 99","protocol":99},"ok":false} `
+	if err := parseHello(other); !errors.As(err, &pe) || pe.theirs != 99 ||
+		err.Error() != fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", hostops.Protocol()) {
+		t.Fatalf("protocol 99: %v", err)
+	}
+	if err := parseHello("usage: kandev-exec [command] "); !errors.As(err, &pe) || pe.theirs != 0 ||
+		!strings.Contains(err.Error(), `does not answer protocol`) || !strings.Contains(err.Error(), `usage: kandev-exec [command]`) {
+		t.Fatalf("no handshake: %v", err)
+	}
+}
