@@ -141,7 +141,7 @@ func loneLaunch(t *testing.T, dist string, helperSums map[string]string) {
 	prof := filepath.Join(work, "p.yaml")
 	write(t, prof, fmt.Sprintf("name: p\nhost: prod\nworkdir_root: %s\nrepositories:\n  - name: app\n    url: %s\n    branch: main\n", root, filepath.Join(work, "app.git")))
 
-	run(t, env, cli, "host", "add", "prod", "--alias", "target")
+	run(t, env, cli, "host", "add", "prod", "--alias", "target", "--workdir-root", root)
 	run(t, env, cli, "host", "trust", "prod", "--accept-new")
 	run(t, env, cli, "profile", "apply", "-f", prof)
 	cmd := exec.Command(cli, "task", "launch", "--profile", "p", "--follow", "--", "sh", "-c", "echo launched from dist")
