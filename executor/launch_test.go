@@ -135,11 +135,14 @@ func TestTwelveParallelLaunches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			uploaded := false
 			progress := func(step string) {
-				if step == StepUploading {
-					mu.Lock()
+				// Byte counts follow the step: "Uploading helper (1.2 of 2.9 MB)".
+				mu.Lock()
+				defer mu.Unlock()
+				if strings.HasPrefix(step, StepUploading+" (") && !uploaded {
+					uploaded = true
 					uploads++
-					mu.Unlock()
 				}
 			}
 			task, s, err := e.Launch(context.Background(), LaunchOptions{Profile: "web", Name: fmt.Sprint("p", i),
