@@ -303,6 +303,34 @@ func TestRelayDelay(t *testing.T) {
 	}
 }
 
+// A capped relay takes at least size/rate to carry a stream, and counts
+// what it carried: both directions through an echo server.
+func TestRelayLimitAndBytes(t *testing.T) {
+	t.Parallel()
+	r := sshtest.NewRelay(t, echoServer(t))
+	const size, rate = 256 << 10, 512 << 10
+	r.Limit(rate)
+	conn, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	go conn.Write(make([]byte, size))
+	if _, err := io.ReadFull(conn, make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if took, least := time.Since(start), time.Duration(size)*time.Second/rate; took < least {
+		t.Fatalf("%d bytes at %d B/s took %v, want >= %v", size, rate, took, least)
+	}
+	if got := r.Bytes(); got != 2*size {
+		t.Fatalf("Bytes = %d, want %d (there and back)", got, 2*size)
+	}
+	if got := r.Bytes(); got != 0 {
+		t.Fatalf("Bytes after reading = %d, want 0", got)
+	}
+}
+
 func TestRelayFreezeThaw(t *testing.T) {
 	t.Parallel()
 	r := sshtest.NewRelay(t, echoServer(t))
