@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -147,8 +148,14 @@ func loneLaunch(t *testing.T, dist string, helperSums map[string]string) {
 	cmd := exec.Command(cli, "task", "launch", "--profile", "p", "--follow", "--", "sh", "-c", "echo launched from dist")
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "launched from dist") || !strings.Contains(string(out), "• Uploading helper (") {
+	if err != nil || !strings.Contains(string(out), "launched from dist") {
 		t.Fatalf("task launch: %v\n%s", err, out)
+	}
+	// Progress in bytes, from none to all of the compressed helper.
+	gzMB := fmt.Sprintf("%.1f", float64(len(readFile(t, filepath.Join(dist, helperbin.Name(runtime.GOOS+"/"+runtime.GOARCH)+".gz"))))/1e6)
+	steps := regexp.MustCompile(`• Uploading helper \(([0-9.]+) of ([0-9.]+) MB\)`).FindAllStringSubmatch(string(out), -1)
+	if len(steps) < 2 || steps[0][1] != "0.0" || steps[len(steps)-1][1] != gzMB || steps[0][2] != gzMB {
+		t.Fatalf("upload progress %v, want 0.0 to %s of %s MB:\n%s", steps, gzMB, gzMB, out)
 	}
 	local := runtime.GOOS + "/" + runtime.GOARCH
 	if got := sha256Hex(readFile(t, filepath.Join(root, "bin", helperSums[local], "kandev-exec"))); got != helperSums[local] {
