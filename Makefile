@@ -9,12 +9,15 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X github.com/kdlbs/kandev-exec/internal/buildinfo.Version=$(VERSION) \
              -X github.com/kdlbs/kandev-exec/internal/buildinfo.Commit=$(COMMIT)
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+HELPER    := bin/kandev-exec-helper-$(shell $(GO) env GOOS)-$(shell $(GO) env GOARCH)
 export CGO_ENABLED := 0
 
-.PHONY: build test test-race fuzz demo bench helpers lint completions clean
+.PHONY: build test test-race fuzz demo bench helpers dist lint completions clean
 
+# The CLI, and beside it the helper it uploads to hosts of this platform.
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(HELPER) ./cmd/kandev-exec-helper
 
 # The whole suite against real sshd, race detector on, plus short fuzzing.
 test:
@@ -43,11 +46,16 @@ bench: build
 	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -timeout 30m -run 'TestStoreBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
 
 
-# Cross-built helpers for remote platforms other than this one.
+# The helpers for every platform, beside bin/kandev-exec.
 helpers:
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
-	  echo "bin/kandev-exec-$$os-$$arch"; \
-	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kandev-exec-$$os-$$arch . || exit 1; done
+	  echo "bin/kandev-exec-helper-$$os-$$arch"; \
+	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kandev-exec-helper-$$os-$$arch ./cmd/kandev-exec-helper || exit 1; done
+
+# A release without goreleaser: dist/ holds the four CLIs, each with the
+# four helpers embedded, the helpers' .gz and checksums.txt.
+dist:
+	@VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/dist.sh
 
 lint:
 	$(GO) vet ./...
@@ -58,4 +66,4 @@ completions:
 	@for sh in bash zsh fish powershell; do $(GO) run . completion $$sh > completions/kandev-exec.$$sh; done
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist internal/helperbin/embedded

@@ -30,6 +30,7 @@ var allowedImports = map[string][]string{
 	"internal/fsx":           nil,
 	"internal/redact":        nil,
 	"internal/buildinfo":     nil,
+	"internal/helperbin":     {"internal/buildinfo", "internal/fsx"},
 	"cmd/kandev-exec-helper": {"internal/hostops"},
 	"tui":                    {"records", "state", "internal/fsx", "internal/termsafe"},
 	"internal/termsafe":      nil,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/agent"
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/helper"
 	"github.com/kdlbs/kandev-exec/cmd/host"
 	"github.com/kdlbs/kandev-exec/cmd/profile"
 	"github.com/kdlbs/kandev-exec/cmd/reclaim"
@@ -48,6 +49,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.AddCommand(watch.NewCmdWatch(f, nil))
 	root.AddCommand(store.NewCmdStore(f))
 	root.AddCommand(reclaim.NewCmdReclaim(f, nil))
+	root.AddCommand(helper.NewCmdHelper(f))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newCmdDoctor(f, nil))
 	root.AddCommand(newCmdCompletion(f))

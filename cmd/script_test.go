@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/kdlbs/kandev-exec/internal/etcdtest"
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
@@ -36,6 +38,21 @@ type fixture struct {
 	relay   *sshtest.Relay
 	held    *os.File // the store lock taken by holdlock
 	etcd    *etcdtest.Cluster
+	helper  string // the real helper for this platform
+}
+
+// buildHelper builds the helper binary once for every transcript: the
+// test binary stands in for the CLI, but launches upload what a user's
+// would, the helper found in the user cache.
+func buildHelper(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), helperbin.Name(runtime.GOOS+"/"+runtime.GOARCH))
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", bin, "./kandev-exec-helper")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // TestScripts runs every transcript in testdata/script against its own
@@ -46,11 +63,12 @@ func TestScripts(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts found: %v", err)
 	}
+	helper := buildHelper(t)
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			fx := &fixture{t: t, servers: map[string]*sshtest.Server{
+			fx := &fixture{t: t, helper: helper, servers: map[string]*sshtest.Server{
 				"target":   sshtest.NewServer(t, sshtest.WithHostKeyTypes(sshtest.KeyEd25519, sshtest.KeyECDSA, sshtest.KeyRSA)),
 				"bastion":  sshtest.NewServer(t),
 				"bastion2": sshtest.NewServer(t),
@@ -81,6 +99,17 @@ func (fx *fixture) setup(env *testscript.Env) error {
 		return err
 	}
 	env.Setenv("HOME", home)
+	// The test binary's version is dev: its helpers are cached under dev.
+	cache := filepath.Join(env.WorkDir, "cache")
+	dev := filepath.Join(cache, "kandev-exec", "helpers", "dev")
+	if err := os.MkdirAll(dev, 0o700); err != nil {
+		return err
+	}
+	if err := os.Symlink(fx.helper, filepath.Join(dev, filepath.Base(fx.helper))); err != nil {
+		return err
+	}
+	env.Setenv("XDG_CACHE_HOME", cache)
+	env.Setenv("HELPER_CACHE", dev)
 	env.Setenv("KANDEV_EXEC_STATE_DIR", filepath.Join(env.WorkDir, "state"))
 	env.Setenv("KANDEV_EXEC_SSH_CONFIG", cfg)
 	env.Setenv("SSH_AUTH_SOCK", "")

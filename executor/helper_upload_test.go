@@ -3,8 +3,8 @@ package executor
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -30,10 +31,10 @@ type uploadFixture struct {
 	root   string
 }
 
-func newUploadFixture(t *testing.T) *uploadFixture {
+func newUploadFixture(t *testing.T, opts ...sshtest.Option) *uploadFixture {
 	t.Helper()
 	old := syscall.Umask(0o077)
-	srv := sshtest.NewServer(t)
+	srv := sshtest.NewServer(t, opts...)
 	syscall.Umask(old)
 	cfg := filepath.Join(t.TempDir(), "ssh_config")
 	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
@@ -64,28 +65,59 @@ func (f *uploadFixture) dial(t *testing.T) *ssh.Client {
 	return c
 }
 
-// useLocalBinary points the executor's own-binary lookup at path.
-func useLocalBinary(t *testing.T, path string) {
+// useLocator points the executor's helper lookup at l.
+func useLocator(t *testing.T, l *helperbin.Locator) {
 	t.Helper()
-	old := localExecutable
-	localExecutable = func() (string, error) { return path, nil }
-	t.Cleanup(func() { localExecutable = old })
+	old := locateHelpers
+	locateHelpers = func() *helperbin.Locator { return l }
+	t.Cleanup(func() { locateHelpers = old })
 }
 
-// fakeBinary is random bytes big enough for several concurrent SFTP writes.
-func fakeBinary(t *testing.T) (path string, sha string) {
+// useHelper makes bin, a helper named for this platform, the one found
+// beside the CLI, with no cache and nothing embedded.
+func useHelper(t *testing.T, bin string) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "kandev-exec")
-	b := make([]byte, 3<<20)
-	rand.Read(b)
-	if err := os.WriteFile(path, b, 0o755); err != nil {
-		t.Fatal(err)
+	useLocator(t, &helperbin.Locator{Executable: filepath.Join(filepath.Dir(bin), "kandev-exec"), Version: "dev"})
+}
+
+// buildHelper builds the real helper, as a release ships it, into a
+// directory of its own under this platform's helper name; ldflags are
+// extra -X settings.
+func buildHelper(t *testing.T, ldflags ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), helperbin.Name(localPlatform))
+	args := []string{"build", "-trimpath", "-o", bin}
+	if len(ldflags) > 0 {
+		args = append(args, "-ldflags", "-X "+strings.Join(ldflags, " -X "))
 	}
-	sha, err := fileSHA256(path)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "../cmd/kandev-exec-helper")...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// buildCLI builds the CLI, which serves a host of its own platform when
+// no helper is found.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kandev-exec")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func sha256Of(t *testing.T, p string) string {
+	t.Helper()
+	sum, err := helperbin.FileSHA256(p, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return path, sha
+	return sum
 }
 
 func sameContent(t *testing.T, a, b string) {
@@ -105,17 +137,18 @@ func sameContent(t *testing.T, a, b string) {
 
 func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	f := newUploadFixture(t)
-	bin, sha := fakeBinary(t)
-	useLocalBinary(t, bin)
+	bin := buildHelper(t)
+	useHelper(t, bin)
 	c := f.dial(t)
 	ctx := context.Background()
 
-	h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	var progress [][2]int64
+	h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
 	if err != nil || !uploaded {
 		t.Fatalf("first EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
 	remote := h.path()
-	if want := filepath.Join(f.root, "bin", sha, "kandev-exec"); remote != want {
+	if want := filepath.Join(f.root, "bin", sha256Of(t, bin), "kandev-exec"); remote != want {
 		t.Fatalf("path = %s, want %s", remote, want)
 	}
 	sameContent(t, bin, remote)
@@ -125,6 +158,12 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o700 {
 		t.Fatalf("mode = %v under umask 077, want 0700", fi.Mode().Perm())
+	}
+	// Progress counts the compressed bytes: from none to all of them,
+	// fewer than the binary's.
+	raw := fi.Size()
+	if n := len(progress); n < 2 || progress[0][0] != 0 || progress[n-1][0] != progress[n-1][1] || progress[n-1][1] >= raw {
+		t.Fatalf("progress = %v for a %d-byte helper", progress, raw)
 	}
 
 	again, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
@@ -140,10 +179,39 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	}
 }
 
+// A host without gzip gets the helper uncompressed over SFTP, checked
+// and installed the same way: the whole binary goes out (progress counts
+// it), and nothing is left beside it.
+func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
+	f := newUploadFixture(t, sshtest.WithoutCommands("gzip"))
+	bin := buildHelper(t)
+	useHelper(t, bin)
+	c := f.dial(t)
+	var progress [][2]int64
+	h, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
+	if err != nil || !uploaded {
+		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
+	}
+	sameContent(t, bin, h.path())
+	fi, err := os.Stat(h.path())
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("installed helper: %v, %v", fi, err)
+	}
+	if n := len(progress); n < 2 || progress[n-1][0] != fi.Size() || progress[n-1][1] != fi.Size() {
+		t.Fatalf("progress = %v for a %d-byte helper sent whole", progress, fi.Size())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(h.path())); len(entries) != 1 {
+		t.Fatalf("leftovers beside the helper: %v", entries)
+	}
+	if _, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform); err != nil || uploaded {
+		t.Fatalf("second EnsureHelper: uploaded %v, %v", uploaded, err)
+	}
+}
+
 func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 	f := newUploadFixture(t)
-	bin, _ := fakeBinary(t)
-	useLocalBinary(t, bin)
+	bin := buildHelper(t)
+	useHelper(t, bin)
 	c := f.dial(t)
 	ctx := context.Background()
 	h, _, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
@@ -172,8 +240,8 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 // Twelve launches on one host, each on its own connection, upload once.
 func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 	f := newUploadFixture(t)
-	bin, _ := fakeBinary(t)
-	useLocalBinary(t, bin)
+	bin := buildHelper(t)
+	useHelper(t, bin)
 	const n = 12
 	clients := make([]*ssh.Client, n)
 	for i := range clients {
@@ -224,8 +292,7 @@ func TestEnsureHelperUnsupportedPlatform(t *testing.T) {
 // A dead connection is an error, never "needs upload".
 func TestEnsureHelperTransportFailure(t *testing.T) {
 	f := newUploadFixture(t)
-	bin, _ := fakeBinary(t)
-	useLocalBinary(t, bin)
+	useHelper(t, buildHelper(t))
 	c := f.dial(t)
 	c.Close()
 	remote, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
@@ -237,59 +304,117 @@ func TestEnsureHelperTransportFailure(t *testing.T) {
 	}
 }
 
-// Another platform's helper comes from beside the binary, else the cache.
-func TestEnsureHelperCrossPlatformBinary(t *testing.T) {
+// Another platform's helper comes from beside the binary, else the
+// cache; with neither, the error names `helper fetch`. (The loopback
+// host runs this platform: the copies are this platform's helper under
+// the other's name, so the handshake can run.)
+func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 	f := newUploadFixture(t)
 	other := "linux/arm64"
 	if localPlatform == other {
 		other = "linux/amd64"
 	}
-	bin, _ := fakeBinary(t)
-	useLocalBinary(t, bin)
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
-	t.Setenv("HOME", t.TempDir()) // darwin's cache dir hangs off HOME
+	helper := buildHelper(t)
+	exeDir, cache := t.TempDir(), t.TempDir()
+	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
 	c := f.dial(t)
 	ctx := context.Background()
 
 	_, _, err := f.exec.EnsureHelper(ctx, c, f.root, other)
-	if err == nil || !strings.Contains(err.Error(), "make helpers") {
-		t.Fatalf("missing cross binary: %v", err)
+	var me *helperbin.MissingError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "run `kandev-exec helper fetch --platform "+other+"`") {
+		t.Fatalf("no helper for %s: %v", other, err)
 	}
-	name := "kandev-exec-" + strings.ReplaceAll(other, "/", "-")
-	cacheDir, _ := os.UserCacheDir()
-	cached := filepath.Join(cacheDir, "kandev-exec", name)
-	beside := filepath.Join(filepath.Dir(bin), name)
-	for _, p := range []string{cached, beside} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("helper for "+other+" at "+p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		sha, err := fileSHA256(p)
-		if err != nil {
+	b, err := os.ReadFile(helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, dir := range []string{cache, exeDir} {
+		// Each copy differs by a trailing byte, so each has its own sha256.
+		p := filepath.Join(dir, helperbin.Name(other))
+		if err := os.WriteFile(p, append(b, byte(i)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, other)
-		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", sha, "kandev-exec") {
+		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", sha256Of(t, p), "kandev-exec") {
 			t.Fatalf("with %s: %+v, %v, %v", p, h, uploaded, err)
 		}
 		sameContent(t, p, h.path())
 	}
 }
 
-// buildCLI builds the real binary: the test binary cannot serve
-// `kandev-exec helper`.
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kandev-exec")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// A helper of another protocol (a stale copy kept for this platform) is
+// refused, uploaded or cached, and the next source replaces it; with no
+// other source the error says why and names `helper fetch`.
+func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
+	f := newUploadFixture(t)
+	stale := buildHelper(t, "github.com/kdlbs/kandev-exec/internal/hostops.protocol=99")
+	good := buildHelper(t)
+	exeDir, cache := filepath.Dir(stale), t.TempDir()
+	gz, err := (helperbin.Helper{Path: good}).Compressed()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	if err := os.WriteFile(filepath.Join(cache, helperbin.Name(localPlatform)+".gz"), gz, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	staleSHA, goodSHA := sha256Of(t, stale), sha256Of(t, good)
+	c := f.dial(t)
+	ctx := context.Background()
+
+	// Only the stale one: refused after upload, never installed.
+	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), Version: "1.2.3"})
+	_, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	var me *helperbin.MissingError
+	if !errors.As(err, &me) || uploaded || !strings.Contains(err.Error(), fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", hostops.Protocol())) ||
+		!strings.Contains(err.Error(), stale) || !strings.Contains(err.Error(), "helper fetch --platform "+localPlatform) {
+		t.Fatalf("stale helper alone: %v, %v", uploaded, err)
+	}
+	if entries, err := os.ReadDir(filepath.Join(f.root, "bin", staleSHA)); err != nil || len(entries) != 0 {
+		t.Fatalf("stale helper left on the host: %v, %v", entries, err)
+	}
+
+	// Beside the CLI (stale) then the cache (good): the good one replaces it.
+	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
+	h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	if err != nil || !uploaded || h.sha != goodSHA {
+		t.Fatalf("stale beside, good in cache: %+v, %v, %v", h, uploaded, err)
+	}
+	sameContent(t, good, h.path())
+
+	// The stale one already cached on the host (by an older CLI) is
+	// refused there too, and the good one is used.
+	planted := filepath.Join(f.root, "bin", staleSHA, helperName)
+	b, _ := os.ReadFile(stale)
+	if err := os.WriteFile(planted, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := checkHelper(ctx, c, f.root, staleSHA)
+	var pe *protocolError
+	if err != nil || !st.cached || !errors.As(st.hello, &pe) || pe.theirs != 99 {
+		t.Fatalf("check of the stale copy: %+v, %v", st, err)
+	}
+	h, uploaded, err = f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	if err != nil || uploaded || h.sha != goodSHA {
+		t.Fatalf("stale cached on the host: %+v, %v, %v", h, uploaded, err)
+	}
+}
+
+// The CLI itself is the last resort for a host of its own platform: it
+// answers the handshake and the helper's operations too.
+func TestEnsureHelperCLIItself(t *testing.T) {
+	f := newUploadFixture(t)
+	cli := buildCLI(t)
+	useLocator(t, &helperbin.Locator{Executable: cli, Version: "dev"})
+	c := f.dial(t)
+	h, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
+	if err != nil || !uploaded || h.sha != sha256Of(t, cli) {
+		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
+	}
+	var vi hostops.VersionInfo
+	if err := runHelperOp(t, c, h, hostops.OpVersion, nil, &vi); err != nil || vi.Protocol != hostops.Protocol() {
+		t.Fatalf("version = %+v, %v", vi, err)
+	}
 }
 
 // gitRepo makes a bare repository with one commit on main and returns
@@ -328,7 +453,7 @@ func runHelperOp(t *testing.T, c *ssh.Client, helper remoteHelper, op string, re
 // stdin, and runs a script with a secret that only reaches it there.
 func TestHelperEndToEnd(t *testing.T) {
 	f := newUploadFixture(t)
-	useLocalBinary(t, buildCLI(t))
+	useHelper(t, buildHelper(t))
 	c := f.dial(t)
 	helper, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
 	if err != nil || !uploaded {
@@ -367,5 +492,24 @@ func TestHelperEndToEnd(t *testing.T) {
 	}
 	if run.ExitCode != 3 || run.OutputTail != "using *** in "+dir+"\n" {
 		t.Fatalf("run-script = %+v", run)
+	}
+}
+
+// The handshake's answer: this protocol, another one, or no answer a
+// helper of this protocol family would give (an old binary's usage text).
+func TestParseHello(t *testing.T) {
+	ok := fmt.Sprintf(`{"commit":"c","ok":true,"platform":"linux/amd64","protocol":%d,"version":"v"} `, hostops.Protocol())
+	if err := parseHello(ok); err != nil {
+		t.Fatalf("this protocol: %v", err)
+	}
+	var pe *protocolError
+	other := `{"error":{"code":"protocol_mismatch","message":"this helper speaks protocol 99","protocol":99},"ok":false} `
+	if err := parseHello(other); !errors.As(err, &pe) || pe.theirs != 99 ||
+		err.Error() != fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", hostops.Protocol()) {
+		t.Fatalf("protocol 99: %v", err)
+	}
+	if err := parseHello("usage: kandev-exec [command] "); !errors.As(err, &pe) || pe.theirs != 0 ||
+		!strings.Contains(err.Error(), `does not answer protocol`) || !strings.Contains(err.Error(), `usage: kandev-exec [command]`) {
+		t.Fatalf("no handshake: %v", err)
 	}
 }

@@ -131,7 +131,14 @@ func remoteWord(p string) string {
 // it: every directory above the root, the root, bin, bin/<sha256>, the
 // file.
 func guardScript(h remoteHelper, file string) string {
+	return guardDirScript(h) + `kx_own ` + file + ` -
+`
+}
+
+// guardDirScript is guardScript up to h's directory, for a script that
+// creates the file there itself (and checks it before any use).
+func guardDirScript(h remoteHelper) string {
 	return hostCheckFuncs + `R=` + ssh.ShellQuote(h.root) + `
-kx_anc "$R"; kx_own "$R" d; kx_own "$R/bin" d; kx_own "$R/bin/` + h.sha + `" d; kx_own ` + file + ` -
+kx_anc "$R"; kx_own "$R" d; kx_own "$R/bin" d; kx_own "$R/bin/` + h.sha + `" d
 `
 }

@@ -102,15 +102,12 @@ func TestSharedRootTasksDirPlantedRefused(t *testing.T) {
 func TestHelperPlantedByAnotherUserNeverRuns(t *testing.T) {
 	needRoot(t)
 	f := newLaunchFixture(t)
-	local, err := localHelper(localPlatform)
+	local, err := locateHelpers().Find(localPlatform, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sha, err := fileSHA256(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(local)
+	sha := local.SHA256
+	b, err := os.ReadFile(local.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +166,11 @@ func TestCreatedRemoteDirsArePrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _ := localHelper(localPlatform)
-	sha, _ := fileSHA256(local)
+	local, err := locateHelpers().Find(localPlatform, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := local.SHA256
 	for _, p := range []string{filepath.Dir(filepath.Dir(root)), filepath.Dir(root), root, filepath.Join(root, "bin"),
 		filepath.Join(root, "bin", sha), filepath.Join(root, "bin", sha, helperName), filepath.Join(root, "tasks"),
 		task.TaskDir, filepath.Join(task.TaskDir, ".kandev"), filepath.Join(task.TaskDir, ".kandev", "sessions"), s.SessionDir} {

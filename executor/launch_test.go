@@ -18,7 +18,7 @@ import (
 )
 
 // launchFixture is a trusted host on a real sshd with a profile whose
-// primary repository is a local bare one, and the real CLI as the helper.
+// primary repository is a local bare one, and the real helper binary.
 type launchFixture struct {
 	srv   *sshtest.Server
 	cfg   Config
@@ -30,7 +30,7 @@ type launchFixture struct {
 
 func newLaunchFixture(t *testing.T) *launchFixture {
 	t.Helper()
-	useLocalBinary(t, buildCLI(t))
+	useHelper(t, buildHelper(t))
 	t.Setenv("SSH_AUTH_SOCK", "")
 	srv := sshtest.NewServer(t)
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
@@ -135,11 +135,14 @@ func TestTwelveParallelLaunches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			uploaded := false
 			progress := func(step string) {
-				if step == StepUploading {
-					mu.Lock()
+				// Byte counts follow the step: "Uploading helper (1.2 of 2.9 MB)".
+				mu.Lock()
+				defer mu.Unlock()
+				if strings.HasPrefix(step, StepUploading+" (") && !uploaded {
+					uploaded = true
 					uploads++
-					mu.Unlock()
 				}
 			}
 			task, s, err := e.Launch(context.Background(), LaunchOptions{Profile: "web", Name: fmt.Sprint("p", i),

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,13 +9,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
-
-// Supported remote platforms (normalised uname -s / -m).
-var supportedPlatforms = map[string]bool{
-	"linux/amd64": true, "linux/arm64": true, "darwin/amd64": true, "darwin/arm64": true,
-}
 
 // ErrorView is a failure inside a per-item result row.
 type ErrorView struct {
@@ -35,10 +34,28 @@ type TestResult struct {
 	Supported         bool           `json:"supported"`
 	Uname             string         `json:"uname"`
 	GitVersion        string         `json:"git_version"`
-	Helper            string         `json:"helper"`
+	Helper            string         `json:"helper"` // cached under every root in helper_roots, else needs_upload
+	HelperLocal       *LocalHelper   `json:"helper_local"`
+	HelperMissing     string         `json:"helper_missing,omitempty"` // why there is no local helper
+	HelperRoots       []RootHelper   `json:"helper_roots"`
 	Hops              []ssh.Observed `json:"hops"`
 	Error             *ErrorView     `json:"error,omitempty"`
 	Err               error          `json:"-"`
+}
+
+// LocalHelper is the helper this machine would upload to the host.
+type LocalHelper struct {
+	Source string `json:"source"` // embedded, beside, cache or self
+	Path   string `json:"path,omitempty"`
+	SHA256 string `json:"sha256"`
+}
+
+// RootHelper is whether the helper is cached under one workdir root the
+// host's tasks may use: its own, and each of its profiles' workdir_root.
+type RootHelper struct {
+	Root     string   `json:"root"`
+	Profiles []string `json:"profiles"` // the profiles that use it; [] for the host's own root alone
+	Helper   string   `json:"helper"`   // cached or needs_upload
 }
 
 // TestHosts probes each host, at most parallel at a time, without
@@ -64,7 +81,7 @@ func (e *Executor) TestHosts(ctx context.Context, names []string, parallel int) 
 }
 
 func (e *Executor) testHost(ctx context.Context, name string) TestResult {
-	r := TestResult{Name: name, Hops: []ssh.Observed{}}
+	r := TestResult{Name: name, Hops: []ssh.Observed{}, HelperRoots: []RootHelper{}}
 	h, _, err := e.getHost(ctx, name)
 	if err != nil {
 		r.Err = err
@@ -89,7 +106,12 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 	}
 	defer c.Close()
 	r.fillKeys(c.Observed, t, pin)
-	if err := r.probe(ctx, c, h.WorkdirRoot); err != nil {
+	roots, err := e.hostRoots(ctx, h)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	if err := r.probe(ctx, c, roots); err != nil {
 		r.Err = err
 	}
 	return r
@@ -105,31 +127,64 @@ func (r *TestResult) fillKeys(obs []ssh.Observed, t *ssh.Target, pin ssh.Pin) {
 	}
 }
 
+// hostRoots lists the workdir roots h's tasks may use: its own, then
+// each other one its profiles set, with the profiles using each.
+func (e *Executor) hostRoots(ctx context.Context, h *records.Host) ([]RootHelper, error) {
+	ps, _, err := records.List[profiles.Profile](ctx, e.cfg.Store, records.KindProfile)
+	if err != nil {
+		return nil, err
+	}
+	roots := []RootHelper{{Root: h.WorkdirRoot, Profiles: []string{}}}
+	for _, p := range ps {
+		if p.Host != h.Name {
+			continue
+		}
+		root := cmp.Or(p.WorkdirRoot, h.WorkdirRoot)
+		i := slices.IndexFunc(roots, func(r RootHelper) bool { return r.Root == root })
+		if i < 0 {
+			roots, i = append(roots, RootHelper{Root: root, Profiles: []string{}}), len(roots)
+		}
+		roots[i].Profiles = append(roots[i].Profiles, p.Name)
+	}
+	return roots, nil
+}
+
 // probe asks the host everything in one round trip, under /bin/sh. The
-// helpers present are listed by content address; which one this host
-// needs depends on its platform, known only from the same answer.
-func (r *TestResult) probe(ctx context.Context, c *ssh.Client, root string) error {
+// helpers present under each root are listed by content address; which
+// one this host needs depends on its platform, known only from the same
+// answer.
+func (r *TestResult) probe(ctx context.Context, c *ssh.Client, roots []RootHelper) error {
 	script := `printf 'os=%s\n' "$(uname -s)"; printf 'arch=%s\n' "$(uname -m)"; printf 'uname=%s\n' "$(uname -a)"
 printf 'git=%s\n' "$(git --version 2>/dev/null)"
-printf 'helpers='; for f in ` + RemotePath(root, "bin") + `/*/kandev-exec; do [ -x "$f" ] && printf '%s ' "$(basename "$(dirname "$f")")"; done; echo`
+`
+	for i, root := range roots {
+		script += fmt.Sprintf(`printf 'helpers%d='; for f in %s/*/kandev-exec; do [ -x "$f" ] && printf '%%s ' "$(basename "$(dirname "$f")")"; done; echo
+`, i, RemotePath(root.Root, "bin"))
+	}
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
 	out, _, err := c.Run(ctx, script, nil)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", c.Target.Label(), err)
 	}
-	kv := map[string]string{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			kv[k] = v
-		}
-	}
+	kv := markers(out)
 	r.Platform = NormalizePlatform(kv["os"], kv["arch"])
-	r.Supported = supportedPlatforms[r.Platform]
-	r.Uname, r.GitVersion, r.Helper = kv["uname"], kv["git"], "needs_upload"
-	if local, err := localHelper(r.Platform); err == nil {
-		if sha, err := fileSHA256(local); err == nil && slices.Contains(strings.Fields(kv["helpers"]), sha) {
-			r.Helper = "cached"
+	r.Supported = helperbin.Supported(r.Platform)
+	r.Uname, r.GitVersion, r.Helper = kv["uname"], kv["git"], "cached"
+	local, err := locateHelpers().Find(r.Platform, nil)
+	if err != nil {
+		r.HelperMissing = err.Error()
+	} else {
+		r.HelperLocal = &LocalHelper{Source: string(local.Source), Path: local.Path, SHA256: local.SHA256}
+	}
+	r.HelperRoots = roots
+	for i := range r.HelperRoots {
+		r.HelperRoots[i].Helper = "needs_upload"
+		if local.SHA256 != "" && slices.Contains(strings.Fields(kv[fmt.Sprintf("helpers%d", i)]), local.SHA256) {
+			r.HelperRoots[i].Helper = "cached"
+		}
+		if r.HelperRoots[i].Helper != "cached" {
+			r.Helper = "needs_upload"
 		}
 	}
 	return nil

@@ -71,8 +71,8 @@ var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
 func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error) {
 	script := `printf 'os=%s\narch=%s\nhome=%s\n' "$(uname -s)" "$(uname -m)" "$HOME"` + "\n"
 	sha := ""
-	if local, err := localHelper(localPlatform); err == nil {
-		sha, _ = fileSHA256(local)
+	if local, err := locateHelpers().Find(localPlatform, nil); err == nil {
+		sha = local.SHA256
 	}
 	if sha != "" {
 		script += helperCheckScript(root, sha)
@@ -96,9 +96,10 @@ func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error)
 	return info, nil
 }
 
-// ensureHelper uploads the helper unless detect already found it cached.
-func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteInfo, uploading ...func()) (remoteHelper, bool, error) {
-	if info.helper != nil && info.helper.cached {
+// ensureHelper uploads the helper unless detect already found it cached
+// and speaking this CLI's protocol.
+func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteInfo, uploading ...func(sent, total int64)) (remoteHelper, bool, error) {
+	if info.helper.usable() {
 		return info.helper.helper, false, nil
 	}
 	return e.EnsureHelper(ctx, c, info.Root, info.Platform, uploading...)
@@ -154,7 +155,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	if err != nil {
 		return fail(err)
 	}
-	helper, uploaded, err := e.ensureHelper(ctx, c, info, func() { progress(StepUploading) })
+	helper, uploaded, err := e.ensureHelper(ctx, c, info, func(sent, total int64) { progress(UploadProgress(sent, total)) })
 	if err != nil {
 		if !errors.As(err, new(*UnsupportedPlatformError)) {
 			step = StepUploading

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
@@ -100,6 +101,9 @@ var typedErrors = []struct {
 	{&executor.NotStartedError{S: &records.Session{ID: "s"}}, 1, "error"},
 	{&executor.PrepareScriptError{ExitCode: 3}, 1, "error"},
 	{&executor.UnsupportedPlatformError{Platform: "plan9/386"}, 1, "error"},
+	{&helperbin.MissingError{Platform: "linux/arm64", Looked: []string{"d"}}, 1, "error"},
+	{&helperbin.ChecksumError{File: "f", Got: "a", Want: "b"}, 1, "error"},
+	{&helperbin.DevBuildError{Version: "dev"}, 1, "error"},
 	{&executor.LaunchError{Err: errors.New("x")}, 1, "error"},
 	{&executor.LaunchError{Err: &ssh.Error{Class: ssh.ClassTimeout, Err: errors.New("x")}}, 7, "unreachable"},
 	{&executor.LaunchError{Err: &executor.ActiveSessionError{}}, 10, "conflict"},

@@ -49,6 +49,10 @@ type Settings struct {
 	// StorePasswordFile holds the etcd user's password (mode 0600);
 	// KANDEV_EXEC_STORE_PASSWORD is the other way to give it.
 	StorePasswordFile string
+
+	// ReleaseURL is where `helper fetch` downloads from (config key
+	// release-url, KANDEV_EXEC_RELEASE_URL); "" is the project's releases.
+	ReleaseURL string
 }
 
 // Factory hands commands their dependencies lazily, so that --help,
@@ -132,6 +136,8 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		StoreKeyFile:      f.v.GetString("store-key-file"),
 		StoreUser:         f.v.GetString("store-user"),
 		StorePasswordFile: f.v.GetString("store-password-file"),
+
+		ReleaseURL: f.v.GetString("release-url"),
 	}
 	if s.StateDir == "" {
 		s.StateDir = filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "kandev-exec")

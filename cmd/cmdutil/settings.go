@@ -79,6 +79,8 @@ var GlobalSettings = []Setting{
 		Doc: "etcd user"},
 	{Key: "store-password-file", Env: "KANDEV_EXEC_STORE_PASSWORD_FILE", Type: "string", InFile: true, FileOnly: true,
 		Doc: "file holding the etcd user's password (mode 0600); or KANDEV_EXEC_STORE_PASSWORD"},
+	{Key: "release-url", Env: "KANDEV_EXEC_RELEASE_URL", Type: "string", InFile: true, FileOnly: true,
+		Default: "the project's GitHub releases", Doc: "where `helper fetch` downloads release helpers from (a mirror)"},
 }
 
 // ExampleConfig is a config file `help config` shows; a test reads it.

@@ -35,7 +35,11 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	// machines those run `pyenv rehash`, which waits 60 s on a lock that a
 	// shell killed mid-rehash (tests kill remote commands) leaves behind.
 	// Bound that wait: it is the machine's, not what a test measures.
-	line("SetEnv PYENV_REHASH_TIMEOUT=1")
+	if s.pathDir != "" {
+		line("SetEnv PYENV_REHASH_TIMEOUT=1 PATH=%s", s.pathDir)
+	} else {
+		line("SetEnv PYENV_REHASH_TIMEOUT=1")
+	}
 	path := filepath.Join(s.dir, "sshd_config")
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }

@@ -99,6 +99,18 @@ func TestOpenSSHClient(t *testing.T) {
 	}
 }
 
+// A server without gzip: its sessions find every other command, not it.
+func TestWithoutCommands(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t, sshtest.WithoutCommands("gzip"))
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	sshtest.WriteSSHConfig(t, cfg, s.HostEntry("target"))
+	out := openssh(t, "-F", cfg, "target", "command -v gzip || echo no-gzip; command -v sha256sum >/dev/null && echo has-sha256sum")
+	if out != "no-gzip\nhas-sha256sum\n" {
+		t.Fatalf("output %q", out)
+	}
+}
+
 func TestProxyJump(t *testing.T) {
 	t.Parallel()
 	bastion, target := sshtest.NewServer(t), sshtest.NewServer(t)
@@ -300,6 +312,34 @@ func TestRelayDelay(t *testing.T) {
 	// Each direction is delayed, so a round trip takes at least 2d. No upper bound: CI is slow.
 	if rtt := roundTrip(t, r.Addr()); rtt < 2*d {
 		t.Fatalf("round trip %v, want >= %v", rtt, 2*d)
+	}
+}
+
+// A capped relay takes at least size/rate to carry a stream, and counts
+// what it carried: both directions through an echo server.
+func TestRelayLimitAndBytes(t *testing.T) {
+	t.Parallel()
+	r := sshtest.NewRelay(t, echoServer(t))
+	const size, rate = 256 << 10, 512 << 10
+	r.Limit(rate)
+	conn, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	go conn.Write(make([]byte, size))
+	if _, err := io.ReadFull(conn, make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if took, least := time.Since(start), time.Duration(size)*time.Second/rate; took < least {
+		t.Fatalf("%d bytes at %d B/s took %v, want >= %v", size, rate, took, least)
+	}
+	if got := r.Bytes(); got != 2*size {
+		t.Fatalf("Bytes = %d, want %d (there and back)", got, 2*size)
+	}
+	if got := r.Bytes(); got != 0 {
+		t.Fatalf("Bytes after reading = %d, want 0", got)
 	}
 }
 

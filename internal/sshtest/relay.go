@@ -19,6 +19,8 @@ type Relay struct {
 
 	mode  atomic.Int32 // relayMode applied to newly accepted connections
 	delay atomic.Int64 // time.Duration added to each chunk, each direction
+	moved atomic.Int64 // bytes written to either side since the last Bytes
+	rate  atomic.Int64 // bytes per second each direction may carry; 0 = unlimited
 
 	mu     sync.Mutex
 	ln     net.Listener // nil while refusing
@@ -58,6 +60,15 @@ func (r *Relay) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Ito
 
 // Port returns the relay's TCP port.
 func (r *Relay) Port() int { return r.port }
+
+// Bytes returns the bytes relayed, both directions, since the last call:
+// what crossed the wire.
+func (r *Relay) Bytes() int64 { return r.moved.Swap(0) }
+
+// Limit caps each direction of every connection at bytesPerSecond (0
+// lifts the cap), as a slow link would: a chunk is delivered only once the
+// ones before it have had their time on the wire.
+func (r *Relay) Limit(bytesPerSecond int64) { r.rate.Store(bytesPerSecond) }
 
 // Pass forwards new connections to the target without added latency.
 func (r *Relay) Pass() { r.set(modePass, 0) }
@@ -190,12 +201,21 @@ func (r *Relay) pipe(dst, src net.Conn, stop chan struct{}, fail func()) {
 	chunks := make(chan chunk, 64)
 	go func() {
 		defer close(chunks)
+		var last time.Time // when the previous chunk is delivered
 		for {
 			buf := make([]byte, relayChunk)
 			n, err := src.Read(buf)
 			if n > 0 {
+				due := time.Now().Add(time.Duration(r.delay.Load()))
+				if rate := r.rate.Load(); rate > 0 {
+					if last.After(due) {
+						due = last
+					}
+					due = due.Add(time.Duration(int64(n) * int64(time.Second) / rate))
+				}
+				last = due
 				select {
-				case chunks <- chunk{buf[:n], time.Now().Add(time.Duration(r.delay.Load()))}:
+				case chunks <- chunk{buf[:n], due}:
 				case <-stop:
 					return
 				}
@@ -210,6 +230,8 @@ func (r *Relay) pipe(dst, src net.Conn, stop chan struct{}, fail func()) {
 			fail()
 			return
 		}
+		// Counted before the write, so a reader that has the bytes finds them counted.
+		r.moved.Add(int64(len(ch.data)))
 		if _, err := dst.Write(ch.data); err != nil {
 			fail()
 			return

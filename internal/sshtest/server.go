@@ -39,6 +39,7 @@ type Server struct {
 	dir      string
 	user     string
 	keyTypes []string
+	pathDir  string // sessions' PATH when commands are withheld (WithoutCommands)
 
 	mu       sync.Mutex
 	port     int
@@ -61,6 +62,39 @@ type Option func(*Server)
 // WithHostKeyTypes sets the host key types (KeyEd25519, KeyECDSA, KeyRSA); the default is ed25519 only.
 func WithHostKeyTypes(types ...string) Option {
 	return func(s *Server) { s.keyTypes = types }
+}
+
+// WithoutCommands gives every session a PATH that finds each command of
+// the standard directories except names: a host without gzip, say. The
+// commands stay reachable by absolute path; what a script finds with
+// `command -v` is what is withheld.
+func WithoutCommands(names ...string) Option {
+	return func(s *Server) {
+		dir := filepath.Join(s.dir, "path")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			s.t.Fatalf("sshtest: %v", err)
+		}
+		withheld := map[string]bool{}
+		for _, n := range names {
+			withheld[n] = true
+		}
+		for _, d := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+			es, _ := os.ReadDir(d)
+			for _, e := range es {
+				link := filepath.Join(dir, e.Name())
+				if withheld[e.Name()] {
+					continue
+				}
+				if _, err := os.Lstat(link); err == nil {
+					continue // an earlier directory's wins, as in a PATH search
+				}
+				if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
+					s.t.Fatalf("sshtest: %v", err)
+				}
+			}
+		}
+		s.pathDir = dir
+	}
 }
 
 // NewServer starts sshd on a free 127.0.0.1 port in a fresh temp dir, and stops it when the test ends.

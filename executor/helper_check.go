@@ -1,0 +1,193 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// sum256 prints a file's sha256 with whichever tool the host has.
+const sum256 = `sum256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum <"$1"; ` +
+	`elif command -v shasum >/dev/null 2>&1; then shasum -a 256 <"$1"; ` +
+	`else echo "neither sha256sum nor shasum is installed" >&2; return 127; fi; }
+`
+
+// remoteHelper is the helper with sha256 sha under the physical workdir
+// root of a host.
+type remoteHelper struct {
+	root, sha string
+}
+
+func (h remoteHelper) dir() string  { return path.Join(h.root, "bin", h.sha) }
+func (h remoteHelper) path() string { return path.Join(h.dir(), helperName) }
+
+type helperState struct {
+	helper remoteHelper
+	cached bool
+	hello  error // a cached copy's answer to the handshake: nil, or *protocolError
+	gzip   bool  // the host has gzip: an upload travels compressed
+}
+
+// usable is a cached copy that speaks this CLI's protocol.
+func (s *helperState) usable() bool { return s != nil && s.cached && s.hello == nil }
+
+// checkHelper asks the host, in one round trip, whether a verified copy
+// is in place and which protocol it speaks, creating and checking the
+// directories on its way. Only the marker lines count: anything else (a
+// transport error, a script that died) is an error, never "needs upload".
+func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperState, error) {
+	kv, err := runMarked(ctx, c, helperCheckScript(root, sha))
+	if err != nil {
+		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
+	}
+	return parseHelperState(kv, c.Target.Label(), sha)
+}
+
+// rootScript makes the workdir root exist (0700, parents too) and checks
+// it and every directory above it; it leaves the physical root in $R and
+// prints it as root=.
+func rootScript(root string) string {
+	return hostCheckFuncs + `umask 077
+kx_root ` + remoteWord(root) + `
+printf 'root=%s\n' "$R"
+`
+}
+
+// helperCheckScript prints root=, gzip= and state= for the helper with
+// sha under root, creating bin/ and bin/<sha>/ (0700) on its way, and the
+// handshake's hello= for a verified copy (run only once its whole path
+// is checked); it ends the script, so callers put their own lines
+// before it.
+func helperCheckScript(root, sha string) string {
+	return sum256 + rootScript(root) + `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
+if command -v gzip >/dev/null 2>&1; then echo gzip=yes; else echo gzip=no; fi
+f=$R/bin/` + sha + `/` + helperName + `
+if [ ! -e "$f" ] && [ ! -L "$f" ]; then echo state=missing; exit 0; fi
+kx_own "$f" -
+if [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
+s=$(sum256 "$f") || exit 1
+case $s in ` + sha + `*) ;; *) echo state=corrupt; exit 0 ;; esac
+echo state=cached
+` + helloScript(`"$f"`)
+}
+
+// helloScript runs the protocol handshake on file (a shell word, already
+// guarded) and prints its answer, on one line, as hello=; $kx_hello
+// keeps it for the script.
+func helloScript(file string) string {
+	req, err := hostops.EncodeRequest(hostops.OpVersion, nil)
+	if err != nil {
+		panic(err) // a constant request
+	}
+	return `kx_hello=$(printf '%s\n' ` + ssh.ShellQuote(string(req)) + ` | ` + file + ` serve 2>&1 | tr '\n' ' ')
+printf 'hello=%s\n' "$kx_hello"
+`
+}
+
+// protocolError is a helper that answered the handshake with another
+// protocol, or not at all.
+type protocolError struct {
+	theirs int    // the helper's protocol; 0 when it did not say
+	answer string // what it said, when not a protocol answer
+}
+
+func (e *protocolError) Error() string {
+	if e.theirs != 0 {
+		return fmt.Sprintf("it speaks protocol %d, this kandev-exec speaks %d", e.theirs, hostops.Protocol())
+	}
+	return fmt.Sprintf("it does not answer protocol %d's handshake (%.120q)", hostops.Protocol(), e.answer)
+}
+
+// parseHello reads a handshake answer: nil when the helper speaks this
+// protocol.
+func parseHello(answer string) error {
+	var vi hostops.VersionInfo
+	err := hostops.ReadAnswer(strings.NewReader(answer), &vi, nil)
+	var he *hostops.Error
+	switch {
+	case errors.As(err, &he) && he.Code == hostops.CodeProtocol && he.Protocol != 0:
+		return &protocolError{theirs: he.Protocol}
+	case err != nil:
+		return &protocolError{answer: strings.TrimSpace(answer)}
+	case vi.Protocol != hostops.Protocol():
+		return &protocolError{theirs: vi.Protocol}
+	}
+	return nil
+}
+
+// parseHelperState reads the check's marker lines; only they count.
+func parseHelperState(kv map[string]string, host, sha string) (helperState, error) {
+	r, err := physicalRoot(kv, host)
+	if err != nil {
+		return helperState{}, err
+	}
+	st := helperState{helper: remoteHelper{root: r, sha: sha}, cached: kv["state"] == "cached", gzip: kv["gzip"] != "no"}
+	if s := kv["state"]; s != "cached" && s != "missing" && s != "corrupt" {
+		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
+	}
+	if st.cached {
+		st.hello = parseHello(kv["hello"])
+	}
+	return st, nil
+}
+
+// physicalRoot is the root= line: absolute, and nothing a later script
+// could read as more than one word or line.
+func physicalRoot(kv map[string]string, host string) (string, error) {
+	r := kv["root"]
+	if !path.IsAbs(r) || strings.ContainsFunc(r, unicode.IsControl) {
+		return "", fmt.Errorf("check workdir root on %s: no usable absolute path in the reply (%q)", host, r)
+	}
+	return r, nil
+}
+
+// runMarked runs a bootstrap script and reads its key=value lines; a
+// path the script refused is a *HostPathError.
+func runMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
+	return runMarkedInput(ctx, c, script, nil, probeTimeout)
+}
+
+// runMarkedInput is runMarked with stdin and its own time bound.
+func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.Reader, bound time.Duration) (map[string]string, error) {
+	ctx, cancel := withTimeout(ctx, bound)
+	defer cancel()
+	out, stderr, err := c.Run(ctx, script, stdin)
+	kv := markers(out)
+	if err != nil {
+		if re := refused(c.Target.Label(), err, kv); re != nil {
+			return nil, re
+		}
+		if msg := strings.TrimSpace(string(stderr)); msg != "" {
+			return nil, fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
+	}
+	return kv, nil
+}
+
+func markers(out []byte) map[string]string {
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			kv[k] = v
+		}
+	}
+	return kv
+}
+
+// refused is the *HostPathError of a script that exited refusedExit.
+func refused(host string, err error, kv map[string]string) error {
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == refusedExit {
+		return refusal(host, kv)
+	}
+	return nil
+}
