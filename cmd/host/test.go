@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -113,6 +114,11 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 	}
 	tw.Flush()
 	for _, r := range rows {
+		if line := helperDetail(r); line != "" {
+			fmt.Fprintln(io.Out, line)
+		}
+	}
+	for _, r := range rows {
 		if r.Error != nil {
 			fmt.Fprintln(io.ErrOut, cmdutil.SafeText(r.Error.Message)) // errors name their host
 			if r.Error.Hint != "" {
@@ -120,6 +126,36 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 			}
 		}
 	}
+}
+
+// helperDetail says, for a host whose helper is not cached everywhere it
+// is needed, which local helper would go and where it is missing; ""
+// when there is nothing to say.
+func helperDetail(r executor.TestResult) string {
+	if r.Error != nil || r.Helper == "cached" || r.Helper == "" {
+		return ""
+	}
+	var from string
+	switch l := r.HelperLocal; {
+	case l != nil && l.Path != "":
+		from = fmt.Sprintf("the %s helper %s (sha256 %.12s)", l.Source, cmdutil.Safe(l.Path), l.SHA256)
+	case l != nil:
+		from = fmt.Sprintf("the %s helper (sha256 %.12s)", l.Source, l.SHA256)
+	default:
+		return fmt.Sprintf("%s: no helper for %s here: %s", r.Name, cmdutil.Safe(r.Platform), cmdutil.SafeText(r.HelperMissing))
+	}
+	var where []string
+	for _, root := range r.HelperRoots {
+		if root.Helper == "cached" {
+			continue
+		}
+		w := cmdutil.Safe(root.Root)
+		if len(root.Profiles) > 0 {
+			w += " (profile " + strings.Join(root.Profiles, ", ") + ")"
+		}
+		where = append(where, w)
+	}
+	return fmt.Sprintf("%s: the next launch uploads %s to %s", r.Name, from, strings.Join(where, ", "))
 }
 
 // testOutcome: all ok is 0; some failed is 3; all failed with one shared
