@@ -21,7 +21,7 @@ import (
 // allows (reclaim.Apply). A directory of an archived task is removed
 // under that task's claim, which then records it absent.
 
-// ReclaimRow is one line of `reclaim` (CONTRACT.md): a plan's verdict,
+// ReclaimRow is one line of `reclaim` (docs/contract.md): a plan's verdict,
 // or what --apply did.
 type ReclaimRow struct {
 	Host       string `json:"host"`

@@ -114,7 +114,7 @@ func drainRun(ctx context.Context, o *DrainOptions) error {
 	}
 	if !o.Settings.JSON {
 		fmt.Fprintf(o.IO.ErrOut, "Draining host %s: no new launches; stopping its sessions until %s (Ctrl-C leaves the drain running)\n",
-			o.Name, w.Drain.Deadline.Format(time.RFC3339))
+			o.Name, cmdutil.Timestamp(w.Drain.Deadline))
 	}
 	return follow(ctx, o, ex, w.Drain, w.PID, w.Exited)
 }
@@ -201,14 +201,14 @@ func workerRun(ctx context.Context, o *DrainOptions) error {
 		return err
 	}
 	say := func(line string) {
-		fmt.Fprintf(o.IO.ErrOut, "%s %s: %s\n", time.Now().UTC().Format(time.RFC3339), o.Name, cmdutil.SafeText(line))
+		fmt.Fprintf(o.IO.ErrOut, "%s %s: %s\n", cmdutil.Timestamp(time.Now()), o.Name, cmdutil.SafeText(line))
 	}
 	_, err = ex.RunHostDrain(ctx, o.Name, say)
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		who := "another process"
 		if h := locked.Holder; h != nil && h.PID > 0 {
-			who = fmt.Sprintf("pid %d since %s", h.PID, h.Since.UTC().Format(time.RFC3339))
+			who = fmt.Sprintf("pid %d since %s", h.PID, cmdutil.Timestamp(h.Since))
 		}
 		say(fmt.Sprintf("a drain worker already runs (%s): it carries on", who))
 		return nil

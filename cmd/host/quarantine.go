@@ -71,7 +71,7 @@ func quarantineRun(ctx context.Context, o *QuarantineOptions) error {
 	}
 	until := fmt.Sprintf("until `kandev-exec host readmit %s --reason R`", res.Name)
 	if res.StatusUntil != nil {
-		until = "until " + res.StatusUntil.UTC().Format(time.RFC3339) + ", or an earlier readmit"
+		until = "until " + cmdutil.Timestamp(*res.StatusUntil) + ", or an earlier readmit"
 	}
 	return printChange(o.IO, o.JSON, res, fmt.Sprintf("Quarantined host %s: no new launches %s", res.Name, until))
 }
@@ -144,7 +144,7 @@ func printRetained(ios *cmdutil.IOStreams, res *executor.HostStatusChange) {
 	for _, r := range res.Retained {
 		next := "now"
 		if r.NextAt != nil {
-			next = r.NextAt.UTC().Format(time.RFC3339)
+			next = cmdutil.Timestamp(*r.NextAt)
 		}
 		if r.Job == records.JobFailed {
 			next = "gave up: `kandev-exec task archive " + r.TaskID + "` again"

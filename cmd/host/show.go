@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +67,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 		fmt.Fprintf(w, "by:           %s at %s\n", cmdutil.SafeText(h.StatusBy), cmdutil.Timestamp(*h.StatusAt))
 	}
 	if h.StatusUntil != nil {
-		fmt.Fprintf(w, "until:        %s\n", h.StatusUntil.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "until:        %s\n", cmdutil.Timestamp(*h.StatusUntil))
 	}
 	printDrain(w, h)
 	if len(h.Pins) == 0 {
@@ -90,8 +89,8 @@ func printDrain(w io.Writer, h executor.HostView) {
 	if d == nil {
 		return
 	}
-	fmt.Fprintf(w, "drain:        %s (started %s by %s, deadline %s)\n", d.State, d.StartedAt.UTC().Format(time.RFC3339),
-		cmdutil.SafeText(d.By), d.Deadline.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "drain:        %s (started %s by %s, deadline %s)\n", d.State, cmdutil.Timestamp(d.StartedAt),
+		cmdutil.SafeText(d.By), cmdutil.Timestamp(d.Deadline))
 	if d.State == records.DrainRunning {
 		fmt.Fprintf(w, "drain log:    %s (worker pid %d)\n", d.Log, d.WorkerPID)
 	}
