@@ -47,6 +47,15 @@ type crashRig struct {
 
 func newCrashRig(t *testing.T, bin string, srv *sshtest.Server, origin string) *crashRig {
 	t.Helper()
+	r := joinRig(t, bin, srv)
+	r.setUp(origin, filepath.Join(r.work, "remote"))
+	return r
+}
+
+// joinRig is one operator's machine (state dir, ssh config) on srv, with
+// env added to every run; nothing is stored yet.
+func joinRig(t *testing.T, bin string, srv *sshtest.Server, env ...string) *crashRig {
+	t.Helper()
 	work := t.TempDir()
 	cfg := filepath.Join(work, "ssh_config")
 	conf := fmt.Sprintf("Host target\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
@@ -54,18 +63,24 @@ func newCrashRig(t *testing.T, bin string, srv *sshtest.Server, origin string) *
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &crashRig{t: t, bin: bin, work: work, env: append(os.Environ(),
+	return &crashRig{t: t, bin: bin, work: work, env: append(append(os.Environ(),
 		"HOME="+work, "KANDEV_EXEC_STATE_DIR="+filepath.Join(work, "state"), "KANDEV_EXEC_SSH_CONFIG="+cfg,
-		"SSH_AUTH_SOCK=", "NO_COLOR=1", crashpoint.EnvVar+"=")}
+		"SSH_AUTH_SOCK=", "NO_COLOR=1", crashpoint.EnvVar+"=", crashpoint.FreezeVar+"="), env...)}
+}
+
+// setUp adds and trusts the host and applies profile web, whose tasks
+// live under remote and are reclaimed when archived.
+func (r *crashRig) setUp(origin, remote string) {
+	t, work := r.t, r.work
+	t.Helper()
 	profile := fmt.Sprintf("name: web\nhost: prod\nworkdir_root: %s\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\ncleanup_script: echo cleaned\nreclaim_task_dir: true\n",
-		filepath.Join(work, "remote"), origin)
+		remote, origin)
 	if err := os.WriteFile(filepath.Join(work, "web.yaml"), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.ok("host", "add", "prod", "--alias", "target")
 	r.ok("host", "trust", "prod", "--accept-new")
 	r.ok("profile", "apply", "-f", filepath.Join(work, "web.yaml"))
-	return r
 }
 
 // run runs the CLI, dying at crashAt if set, and returns its stdout and

@@ -27,14 +27,18 @@ func (tc *taskClaim) update(ctx context.Context, event string, change func(*reco
 
 func (tc *taskClaim) release(ctx context.Context) { _ = tc.Release(ctx) }
 
-// claimTTL is how long a claim outlives its holder's last sign of life: a
-// launch, resume or teardown renews it every third of that while it works
-// (keep), so a holder that died anywhere loses it within a minute; on this
-// machine at once (its pid is provably gone).
-const claimTTL = time.Minute
+// DefaultClaimTTL is how long a claim outlives its holder's last sign of
+// life. Every operation that holds one renews it every third of that while
+// it works (keep), so a holder that died anywhere loses it within the TTL;
+// on this machine at once (its pid is provably gone).
+const DefaultClaimTTL = time.Minute
 
-// recoverTTL bounds a recovery: a dial and a few helper calls.
-const recoverTTL = 2 * time.Minute
+func (e *Executor) claimTTL() time.Duration {
+	if e.cfg.ClaimTTL > 0 {
+		return e.cfg.ClaimTTL
+	}
+	return DefaultClaimTTL
+}
 
 // keep renews tc's claim while an operation works. The context it returns
 // ends when the claim is lost (it expired, or another process took it
@@ -69,10 +73,10 @@ func (e *TaskBusyError) Error() string {
 		e.TaskID, e.Doing, e.Holder.PID, e.Holder.Host, e.Holder.Since.UTC().Format(time.RFC3339), e.TaskID)
 }
 
-// claimTask takes the task's claim for ttl; another live holder is a
-// *TaskBusyError.
-func (e *Executor) claimTask(ctx context.Context, id string, ttl time.Duration) (*taskClaim, error) {
-	h, err := records.Acquire(ctx, e.cfg.Store, records.KindTask, id, ttl)
+// claimTask takes the task's claim; another live holder is a
+// *TaskBusyError. The caller keeps it (keep) while it works.
+func (e *Executor) claimTask(ctx context.Context, id string) (*taskClaim, error) {
+	h, err := records.Acquire(ctx, e.cfg.Store, records.KindTask, id, e.claimTTL())
 	var ce *state.ClaimedError
 	if errors.As(err, &ce) {
 		return nil, &TaskBusyError{TaskID: id, Doing: "worked on", Holder: ce.Holder}
@@ -85,8 +89,8 @@ func (e *Executor) claimTask(ctx context.Context, id string, ttl time.Duration) 
 
 // createTask stores a new task already claimed, in one transaction with
 // the check that its host, profile and agent still exist.
-func (e *Executor) createTask(ctx context.Context, t *records.Task, ttl time.Duration) (*taskClaim, error) {
-	h, err := records.CreateClaimed(ctx, e.cfg.Store, records.KindTask, t.ID, "task."+string(t.Phase), t, ttl,
+func (e *Executor) createTask(ctx context.Context, t *records.Task) (*taskClaim, error) {
+	h, err := records.CreateClaimed(ctx, e.cfg.Store, records.KindTask, t.ID, "task."+string(t.Phase), t, e.claimTTL(),
 		func(tx state.Tx) error { return checkReferences(tx, t) })
 	if err != nil {
 		return nil, err

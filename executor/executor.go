@@ -27,6 +27,9 @@ type Config struct {
 	// zero takes ssh's defaults (15 s interval, 45 s deadline).
 	KeepaliveInterval time.Duration
 	KeepaliveDeadline time.Duration
+	// ClaimTTL is how long a claim outlives its holder's last renewal
+	// (zero: DefaultClaimTTL).
+	ClaimTTL time.Duration
 }
 
 // Executor runs host, profile and task operations.

@@ -52,7 +52,7 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 	deadline := time.Now().Add(budget)
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
 	defer cancel()
-	tc, err := e.claimTask(ctx, job.TaskID, claimTTL)
+	tc, err := e.claimTask(ctx, job.TaskID)
 	if err != nil {
 		return nil, err
 	}

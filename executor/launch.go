@@ -201,7 +201,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
-	tc, err := e.createTask(ctx, t, claimTTL)
+	tc, err := e.createTask(ctx, t)
 	if err != nil {
 		return nil, nil, err
 	}

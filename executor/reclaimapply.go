@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/reclaim"
@@ -78,12 +77,16 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	for _, i := range idx {
 		r := &rows[i]
 		if _, known := view.Phases[r.TaskID]; known {
-			tc, err := e.claimTask(ctx, r.TaskID, reclaimTTL)
+			tc, err := e.claimTask(ctx, r.TaskID)
 			if err != nil {
 				r.Action, r.Reason, r.Detail = ReclaimSkipped, ReasonTaskBusy, err.Error()
 				continue
 			}
 			claims[r.TaskID] = tc
+			// Kept while the helper works; a lost claim ends the call.
+			var stop func()
+			ctx, stop = e.keep(ctx, tc)
+			defer stop()
 		}
 		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,
 			TaskID: r.TaskID, Identity: r.Identity, Enabled: true})
@@ -117,9 +120,6 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 		}
 	}
 }
-
-// reclaimTTL bounds the claims an apply holds: its one helper call.
-const reclaimTTL = 15 * time.Minute
 
 // recordReclaimed moves an archived task whose directory is proven gone
 // to absent, under its claim.

@@ -65,7 +65,7 @@ func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[st
 	if !needsRecovery(t, byID) {
 		return false, nil, nil
 	}
-	tc, err := e.claimTask(ctx, t.ID, recoverTTL)
+	tc, err := e.claimTask(ctx, t.ID)
 	var busy *TaskBusyError
 	if errors.As(err, &busy) {
 		return false, nil, nil // its launch is under way
@@ -74,7 +74,10 @@ func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[st
 		return false, nil, err
 	}
 	defer tc.release(ctx)
-	return e.recoverClaimed(ctx, tc, t, byID, remote)
+	kctx, stop := e.keep(ctx, tc)
+	defer stop()
+	changed, pending, err = e.recoverClaimed(kctx, tc, t, byID, remote)
+	return changed, pending, lostClaim(kctx, err)
 }
 
 // recoverHeld settles t under a claim this process already holds, and

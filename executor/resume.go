@@ -53,7 +53,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 	}
 	// Under the task's claim: two resumes at once would both find the
 	// earlier sessions finished, and an archive must not run beside one.
-	tc, err := e.claimTask(ctx, t.ID, claimTTL)
+	tc, err := e.claimTask(ctx, t.ID)
 	if err != nil {
 		return nil, nil, err
 	}

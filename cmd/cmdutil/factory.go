@@ -34,6 +34,7 @@ type Settings struct {
 	// links (zero takes the executor's defaults).
 	KeepaliveInterval time.Duration
 	KeepaliveDeadline time.Duration
+	ClaimTTL          time.Duration // hidden: tests of a holder that stops renewing
 
 	// Store is where records, claims and the journal live: file: (the
 	// state directory) or etcd://host:2379[,...]/prefix. The store-*
@@ -126,6 +127,7 @@ func (f *Factory) loadSettings() (*Settings, error) {
 
 		KeepaliveInterval: f.v.GetDuration("keepalive-interval"),
 		KeepaliveDeadline: f.v.GetDuration("keepalive-deadline"),
+		ClaimTTL:          f.v.GetDuration("claim-ttl"),
 
 		Store:             f.v.GetString("store"),
 		StoreInsecure:     f.truthy("store-insecure"),
@@ -151,6 +153,9 @@ func (f *Factory) loadSettings() (*Settings, error) {
 		s.ConnectTimeout = 0
 	case s.ConnectTimeout <= 0:
 		return nil, FlagErrorf("--connect-timeout must be positive, got %s", s.ConnectTimeout)
+	}
+	if s.ClaimTTL < 0 {
+		return nil, FlagErrorf("--claim-ttl must be positive, got %s", s.ClaimTTL)
 	}
 	if s.StoreTimeout <= 0 {
 		return nil, FlagErrorf("--store-timeout must be positive, got %s", s.StoreTimeout)
@@ -211,7 +216,7 @@ func (f *Factory) Executor() (*executor.Executor, error) {
 		debug = f.IO.ErrOut
 	}
 	f.exec = executor.New(executor.Config{Store: st, StateDir: s.StateDir, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug,
-		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline})
+		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline, ClaimTTL: s.ClaimTTL})
 	return f.exec, nil
 }
 

@@ -61,6 +61,8 @@ var GlobalSettings = []Setting{
 		Default: "15s", Doc: "keepalive probe interval on long-lived connections"},
 	{Key: "keepalive-deadline", Env: "KANDEV_EXEC_KEEPALIVE_DEADLINE", Type: "duration", InFile: true, Hidden: true,
 		Default: "45s", Doc: "silence after which a long-lived connection is declared lost"},
+	{Key: "claim-ttl", Env: "KANDEV_EXEC_CLAIM_TTL", Type: "duration", InFile: true, Hidden: true,
+		Default: "1m", Doc: "how long a claim on a task outlives its holder's last renewal (a holder renews it every third of that)"},
 	{Key: "store", Env: "KANDEV_EXEC_STORE", Type: "string", InFile: true, Default: "file: (the state directory)",
 		Doc: "where state lives: file: or etcd://host:2379[,host:2379...]/prefix (TLS and auth: the store-* keys)"},
 	{Key: "store-insecure", Env: "KANDEV_EXEC_STORE_INSECURE", Type: "bool", InFile: true, Default: "false",
