@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/x/ansi"
@@ -145,31 +146,25 @@ func (m *Model) paneTitle(p pane, name string, shown, total int) string {
 }
 
 func (m *Model) hostsPane(h int) []string {
-	ws := fit(hostCols, m.width)
-	out := []string{m.paneTitle(paneHosts, "HOSTS", len(m.hosts.ids), m.hosts.total), clip(header(m.st, ws, hostCols), m.width)}
-	rows := h - 2
-	if len(m.hosts.ids) == 0 {
-		out = append(out, m.st.dim.Render(clip(m.emptyText(paneHosts), m.width)))
-	}
-	for i := m.hosts.top; i < len(m.hosts.ids) && i < m.hosts.top+rows; i++ {
-		id := m.hosts.ids[i]
-		cells, t := m.w.hostCells(id, m.now)
-		out = append(out, clip(line(m.st, ws, cells, id == m.hosts.sel, m.focus == paneHosts, hostStatusCol, t), m.width))
-	}
-	return pad(out, h)
+	return m.tablePane(h, paneHosts, "HOSTS", hostCols, hostStatusCol, &m.hosts, m.w.hostCells)
 }
 
 func (m *Model) envsPane(h int) []string {
-	ws := fit(envCols, m.width)
-	out := []string{m.paneTitle(paneEnvs, "ENVIRONMENTS", len(m.envs.ids), m.envs.total), clip(header(m.st, ws, envCols), m.width)}
-	rows := h - 2
-	if len(m.envs.ids) == 0 {
-		out = append(out, m.st.dim.Render(clip(m.emptyText(paneEnvs), m.width)))
+	return m.tablePane(h, paneEnvs, "ENVIRONMENTS", envCols, envPhaseCol, &m.envs, m.w.envCells)
+}
+
+// tablePane is a pane of rows: its title, the column header, and the
+// rows of l from its top that fit in h lines, the state column painted.
+func (m *Model) tablePane(h int, p pane, title string, cols []column, stateCol int, l *list, cells func(string, time.Time) ([]string, tone)) []string {
+	ws := fit(cols, m.width)
+	out := []string{m.paneTitle(p, title, len(l.ids), l.total), clip(header(m.st, ws, cols), m.width)}
+	if len(l.ids) == 0 {
+		out = append(out, m.st.dim.Render(clip(m.emptyText(p), m.width)))
 	}
-	for i := m.envs.top; i < len(m.envs.ids) && i < m.envs.top+rows; i++ {
-		id := m.envs.ids[i]
-		cells, t := m.w.envCells(id, m.now)
-		out = append(out, clip(line(m.st, ws, cells, id == m.envs.sel, m.focus == paneEnvs, envPhaseCol, t), m.width))
+	for i := l.top; i < len(l.ids) && i < l.top+h-2; i++ {
+		id := l.ids[i]
+		cs, t := cells(id, m.now)
+		out = append(out, clip(line(m.st, ws, cs, id == l.sel, m.focus == p, stateCol, t), m.width))
 	}
 	return pad(out, h)
 }
