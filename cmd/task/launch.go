@@ -84,7 +84,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *records.Task, s *records.Session, follow, asJSON bool) error {
 	if !follow {
 		if asJSON {
-			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": s})
+			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": executor.ViewOf(s)})
 		}
 		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, cmdutil.Safe(t.TaskDir))
 		fmt.Fprintf(ios.ErrOut, "Follow it: kandev-exec session logs -f %s\n", s.ID)
@@ -102,7 +102,7 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		return err
 	}
 	if asJSON {
-		if err := cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": final}); err != nil {
+		if err := cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": executor.ViewOf(final)}); err != nil {
 			return err
 		}
 	}

@@ -57,9 +57,9 @@ type SessionsReport struct {
 }
 
 // SessionReport is what the host shows of one session: its controller's
-// identity, and, unless that controller is proven alive, what its
-// directory holds (how it ended, if it wrote that down). Error says why
-// this one session could not be read; the others are still answered.
+// identity and what its directory holds (how the agent ended, once it
+// did: a controller lingers a while after its agent). Error says why this
+// one session could not be read; the others are still answered.
 type SessionReport struct {
 	Identity controller.Identity `json:"identity"`
 	Files    *SessionFiles       `json:"files,omitempty"`
@@ -76,9 +76,6 @@ func probeSessions(r SessionsRequest) SessionsReport {
 			continue
 		}
 		rep.Identity = id
-		if rep.Identity.Alive && (rep.Identity.Ours || s.StartTime == 0) {
-			continue // running, or no verdict possible: its files say nothing more
-		}
 		files, err := sessionFiles(s.SessionDir)
 		if err != nil {
 			rep.Error = err.Error()
