@@ -72,8 +72,10 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	if err != nil {
 		return err
 	}
-	o.Launch.Progress = progress(o.IO.ErrOut, o.JSON)
+	p := cmdutil.NewProgress(o.IO, o.JSON)
+	o.Launch.Progress = p.Step
 	t, s, err := ex.Launch(ctx, o.Launch)
+	p.Done(err == nil)
 	if err != nil {
 		return launchFailed(err, t)
 	}

@@ -5,7 +5,6 @@ package task
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,14 +104,4 @@ func phaseText(t *records.Task, j *records.CleanupJob, now time.Time) string {
 // completeTasks completes task IDs from local state (first argument only).
 func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc {
 	return cmdutil.CompleteNames(f, 1, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.TaskIDs(ctx) })
-}
-
-// progress prints launch steps on stderr.
-// With --json they are left out: stderr then carries only the error
-// envelope, if any.
-func progress(w io.Writer, asJSON bool) func(string) {
-	if asJSON {
-		return nil
-	}
-	return func(step string) { fmt.Fprintf(w, "• %s\n", step) }
 }
