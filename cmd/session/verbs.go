@@ -156,10 +156,19 @@ func logsRun(ctx context.Context, o *Options) error {
 		}
 		return err
 	}
+	lost := o.Logs.Follow && s.State == records.SessionLost
 	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(s))
+		if err := cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(s)); err != nil {
+			return err
+		}
+	} else if !lost {
+		fmt.Fprintln(o.IO.ErrOut, outcome(s))
 	}
-	fmt.Fprintln(o.IO.ErrOut, outcome(s))
+	if lost {
+		// Followed to an end nobody knows: the same failure as
+		// `task launch --follow`.
+		return cmdutil.SessionLost(s)
+	}
 	return nil
 }
 

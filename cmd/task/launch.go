@@ -125,7 +125,7 @@ func agentOutcome(s *records.Session) error {
 		}
 		return &cmdutil.ExitCodeError{Code: code, JSON: "error", Msg: fmt.Sprintf("the agent of session %s was killed by %s", s.ID, s.Signal)}
 	case s.State == records.SessionLost:
-		return cmdutil.WithHint(fmt.Errorf("session %s was lost: %s", s.ID, s.Error), fmt.Sprintf("`kandev-exec session show %s`; the task directory stays: `kandev-exec task resume %s`", s.ID, s.TaskID))
+		return cmdutil.SessionLost(s)
 	}
 	return nil
 }
