@@ -2,10 +2,12 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -42,5 +44,30 @@ func TestLaunchBranchFlagWinsOverProfile(t *testing.T) {
 		if err != nil || got.BaseBranch != tc.wantBranch || got.BaseCommit != tc.wantHead {
 			t.Errorf("--branch %q: recorded base %q at %q, %v; want %q at %s", tc.branch, got.BaseBranch, got.BaseCommit, err, tc.wantBranch, tc.wantHead)
 		}
+	}
+}
+
+// Regression (issue 11): a profile with a prepare script and no
+// repository launches: the task directory is made and claimed, the
+// script fills it, and the agent runs in it.
+func TestLaunchWithOnlyAPrepareScript(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	profile := fmt.Sprintf("name: scripted\nhost: prod\nworkdir_root: %s\nshell: sh\nprepare_script: |\n  git clone -q %s app && echo ok > made\n", f.root, f.bare)
+	if _, err := f.exec.ApplyProfile(ctx, "scripted.yaml", []byte(profile)); err != nil {
+		t.Fatal(err)
+	}
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "scripted", Command: []string{"sh", "-c", "test -f made && test -d app/.git"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s.SessionDir, controller.StateExited)
+	st, err := controller.ReadStatusFile(s.SessionDir)
+	if err != nil || st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("the agent in the scripted directory: %+v, %v", st, err)
+	}
+	got, _, err := records.Get[records.Task](ctx, f.exec.cfg.Store, records.KindTask, task.ID)
+	if err != nil || got.Phase != records.PhaseReady || got.Repo != "" || got.BaseCommit != "" {
+		t.Fatalf("task %+v, %v", got, err)
 	}
 }

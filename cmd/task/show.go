@@ -138,6 +138,9 @@ func taskSessions(ctx context.Context, ex *executor.Executor, t *records.Task, r
 // baseText is where the task branch started: the base branch and the
 // commit, as far as they are known.
 func baseText(t *records.Task) string {
+	if t.Repo == "" {
+		return "- (no repository: the prepare script fills the directory)"
+	}
 	branch := t.BaseBranch
 	if branch == "" {
 		branch = "the remote's default branch"
