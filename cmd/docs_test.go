@@ -19,7 +19,6 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/task"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/profiles"
-	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/vault"
 )
 
@@ -177,7 +176,7 @@ var jsonObjects = []struct {
 	{"host test row", "`host test` (an array, one per host)", executor.TestResult{}},
 	{"host trust", "`host trust`", executor.TrustResult{}},
 	{"task", "`task show` (`task ls`: an array; `task launch`/`task resume`: `{\"task\", \"session\"}`)", task.View{}},
-	{"session", "`session show`, `session stop`, `session logs` (`session ls`: an array)", records.Session{}},
+	{"session", "`session show`, `session stop`, `session logs` (`session ls`: an array)", executor.SessionView{}},
 	{"environment entry", "`profile env` (an array, one per key)", profiles.ExplainEntry{}},
 	{"apply result", "`profile apply`, `agent apply`", executor.ApplyResult{}},
 	{"secret", "`secret ls` (an array)", vault.Secret{}},

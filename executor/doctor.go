@@ -2,7 +2,9 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -88,10 +91,36 @@ func checkSSHConfig(ctx context.Context, file string) Check {
 	return c
 }
 
+// uncreatable says why this process could not create dir ("" when it
+// could): the nearest ancestor that exists must be a directory it may
+// write and search.
+func uncreatable(dir string) string {
+	for p := filepath.Dir(filepath.Clean(dir)); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir():
+			return p + " is not a directory"
+		case err == nil:
+			if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Sprintf("you may not write in %s (%v)", p, err)
+			}
+			return ""
+		case !errors.Is(err, fs.ErrNotExist):
+			return err.Error()
+		case filepath.Dir(p) == p:
+			return p + " does not exist"
+		}
+	}
+}
+
 func checkStateDir(ctx context.Context, in DoctorInput) Check {
 	c := Check{Name: "state dir"}
 	fi, err := os.Lstat(in.StateDir)
 	if os.IsNotExist(err) {
+		if why := uncreatable(in.StateDir); why != "" {
+			c.Status, c.Detail = "fail", fmt.Sprintf("%s cannot be created: %s; create it yourself (`mkdir -p -m 700 %s`), or use another --state-dir", in.StateDir, why, in.StateDir)
+			return c
+		}
 		c.Status, c.Detail = "ok", in.StateDir+" (will be created on first write)"
 		return c
 	}

@@ -49,8 +49,12 @@ func (e *Executor) prepareTaskDir(ctx context.Context, tc *taskClaim, c *ssh.Cli
 		TaskBranch: t.Branch, BaseBranch: t.BaseBranch, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
 	for i, r := range lp.profile.Repositories {
 		spec := taskdir.Repository{Name: r.Name, URL: r.URL, Branch: r.Branch}
-		if i == 0 && t.Repo != "" {
-			spec.URL = t.Repo
+		if i == 0 {
+			// The task's base branch is --branch's, else this one's.
+			spec.Branch = t.BaseBranch
+			if t.Repo != "" {
+				spec.URL = t.Repo
+			}
 		}
 		req.Repositories = append(req.Repositories, spec)
 	}
@@ -66,6 +70,11 @@ func (e *Executor) prepareTaskDir(ctx context.Context, tc *taskClaim, c *ssh.Cli
 	// Recorded now, so a failed prepare script can be inspected with
 	// `task exec`; the phase stays preparing until the script passes.
 	if _, err := tc.update(ctx, "task.prepared", func(x *records.Task) error {
+		if x.TaskDir == "" {
+			// The first prepare that succeeds made the task branch: nothing
+			// has run in it yet.
+			x.BaseCommit = resp.Head
+		}
 		x.TaskDir = resp.TaskDirAbs
 		return nil
 	}); err != nil {

@@ -72,8 +72,8 @@ func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]Reclaim
 		progress = func(string) {}
 	}
 	hosts, err := e.reclaimHosts(ctx, o.Host)
-	if err != nil {
-		return nil, err
+	if err != nil || len(hosts) == 0 {
+		return []ReclaimRow{}, err // nothing to ask: nothing to name either
 	}
 	view, err := e.localView(ctx)
 	if err != nil {

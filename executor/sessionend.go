@@ -23,10 +23,18 @@ func isFinal(state records.SessionState) bool {
 
 const lostNoEnd = "the controller is gone and recorded no end; the agent may have died with it"
 
-// recordFinal stores what the controller (or its status file) said. An
-// empty state means the host keeps no record of the session's end: it is
-// lost (lostWhy says more), unless it was already known to have ended.
+// StaleAfter is the age past which a recorded session state says when it
+// was recorded (`session ls`, `task show`), and past which an answer from
+// the host that changes nothing is still written down, as checked_at: a
+// refresh writes each unchanged session at most once a minute.
+const StaleAfter = time.Minute
+
+// recordFinal stores what the controller (or its status file) said, and
+// when: checked_at. An empty state means the host keeps no record of the
+// session's end: it is lost (lostWhy says more), unless it was already
+// known to have ended.
 func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*records.Session, error) {
+	now := time.Now().UTC().Truncate(time.Second)
 	apply := func(x *records.Session) {
 		x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
 		switch st.State {
@@ -45,7 +53,6 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 			x.State, x.Error = records.SessionLost, lostWhy
 		}
 		if x.EndedAt == nil {
-			now := time.Now().UTC().Truncate(time.Second)
 			x.EndedAt = &now
 		}
 	}
@@ -55,19 +62,25 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 	}
 	next := *cur
 	apply(&next)
-	if reflect.DeepEqual(&next, cur) {
+	changed := !reflect.DeepEqual(&next, cur)
+	if !changed && cur.CheckedAt != nil && now.Sub(*cur.CheckedAt) < StaleAfter {
 		return cur, nil
 	}
-	return e.updateSession(ctx, id, "session."+string(next.State), func(x *records.Session) error {
+	event := "session." + string(next.State)
+	if !changed {
+		event = "session.checked"
+	}
+	return e.updateSession(ctx, id, event, func(x *records.Session) error {
 		apply(x)
+		x.CheckedAt = &now
 		return nil
 	})
 }
 
 // finalFromHost reads status.json on the host once liveness found the
-// controller gone. A controller that died without writing a final state
-// leaves the session lost; if its agent's process group lives on, its id
-// comes back as orphan: the agent runs unsupervised.
+// controller gone, and records what it says (settleGone). If the agent's
+// process group lives on, its id comes back as orphan: the agent runs
+// unsupervised.
 func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Session, orphan int, err error) {
 	helper, err := e.helperOnHost(ctx, a)
 	if err != nil {
@@ -77,17 +90,34 @@ func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Ses
 	if err := callHelperOp(ctx, a.c, a.s.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
 		return nil, 0, err
 	}
-	if st := files.Status; st != nil && (st.State == controller.StateExited || st.State == controller.StateStopped) {
-		s, err = e.recordFinal(ctx, a.s.ID, *st, "")
-		return s, 0, err
+	if endedOnHost(files) {
+		orphan = 0
+	} else {
+		orphan = a.orphan
+	}
+	s, err = e.recordGone(ctx, a.s.ID, a.t.ID, files, orphan)
+	return s, orphan, err
+}
+
+// recordGone records how a session whose controller is gone ended, from
+// what its directory holds: the end its controller wrote down, else lost
+// (saying so when its agent's process group, orphan, still runs).
+func (e *Executor) recordGone(ctx context.Context, sessionID, taskID string, files hostops.SessionFiles, orphan int) (*records.Session, error) {
+	if endedOnHost(files) {
+		return e.recordFinal(ctx, sessionID, *files.Status, "")
 	}
 	why := lostNoEnd
-	if a.orphan > 0 {
+	if orphan > 0 {
 		why = fmt.Sprintf("the controller is gone, but process group %d (the agent's) still runs unsupervised; check it on the host (`kandev-exec task exec %s -- pgrep -l -g %d`) and stop it there",
-			a.orphan, a.t.ID, a.orphan)
+			orphan, taskID, orphan)
 	}
-	s, err = e.recordFinal(ctx, a.s.ID, controller.Status{}, why)
-	return s, a.orphan, err
+	return e.recordFinal(ctx, sessionID, controller.Status{}, why)
+}
+
+// endedOnHost: the controller wrote down how its agent ended.
+func endedOnHost(files hostops.SessionFiles) bool {
+	st := files.Status
+	return st != nil && (st.State == controller.StateExited || st.State == controller.StateStopped)
 }
 
 // OrphanError: an earlier session's agent outlived its controller, so a

@@ -53,9 +53,11 @@ type FileStore struct {
 
 var _ Store = (*FileStore)(nil)
 
-// Open opens the store in dir, creating it (0700) if needed. Any failure
-// but a lock timeout (*LockedError) is an *OpenError that says what to do;
-// it wraps *SchemaError for a store written by a newer schema, and
+// Open opens the store in dir. A directory that does not exist yet is
+// not created: the store reads as empty, and its first write creates it
+// (0700), so that reading never leaves anything behind. Any failure but a
+// lock timeout (*LockedError) is an *OpenError that says what to do; it
+// wraps *SchemaError for a store written by a newer schema, and
 // *UnsafePathError for a symlink or a file where the directory should be.
 func Open(dir string, opts Options) (*FileStore, error) {
 	if dir == "" {
@@ -68,8 +70,38 @@ func Open(dir string, opts Options) (*FileStore, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.openDir(); err != nil {
+	if s.absent() {
+		return s, nil
+	}
+	if err := s.prepare(); err != nil {
 		return nil, err
+	}
+	return s, nil
+}
+
+// absent: the store directory does not exist (nor a link or file in its
+// place), so there is nothing to read yet.
+func (s *FileStore) absent() bool {
+	_, err := os.Lstat(s.dir)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// uninitialized: nothing was ever written to the store (the directory
+// may exist, made by another part of the state dir: the secret values).
+func (s *FileStore) uninitialized() bool {
+	for _, f := range []string{metaFile, journalFile} {
+		if _, err := os.Lstat(s.path(f)); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepare makes the store directory usable: created if missing, checked,
+// and initialised (meta.json, an empty journal) if new.
+func (s *FileStore) prepare() error {
+	if err := s.openDir(); err != nil {
+		return err
 	}
 	_, err := s.readMeta()
 	if errors.Is(err, fs.ErrNotExist) {
@@ -81,21 +113,21 @@ func Open(dir string, opts Options) (*FileStore, error) {
 	)
 	switch {
 	case err == nil:
-		return s, nil
+		return nil
 	case errors.As(err, &locked):
-		return nil, err
+		return err
 	case errors.As(err, &unsafe):
-		return nil, &OpenError{Dir: s.dir, Err: err, Fix: "move it away by hand, then retry"}
+		return &OpenError{Dir: s.dir, Err: err, Fix: "move it away by hand, then retry"}
 	case errors.Is(err, errNoMeta):
-		return nil, &OpenError{Dir: s.dir, Err: fmt.Errorf("state store %s has %s but no %s", s.dir, journalFile, metaFile),
+		return &OpenError{Dir: s.dir, Err: fmt.Errorf("state store %s has %s but no %s", s.dir, journalFile, metaFile),
 			Fix: fmt.Sprintf("restore %s from a backup, or move %s away to start a new journal", s.path(metaFile), s.path(journalFile))}
 	case errors.Is(err, errCorruptMeta):
-		return nil, &OpenError{Dir: s.dir, Err: err,
+		return &OpenError{Dir: s.dir, Err: err,
 			Fix: fmt.Sprintf("restore %s from a backup, or move %s away to start an empty store", s.path(metaFile), s.dir)}
 	case errors.Is(err, fs.ErrPermission):
-		return nil, &OpenError{Dir: s.dir, Err: err, Fix: fmt.Sprintf("make %s yours and writable (`chmod 700 %[1]s`), or use another directory", s.dir)}
+		return &OpenError{Dir: s.dir, Err: err, Fix: fmt.Sprintf("make %s yours and writable (`chmod 700 %[1]s`), or use another directory", s.dir)}
 	}
-	return nil, &OpenError{Dir: s.dir, Err: err}
+	return &OpenError{Dir: s.dir, Err: err}
 }
 
 // openDir makes sure the store directory exists and is a real directory,
@@ -197,6 +229,11 @@ func (t *tx) record(kind Kind, name string, ev Event, revision uint64) error {
 func (s *FileStore) update(ctx context.Context, fn func(*tx) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
+	}
+	if s.uninitialized() {
+		if err := s.prepare(); err != nil {
+			return err // an *OpenError: the directory cannot be made
+		}
 	}
 	l, err := s.lock(ctx)
 	if err != nil {

@@ -63,6 +63,9 @@ func runHelper(mode, dir, arg string) error {
 	switch mode {
 	case "open":
 		return nil
+	case "create":
+		_, err := s.Create(ctx, testKind, "w1", json.RawMessage(`{}`), Event{Type: "widget.created"})
+		return err
 	case "increment":
 		n, _ := strconv.Atoi(arg)
 		for i := 0; i < n; {

@@ -177,6 +177,9 @@ func (s *FileStore) Journal(ctx context.Context, after uint64) ([]Entry, error) 
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
+	if s.uninitialized() {
+		return []Entry{}, nil // nothing was ever written
+	}
 	m, err := s.readMeta()
 	if err != nil {
 		return nil, err
@@ -221,6 +224,9 @@ func (s *FileStore) Journal(ctx context.Context, after uint64) ([]Entry, error) 
 func (s *FileStore) Epoch(ctx context.Context) (uint64, error) {
 	if err := s.ready(ctx); err != nil {
 		return 0, err
+	}
+	if s.uninitialized() {
+		return 0, nil // no journal yet: its first write starts one
 	}
 	m, err := s.readMeta()
 	return m.Epoch, err

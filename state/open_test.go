@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -69,9 +70,10 @@ func TestOpenFailuresSayWhatToDo(t *testing.T) {
 	}
 }
 
-// A store whose parent the user may not write is refused with the path and
-// the command that creates it. Root writes anywhere, so the helper runs
-// without the capabilities that bypass file modes.
+// A store whose parent the user may not write opens (it reads as empty);
+// its first write is refused with the path and the command that creates
+// it. Root writes anywhere, so the helper runs without the capabilities
+// that bypass file modes.
 func TestOpenUnwritableParent(t *testing.T) {
 	parent := filepath.Join(t.TempDir(), "ro")
 	if err := os.Mkdir(parent, 0o555); err != nil {
@@ -80,11 +82,11 @@ func TestOpenUnwritableParent(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(parent, 0o700) })
 	store := filepath.Join(parent, "a", "state")
 	cmd := withoutDACOverride(t, os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"=open", helperDirEnv+"="+store, "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), helperEnv+"=create", helperDirEnv+"="+store, "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
-		t.Fatalf("open under a read-only parent: %v\n%s", err, out)
+		t.Fatalf("a write under a read-only parent: %v\n%s", err, out)
 	}
 	for _, w := range []string{"cannot create state store " + store, "permission denied", "mkdir -p -m 700 " + store} {
 		if !strings.Contains(string(out), w) {
@@ -93,6 +95,53 @@ func TestOpenUnwritableParent(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 		t.Errorf("created %v", entries)
+	}
+}
+
+// Regression (issue 11, "reads write"): a store directory that does not
+// exist is not created by opening or reading it; it reads as empty, and
+// the first write creates it.
+func TestOpenAbsentStoreReadsEmpty(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "a", "state")
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, testKind, "w1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get: %v, want not found", err)
+	}
+	if rs, err := s.List(ctx, testKind); err != nil || len(rs) != 0 {
+		t.Errorf("List: %v, %v", rs, err)
+	}
+	if es, err := s.Journal(ctx, 0); err != nil || len(es) != 0 {
+		t.Errorf("Journal: %v, %v", es, err)
+	}
+	if ks, err := s.Kinds(ctx); err != nil || len(ks) != 0 {
+		t.Errorf("Kinds: %v, %v", ks, err)
+	}
+	if cs, err := s.LiveClaims(ctx); err != nil || len(cs) != 0 {
+		t.Errorf("LiveClaims: %v, %v", cs, err)
+	}
+	epoch, err := s.Epoch(ctx)
+	if err != nil {
+		t.Errorf("Epoch: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Dir(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("reading created %s: %v", filepath.Dir(dir), err)
+	}
+	if _, err := s.Create(ctx, testKind, "w1", []byte(`{}`), Event{Type: "widget.created"}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.Journal(ctx, 0)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("after the first write: journal %v, %v", es, err)
+	}
+	if now, _ := s.Epoch(ctx); now == epoch || now == 0 {
+		t.Errorf("epoch %d before the first write, %d after: a follower would miss it", epoch, now)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("created %v, %v; want mode 700", fi, err)
 	}
 }
 

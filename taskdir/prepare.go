@@ -14,6 +14,8 @@ type PrepareRequest struct {
 	Owner   Owner  `json:"owner"`
 	// Repositories: the first is the primary, checked out at the task
 	// dir's root; the others go into child directories named by Name.
+	// None: the directory is made and claimed, and the profile's prepare
+	// script fills it.
 	Repositories []Repository `json:"repositories"`
 	TaskBranch   string       `json:"task_branch"`
 	// BaseBranch is what a missing task branch starts from, unless the
@@ -29,7 +31,8 @@ type Repository struct {
 	Branch string `json:"branch,omitempty"`
 }
 
-// PrepareResult describes the verified primary checkout.
+// PrepareResult describes the verified primary checkout (Head and Branch
+// are empty without repositories).
 type PrepareResult struct {
 	TaskDirAbs string `json:"task_dir_abs"`
 	Head       string `json:"head"`
@@ -71,6 +74,9 @@ func Prepare(ctx context.Context, req PrepareRequest) (*PrepareResult, error) {
 	}
 	defer release()
 	res := &PrepareResult{TaskDirAbs: dir, Created: created, Owner: owner}
+	if len(req.Repositories) == 0 {
+		return res, nil // the prepare script fills it
+	}
 	if err := prepareRepos(ctx, dir, req); err != nil {
 		return nil, err
 	}
@@ -124,8 +130,6 @@ func (req PrepareRequest) validate(ctx context.Context) error {
 		return errorf(CodeBadRequest, "task_dir %q is not one segment of [a-z0-9][a-z0-9._-]* of at most %d bytes", req.TaskDir, maxSegment)
 	case req.Owner.TaskID == "" || req.Owner.InstallationID == "" || req.Owner.OperationID == "":
 		return errorf(CodeBadRequest, "owner needs installation_id, task_id and operation_id")
-	case len(req.Repositories) == 0:
-		return errorf(CodeBadRequest, "no repositories")
 	}
 	names := map[string]bool{}
 	for i, r := range req.Repositories {

@@ -246,6 +246,31 @@ func TestPrepareRefusesSymlinks(t *testing.T) {
 	}
 }
 
+// Regression (issue 11): without repositories (a profile whose prepare
+// script fills the directory) the task directory is made and claimed,
+// and nothing is checked out.
+func TestPrepareWithoutRepositories(t *testing.T) {
+	root := t.TempDir()
+	req := prepareReq(root, "/nonexistent.git")
+	req.Repositories = nil
+	res := mustPrepare(t, req)
+	dir := filepath.Join(root, "tasks", "t-1")
+	if res.TaskDirAbs != dir || !res.Created || res.Head != "" || res.Branch != "" || res.Owner.TaskID != req.Owner.TaskID {
+		t.Fatalf("result = %+v", res)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != ".kandev" {
+		t.Fatalf("task dir holds %v, %v; want only .kandev", entries, err)
+	}
+	if got := mode(t, filepath.Join(dir, ".kandev", "owner.json")); got != 0o600 {
+		t.Errorf("owner.json mode %v", got)
+	}
+	// Again (a resume): the same directory, still ours.
+	if again := mustPrepare(t, req); again.Created || again.TaskDirAbs != dir {
+		t.Fatalf("again: %+v", again)
+	}
+}
+
 func TestPrepareRefusesBadRequests(t *testing.T) {
 	root := t.TempDir()
 	for name, edit := range map[string]func(*PrepareRequest){
@@ -257,7 +282,6 @@ func TestPrepareRefusesBadRequests(t *testing.T) {
 		"leading dash":       func(r *PrepareRequest) { r.TaskDir = "-a" },
 		"65 bytes":           func(r *PrepareRequest) { r.TaskDir = strings.Repeat("a", 65) },
 		"relative root":      func(r *PrepareRequest) { r.Root = "kandev" },
-		"no repositories":    func(r *PrepareRequest) { r.Repositories = nil },
 		"option as url":      func(r *PrepareRequest) { r.Repositories[0].URL = "--upload-pack=x" },
 		"bad branch":         func(r *PrepareRequest) { r.TaskBranch = "a..b" },
 		"no task id":         func(r *PrepareRequest) { r.Owner.TaskID = "" },

@@ -57,8 +57,12 @@ func (vt *Vault) secretsDir(create bool) (string, error) {
 func (vt *Vault) privateDir(name string, create bool) (string, error) {
 	dir := filepath.Join(vt.dir, name)
 	if create {
-		// The state directory itself may not exist yet: a store that is
-		// not a local directory (etcd) never makes it.
+		// The state directory itself may not exist yet, nor its parents:
+		// a store makes it on its first write only, and one that is not a
+		// local directory (etcd) never does.
+		if err := os.MkdirAll(filepath.Dir(vt.dir), 0o700); err != nil {
+			return "", err
+		}
 		if _, err := fsx.EnsureDir(vt.dir, 0o700); err != nil {
 			return "", err
 		}

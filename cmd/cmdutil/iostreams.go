@@ -26,16 +26,21 @@ type IOStreams struct {
 	stdoutTTY bool
 	stderrTTY bool
 	noColor   bool
+	errWidth  int // stderr's terminal width; 0 when unknown
 }
 
 // System returns the process's streams.
 func System() *IOStreams {
 	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 	_, noColor := os.LookupEnv("NO_COLOR")
+	width, _, err := term.GetSize(int(os.Stderr.Fd()))
+	if err != nil {
+		width = 0
+	}
 	return &IOStreams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		stdinTTY: isTTY(os.Stdin), stdoutTTY: isTTY(os.Stdout), stderrTTY: isTTY(os.Stderr),
-		noColor: noColor || os.Getenv("TERM") == "dumb",
+		noColor: noColor || os.Getenv("TERM") == "dumb", errWidth: width,
 	}
 }
 
@@ -55,6 +60,9 @@ func (s *IOStreams) DisableColor() { s.noColor = true }
 
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
+
+// TerminalWidth is stderr's terminal width in columns, 0 when unknown.
+func (s *IOStreams) TerminalWidth() int { return s.errWidth }
 
 // CanPrompt reports whether a question can be asked and answered.
 func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }

@@ -161,27 +161,11 @@ func helperDetail(r executor.TestResult) string {
 // testOutcome: all ok is 0; some failed is 3; all failed with one shared
 // class is that class's code (so a single host keeps its own code, e.g. 5).
 func testOutcome(rows []executor.TestResult, _ bool) error {
-	failed, codes := 0, map[int]string{}
-	var first error
+	var errs []error
 	for _, r := range rows {
 		if r.Err != nil {
-			failed++
-			info := cmdutil.Classify(r.Err)
-			codes[info.Exit] = info.Code
-			if first == nil {
-				first = r.Err
-			}
+			errs = append(errs, r.Err)
 		}
 	}
-	switch {
-	case failed == 0:
-		return nil
-	case failed < len(rows):
-		return &cmdutil.PartialError{Failed: failed, Total: len(rows), What: "hosts"}
-	case len(codes) == 1:
-		for exit, code := range codes {
-			return cmdutil.WithHint(&cmdutil.ExitCodeError{Code: exit, JSON: code, Msg: first.Error(), Printed: true}, cmdutil.Classify(first).Hint)
-		}
-	}
-	return &cmdutil.ExitCodeError{Code: 1, JSON: "error", Msg: fmt.Sprintf("all %d hosts failed", len(rows)), Printed: true}
+	return cmdutil.ItemsOutcome(errs, len(rows), "hosts")
 }

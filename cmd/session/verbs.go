@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,10 +67,11 @@ func showRun(ctx context.Context, o *Options) error {
 }
 
 func printSession(o *Options, s *records.Session) error {
+	v := executor.ViewOf(s)
 	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, s)
+		return cmdutil.WriteJSON(o.IO.Out, v)
 	}
-	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d  started %s\n", s.ID, s.TaskID, s.State, exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.Ago(s.StartedAt))
+	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d  started %s\n", s.ID, s.TaskID, cmdutil.SessionState(&v, time.Now()), exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.Ago(s.StartedAt))
 	if s.Error != "" {
 		fmt.Fprintf(o.IO.Out, "error: %s\n", cmdutil.SafeText(s.Error)) // may quote the host
 	}
@@ -154,10 +156,19 @@ func logsRun(ctx context.Context, o *Options) error {
 		}
 		return err
 	}
+	lost := o.Logs.Follow && s.State == records.SessionLost
 	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, s)
+		if err := cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(s)); err != nil {
+			return err
+		}
+	} else if !lost {
+		fmt.Fprintln(o.IO.ErrOut, outcome(s))
 	}
-	fmt.Fprintln(o.IO.ErrOut, outcome(s))
+	if lost {
+		// Followed to an end nobody knows: the same failure as
+		// `task launch --follow`.
+		return cmdutil.SessionLost(s)
+	}
 	return nil
 }
 

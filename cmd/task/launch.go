@@ -72,8 +72,10 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	if err != nil {
 		return err
 	}
-	o.Launch.Progress = progress(o.IO.ErrOut, o.JSON)
+	p := cmdutil.NewProgress(o.IO, o.JSON)
+	o.Launch.Progress = p.Step
 	t, s, err := ex.Launch(ctx, o.Launch)
+	p.Done(err == nil)
 	if err != nil {
 		return launchFailed(err, t)
 	}
@@ -84,7 +86,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *records.Task, s *records.Session, follow, asJSON bool) error {
 	if !follow {
 		if asJSON {
-			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": s})
+			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": executor.ViewOf(s)})
 		}
 		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, cmdutil.Safe(t.TaskDir))
 		fmt.Fprintf(ios.ErrOut, "Follow it: kandev-exec session logs -f %s\n", s.ID)
@@ -102,7 +104,7 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		return err
 	}
 	if asJSON {
-		if err := cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": final}); err != nil {
+		if err := cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": executor.ViewOf(final)}); err != nil {
 			return err
 		}
 	}
@@ -123,7 +125,7 @@ func agentOutcome(s *records.Session) error {
 		}
 		return &cmdutil.ExitCodeError{Code: code, JSON: "error", Msg: fmt.Sprintf("the agent of session %s was killed by %s", s.ID, s.Signal)}
 	case s.State == records.SessionLost:
-		return cmdutil.WithHint(fmt.Errorf("session %s was lost: %s", s.ID, s.Error), fmt.Sprintf("`kandev-exec session show %s`; the task directory stays: `kandev-exec task resume %s`", s.ID, s.TaskID))
+		return cmdutil.SessionLost(s)
 	}
 	return nil
 }

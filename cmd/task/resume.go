@@ -44,7 +44,9 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
-	t, s, err := ex.Resume(ctx, o.ID, o.Command, progress(o.IO.ErrOut, o.JSON))
+	p := cmdutil.NewProgress(o.IO, o.JSON)
+	t, s, err := ex.Resume(ctx, o.ID, o.Command, p.Step)
+	p.Done(err == nil)
 	if err != nil {
 		return launchFailed(err, t)
 	}

@@ -19,14 +19,24 @@ type ShowOptions struct {
 	Executor func() (*executor.Executor, error)
 	JSON     bool
 	ID       string
+	Refresh  bool
 }
 
 // NewCmdShow is `task show ID` (a unique prefix is enough).
 func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
-		Use:               "show ID",
-		Short:             "Show a task",
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a task, and its sessions as last recorded (--refresh asks the host)",
+		Long: `Show a task: where it runs, its branch and the commit it started from, its
+phase, and each session with its state as last recorded (with its age once
+that is more than a minute old and the host may have moved on). A launch cut
+short is settled first.
+
+With --refresh the host is asked about every session of the task in one
+call, and the answers are recorded; if it cannot be asked, the sessions keep
+their recorded state, marked "not refreshed", and the command exits with the
+failure's code (7 when unreachable) after showing the task.`,
 		Args:              cmdutil.ExactArgs(1, "task show needs a task ID"),
 		ValidArgsFunction: completeTasks(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -37,6 +47,8 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 			return showRun(c.Context(), opts)
 		},
 	}
+	c.Flags().BoolVar(&opts.Refresh, "refresh", false, "ask the host how the task's sessions are doing first, and record it")
+	return c
 }
 
 func showRun(ctx context.Context, o *ShowOptions) error {
@@ -59,20 +71,84 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, viewOf(t, job))
+	sessions, err := taskSessions(ctx, ex, t, o.Refresh)
+	if err != nil {
+		return err
 	}
-	w := o.IO.Out
+	v := viewOf(t, job)
+	for _, s := range sessions {
+		v.SessionStates = append(v.SessionStates, SessionState{ID: s.ID, State: string(s.State), ExitCode: s.ExitCode,
+			StateRecordedAt: s.StateRecordedAt, RefreshError: s.RefreshError})
+	}
+	if o.JSON {
+		if err := cmdutil.WriteJSON(o.IO.Out, v); err != nil {
+			return err
+		}
+		return cmdutil.RefreshOutcome(o.IO, sessions, true)
+	}
+	w, now := o.IO.Out, time.Now()
 	fmt.Fprintf(w, "id:        %s\nname:      %s\nprofile:   %s\nhost:      %s\n", t.ID, t.Name, t.Profile, t.Host)
-	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\nphase:     %s\ncreated:   %s\n", cmdutil.Safe(t.TaskDir), t.Branch, phaseText(t, job, time.Now()), cmdutil.Ago(t.CreatedAt))
-	for _, s := range t.Sessions {
-		fmt.Fprintf(w, "session:   %s\n", s)
+	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\n", cmdutil.Safe(t.TaskDir), t.Branch)
+	fmt.Fprintf(w, "base:      %s\n", baseText(t))
+	fmt.Fprintf(w, "phase:     %s\ncreated:   %s\n", phaseText(t, job, now), cmdutil.AgoFrom(t.CreatedAt, now))
+	for i := range sessions {
+		s := &sessions[i]
+		line := s.ID + "  " + cmdutil.SessionState(s, now)
+		if s.ExitCode != nil {
+			line += fmt.Sprintf("  exit %d", *s.ExitCode)
+		}
+		fmt.Fprintf(w, "session:   %s\n", line)
 	}
 	if t.Error != "" {
 		fmt.Fprintf(w, "error:     %s\n", cmdutil.SafeText(t.Error)) // may quote the host
 	}
-	showTeardown(w, viewOf(t, job))
-	return nil
+	showTeardown(w, v)
+	return cmdutil.RefreshOutcome(o.IO, sessions, false)
+}
+
+// taskSessions are t's sessions, oldest first: as recorded, or as its
+// host says now (refresh). A session missing from the store is left out.
+func taskSessions(ctx context.Context, ex *executor.Executor, t *records.Task, refresh bool) ([]executor.SessionView, error) {
+	all, err := ex.ListSessions(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*records.Session{}
+	for _, s := range all {
+		byID[s.ID] = s
+	}
+	var ss []*records.Session
+	for _, id := range t.Sessions {
+		if s := byID[id]; s != nil {
+			ss = append(ss, s)
+		}
+	}
+	if refresh {
+		vs := ex.RefreshSessions(ctx, ss)
+		cmdutil.FillRefreshErrors(vs)
+		return vs, nil
+	}
+	vs := make([]executor.SessionView, len(ss))
+	for i, s := range ss {
+		vs[i] = executor.ViewOf(s)
+	}
+	return vs, nil
+}
+
+// baseText is where the task branch started: the base branch and the
+// commit, as far as they are known.
+func baseText(t *records.Task) string {
+	if t.Repo == "" {
+		return "- (no repository: the prepare script fills the directory)"
+	}
+	branch := t.BaseBranch
+	if branch == "" {
+		branch = "the remote's default branch"
+	}
+	if t.BaseCommit == "" {
+		return branch
+	}
+	return fmt.Sprintf("%s at %.12s", branch, t.BaseCommit)
 }
 
 // showTeardown prints what the cleanup job found and where it stands.

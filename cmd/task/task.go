@@ -5,7 +5,6 @@ package task
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,23 +24,39 @@ func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
 
 // View is a task as --json prints it (docs/contract.md, "JSON documents").
 type View struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Profile   string    `json:"profile"`
-	Agent     string    `json:"agent"`
-	Host      string    `json:"host"`
-	TaskDir   string    `json:"task_dir"`
-	Branch    string    `json:"branch"`
-	Phase     string    `json:"phase"`
-	CreatedAt time.Time `json:"created_at"`
-	Sessions  []string  `json:"sessions"`
-	Error     string    `json:"error"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Profile string `json:"profile"`
+	Agent   string `json:"agent"`
+	Host    string `json:"host"`
+	TaskDir string `json:"task_dir"`
+	Branch  string `json:"branch"`
+	// BaseBranch is what the task branch started from (--branch, else the
+	// profile's; empty: the remote's default), at BaseCommit.
+	BaseBranch string    `json:"base_branch"`
+	BaseCommit string    `json:"base_commit"`
+	Phase      string    `json:"phase"`
+	CreatedAt  time.Time `json:"created_at"`
+	Sessions   []string  `json:"sessions"`
+	Error      string    `json:"error"`
 	// Teardown: what the cleanup job found, and where the job stands.
 	Drain   string   `json:"drain,omitempty"`
 	Receipt string   `json:"receipt,omitempty"`
 	Reclaim string   `json:"reclaim,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 	Job     *JobView `json:"job,omitempty"`
+	// SessionStates: each session's state as recorded (`task show` only),
+	// oldest first.
+	SessionStates []SessionState `json:"session_states,omitempty"`
+}
+
+// SessionState is one session of a task in `task show --json`.
+type SessionState struct {
+	ID              string              `json:"id"`
+	State           string              `json:"state"`
+	ExitCode        *int                `json:"exit_code"`
+	StateRecordedAt time.Time           `json:"state_recorded_at"`
+	RefreshError    *executor.ErrorView `json:"refresh_error,omitempty"`
 }
 
 // JobView is a task's cleanup job as --json prints it.
@@ -55,7 +70,7 @@ type JobView struct {
 
 func viewOf(t *records.Task, j *records.CleanupJob) View {
 	v := View{ID: t.ID, Name: t.Name, Profile: t.Profile, Agent: t.Agent, Host: t.Host, TaskDir: t.TaskDir,
-		Branch: t.Branch, Phase: string(t.Phase), CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
+		Branch: t.Branch, BaseBranch: t.BaseBranch, BaseCommit: t.BaseCommit, Phase: string(t.Phase), CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
 	if v.Sessions == nil {
 		v.Sessions = []string{}
 	}
@@ -89,14 +104,4 @@ func phaseText(t *records.Task, j *records.CleanupJob, now time.Time) string {
 // completeTasks completes task IDs from local state (first argument only).
 func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc {
 	return cmdutil.CompleteNames(f, 1, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.TaskIDs(ctx) })
-}
-
-// progress prints launch steps on stderr.
-// With --json they are left out: stderr then carries only the error
-// envelope, if any.
-func progress(w io.Writer, asJSON bool) func(string) {
-	if asJSON {
-		return nil
-	}
-	return func(step string) { fmt.Fprintf(w, "• %s\n", step) }
 }

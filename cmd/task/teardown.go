@@ -93,11 +93,13 @@ func teardownRun(ctx context.Context, o *TeardownOptions) error {
 	if err := cmdutil.ConfirmDestructive(o.IO, o.Yes, question, string(o.Trigger)+" task "+t.ID); err != nil {
 		return err
 	}
-	topts := executor.TeardownOptions{Task: t.ID, Trigger: o.Trigger, Budget: o.Timeout, Progress: progress(o.IO.ErrOut, o.JSON)}
+	p := cmdutil.NewProgress(o.IO, o.JSON)
+	topts := executor.TeardownOptions{Task: t.ID, Trigger: o.Trigger, Budget: o.Timeout, Progress: p.Step}
 	if o.Watch {
 		return watchTeardown(ctx, o, ex, topts)
 	}
 	res, err := ex.Teardown(ctx, topts)
+	p.Done(err == nil)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 // protocol is a string so that a test can build a helper of another
 // protocol with -ldflags -X; Protocol parses it.
-var protocol = "2"
+var protocol = "3"
 
 // Protocol is the version of this protocol. Bump it whenever a request or
 // answer changes shape or meaning.
@@ -40,6 +40,7 @@ const (
 	OpControllerProbe = "controller-probe" // SessionRequest -> controller.Identity
 	OpControllerKill  = "controller-kill"  // SessionRequest -> controller.Identity
 	OpSessionFiles    = "session-files"    // SessionRequest -> SessionFiles
+	OpSessionsProbe   = "sessions-probe"   // SessionsRequest -> SessionsReport: many sessions, one call
 	OpReclaimProve    = "reclaim-prove"    // reclaim.Request -> reclaim.Report: proof only, nothing touched
 	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
 	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing

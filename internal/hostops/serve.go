@@ -44,6 +44,48 @@ type SessionFiles struct {
 	Status *controller.Status `json:"status,omitempty"`
 }
 
+// SessionsRequest asks about many sessions of one host in one call (a
+// refresh of every session there).
+type SessionsRequest struct {
+	Sessions []SessionRequest `json:"sessions"`
+}
+
+// SessionsReport answers a SessionsRequest, a report per session in the
+// order asked.
+type SessionsReport struct {
+	Sessions []SessionReport `json:"sessions"`
+}
+
+// SessionReport is what the host shows of one session: its controller's
+// identity and what its directory holds (how the agent ended, once it
+// did: a controller lingers a while after its agent). Error says why this
+// one session could not be read; the others are still answered.
+type SessionReport struct {
+	Identity controller.Identity `json:"identity"`
+	Files    *SessionFiles       `json:"files,omitempty"`
+	Error    string              `json:"error,omitempty"`
+}
+
+func probeSessions(r SessionsRequest) SessionsReport {
+	out := SessionsReport{Sessions: make([]SessionReport, len(r.Sessions))}
+	for i, s := range r.Sessions {
+		rep := &out.Sessions[i]
+		id, err := identity(controller.Probe(s.SessionDir, s.StartTime))
+		if err != nil {
+			rep.Error = err.Error()
+			continue
+		}
+		rep.Identity = id
+		files, err := sessionFiles(s.SessionDir)
+		if err != nil {
+			rep.Error = err.Error()
+			continue
+		}
+		rep.Files = files
+	}
+	return out
+}
+
 // handler runs one operation on the request's bytes.
 type handler func(ctx context.Context, b []byte, progress func(Progress)) (any, error)
 
@@ -74,16 +116,17 @@ var handlers = map[string]handler{
 	OpControllerKill: op(func(_ context.Context, r SessionRequest) (any, error) {
 		return identity(controller.KillIfOurs(r.SessionDir, r.StartTime))
 	}),
-	OpSessionFiles: op(func(_ context.Context, r SessionRequest) (any, error) { return sessionFiles(r.SessionDir) }),
-	OpReclaimProve: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
-	OpReclaimApply: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
-	OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
+	OpSessionFiles:  op(func(_ context.Context, r SessionRequest) (any, error) { return sessionFiles(r.SessionDir) }),
+	OpSessionsProbe: op(func(_ context.Context, r SessionsRequest) (any, error) { return probeSessions(r), nil }),
+	OpReclaimProve:  op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
+	OpReclaimApply:  op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
+	OpReclaimList:   op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
 }
 
 // identity: no pid file means the session dir is gone or no controller
 // ever ran in it, and a controller whose dir is gone stops itself:
 // nothing alive to prove.
-func identity(id controller.Identity, err error) (any, error) {
+func identity(id controller.Identity, err error) (controller.Identity, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return controller.Identity{}, nil
 	}
