@@ -40,17 +40,18 @@ func (e *Executor) claimTTL() time.Duration {
 	return DefaultClaimTTL
 }
 
-// keep renews tc's claim while an operation works. The context it returns
+// keep renews h's claim while an operation works. The context it returns
 // ends when the claim is lost (it expired, or another process took it
 // over), so no step starts, and nothing is written, after the loss; stop
 // ends the renewals.
-func (e *Executor) keep(ctx context.Context, tc *taskClaim) (context.Context, func()) {
-	k := state.KeepClaim(ctx, e.cfg.Store, tc.Claim())
+func (e *Executor) keep(ctx context.Context, h *records.Held) (context.Context, func()) {
+	c := h.Claim()
+	k := state.KeepClaim(ctx, e.cfg.Store, c)
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
 		case <-k.Lost():
-			cancel(&state.StaleClaimError{Kind: records.KindTask, Name: tc.Name(), Reason: fmt.Sprintf("the claim was lost mid-way: %v", k.Err())})
+			cancel(&state.StaleClaimError{Kind: c.Kind, Name: c.Name, Reason: fmt.Sprintf("the claim was lost mid-way: %v", k.Err())})
 		case <-ctx.Done():
 		}
 	}()

@@ -10,14 +10,16 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/state"
 )
 
 // A host drain (kubectl drain, nomad node drain) cordons the host, then
 // stops every session on it the way `session stop` does: gracefully,
 // then the process group, the task directories kept so each task can be
 // resumed elsewhere or later. It is not teardown: nothing is sealed,
-// drained with receipts or removed. The work runs in one worker per host
-// (a bounded lock naming its holder), in rounds, until no session runs
+// drained with receipts or removed. The work runs in one worker per host,
+// on whichever machine (it holds the claim on the host's hostdrain
+// record, kept alive while it works), in rounds, until no session runs
 // (the host then stays cordoned), the deadline passes (the sessions left
 // are listed) or the host is uncordoned. Each step lands on the host
 // record, so the journal carries it and `host show` tells where it
@@ -104,48 +106,69 @@ func (e *Executor) BeginHostDrain(ctx context.Context, name string, deadline tim
 	return h.Drain, nil
 }
 
-// DrainWorker names the process running the host's drain, nil when none
-// does.
-func (e *Executor) DrainWorker(host string) (*fsx.Holder, error) {
-	l, err := e.lockDrain(context.Background(), host, 0)
-	var le *fsx.LockedError
-	if errors.As(err, &le) {
-		if le.Holder == nil {
-			return &fsx.Holder{}, nil
+// DrainWorker names the process running the host's drain (on any
+// machine sharing the store), nil when none does.
+func (e *Executor) DrainWorker(ctx context.Context, host string) (*state.Holder, error) {
+	c, err := e.cfg.Store.ClaimHolder(ctx, records.KindHostDrain, host)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return &c.Holder, nil
+}
+
+// claimDrain takes the host's drain: its hostdrain record's claim, the
+// record made on the first drain. Another live worker is a
+// *state.ClaimedError naming it, once wait has passed without it letting
+// go (a worker lets go only at its end).
+func (e *Executor) claimDrain(ctx context.Context, host string, wait time.Duration) (*records.Held, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		h, err := records.Acquire(ctx, e.cfg.Store, records.KindHostDrain, host, e.claimTTL())
+		if errors.Is(err, state.ErrNotFound) {
+			h, err = records.CreateClaimed(ctx, e.cfg.Store, records.KindHostDrain, host, "hostdrain.created",
+				&records.HostDrainWorker{Name: host}, e.claimTTL(), nil)
+			var exists *state.ConflictError
+			if errors.As(err, &exists) {
+				continue // another worker made it first: take it, or say who has it
+			}
 		}
-		return le.Holder, nil
+		var claimed *state.ClaimedError
+		if !errors.As(err, &claimed) || !time.Now().Before(deadline) {
+			return h, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	l.Release()
-	return nil, nil
 }
 
-func (e *Executor) lockDrain(ctx context.Context, host string, wait time.Duration) (*fsx.Lock, error) {
-	dir, err := e.locksDir()
-	if err != nil {
-		return nil, err
-	}
-	return fsx.Acquire(ctx, filepath.Join(dir, "drain-"+host), fsx.LockOptions{What: "the drain of host", Path: host, Wait: wait})
-}
-
-// RunHostDrain is a drain's worker: it takes the host's drain lock (a
-// *fsx.LockedError naming the holder when another worker has it) and
-// works in rounds until the drain ends, then returns it as recorded.
-// progress gets one line per step.
+// RunHostDrain is a drain's worker: it takes the host's drain (a
+// *state.ClaimedError naming the holder when another worker has it),
+// keeps it while it works, in rounds until the drain ends, then returns
+// it as recorded. A worker that loses its claim (frozen past its TTL,
+// another took over) stops without a further step. progress gets one
+// line per step.
 func (e *Executor) RunHostDrain(ctx context.Context, name string, progress func(string)) (*records.HostDrain, error) {
-	l, err := e.lockDrain(ctx, name, drainWorkerWait)
+	held, err := e.claimDrain(ctx, name, drainWorkerWait)
 	if err != nil {
 		return nil, err
 	}
-	defer l.Release()
+	defer held.Release(context.WithoutCancel(ctx))
+	ctx, stop := e.keep(ctx, held)
+	defer stop()
 	w := &drainWorker{e: e, host: name, progress: progress}
 	d, err := w.run(ctx)
-	if err != nil && d != nil && d.State == records.DrainRunning {
+	if err = lostClaim(ctx, err); err != nil && d != nil && d.State == records.DrainRunning && !isStale(err) {
 		// The worker itself failed (or was stopped by a signal): say so
 		// on the host, so a follower does not wait for it.
 		d, _ = w.finish(context.WithoutCancel(ctx), records.DrainFailed, nil, fmt.Sprintf("the drain worker stopped: %v; `kandev-exec host drain %s` resumes", err, name))
 	}
 	return d, err
+}
+
+func isStale(err error) bool {
+	var stale *state.StaleClaimError
+	return errors.As(err, &stale)
 }

@@ -3,13 +3,16 @@ package executor
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/etcdtest"
 	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/state/etcdstore"
 )
 
 // A drain with nothing running ends at once: complete, the host cordoned
@@ -41,16 +44,16 @@ func TestDrainWithNothingRunningEndsCordoned(t *testing.T) {
 		t.Fatal(err)
 	}
 	var types []string
+	var last state.Entry
 	for _, en := range entries {
 		if en.Kind == records.KindHost {
-			types = append(types, en.Type)
+			types, last = append(types, en.Type), en
 		}
 	}
-	last := entries[len(entries)-1]
 	d2 := records.DetailOf(last)
 	if last.Type != "host.drain_complete" || d2.Step != records.StepHostDrain || d2.Outcome != "complete" || d2.Phase != "cordoned" ||
 		!strings.Contains(d2.Message, "all sessions on host box have stopped") {
-		t.Fatalf("last entry %s %+v; host events %q", last.Type, d2, types)
+		t.Fatalf("last host entry %s %+v; host events %q", last.Type, d2, types)
 	}
 	if !slices.Contains(types, "host.draining") || !slices.Contains(types, "host.drain_step") {
 		t.Fatalf("host events %q", types)
@@ -94,24 +97,79 @@ func TestUncordonCancelsDrain(t *testing.T) {
 func TestOneDrainWorkerPerHost(t *testing.T) {
 	e := statusFixture(t)
 	ctx := context.Background()
-	l, err := e.lockDrain(ctx, "box", 0)
+	held, err := e.claimDrain(ctx, "box", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Release()
+	defer held.Release(ctx)
 	if _, err := e.BeginHostDrain(ctx, "box", time.Now().Add(time.Hour), "/log", 0); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.RunHostDrain(ctx, "box", nil)
-	var le *fsx.LockedError
-	if !errors.As(err, &le) || le.Holder == nil || le.Holder.PID == 0 {
+	var claimed *state.ClaimedError
+	if !errors.As(err, &claimed) || claimed.Holder.PID != os.Getpid() {
 		t.Fatalf("second worker: %v", err)
 	}
-	if holder, err := e.DrainWorker("box"); err != nil || holder == nil {
+	if holder, err := e.DrainWorker(ctx, "box"); err != nil || holder == nil || holder.PID != os.Getpid() {
 		t.Fatalf("DrainWorker while held: %v %v", holder, err)
 	}
 	if h := hostRecord(t, e); h.Drain.State != records.DrainRunning {
 		t.Fatalf("the refused worker changed the drain: %+v", h.Drain)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if holder, err := e.DrainWorker(ctx, "box"); err != nil || holder != nil {
+		t.Fatalf("DrainWorker once released: %v %v", holder, err)
+	}
+}
+
+// Two machines on one etcd: the drain a worker holds on one is refused to
+// the other, which names it; a worker that stops renewing (frozen, gone
+// with its machine) loses it when its lease runs out, and the other then
+// takes the drain over.
+func TestOneDrainWorkerPerHostAcrossMachines(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	machine := func() *Executor {
+		st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: c.Endpoints(), Prefix: "/drain"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return New(Config{Store: st, StateDir: t.TempDir(), ClaimTTL: 5 * time.Second})
+	}
+	a, b := machine(), machine()
+	ctx := context.Background()
+	if _, err := a.cfg.Store.Create(ctx, records.KindHost, "box", []byte(`{"name":"box","status":"admitted"}`), state.Event{Type: "host.added"}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.claimDrain(ctx, "box", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.BeginHostDrain(ctx, "box", time.Now().Add(time.Hour), "/log", 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.RunHostDrain(ctx, "box", nil)
+	var claimed *state.ClaimedError
+	if !errors.As(err, &claimed) || claimed.Holder.Since != held.Claim().Holder.Since {
+		t.Fatalf("the other machine's worker: %v", err)
+	}
+	if holder, err := b.DrainWorker(ctx, "box"); err != nil || holder == nil || holder.Since != held.Claim().Holder.Since {
+		t.Fatalf("DrainWorker from the other machine: %v %v", holder, err)
+	}
+	// a never renews: once its lease is gone, b's worker runs the drain
+	// (nothing runs on the host, so it completes).
+	d, err := b.RunHostDrain(ctx, "box", nil)
+	for i := 0; errors.As(err, &claimed) && i < 100; i++ {
+		time.Sleep(100 * time.Millisecond) // polling for the lease's expiry, bounded
+		d, err = b.RunHostDrain(ctx, "box", nil)
+	}
+	if err != nil || d == nil || d.State != records.DrainComplete {
+		t.Fatalf("b's worker after a's lease expired: %+v, %v", d, err)
+	}
+	if err := held.Release(ctx); err == nil {
+		t.Fatal("a released a claim it had lost")
 	}
 }
 

@@ -57,7 +57,7 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 		return nil, err
 	}
 	defer tc.release(ctx)
-	ctx, stop := e.keep(ctx, tc)
+	ctx, stop := e.keep(ctx, tc.Held)
 	defer stop()
 	// Decided again under the claim: another sweep may have run it since
 	// this one listed the jobs.

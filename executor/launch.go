@@ -206,7 +206,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 		return nil, nil, err
 	}
 	defer tc.release(ctx)
-	ctx, stop := e.keep(ctx, tc)
+	ctx, stop := e.keep(ctx, tc.Held)
 	defer stop()
 	s, err := e.startSession(ctx, tc, t, lp, o.Progress)
 	err = lostClaim(ctx, err)

@@ -85,7 +85,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 			claims[r.TaskID] = tc
 			// Kept while the helper works; a lost claim ends the call.
 			var stop func()
-			ctx, stop = e.keep(ctx, tc)
+			ctx, stop = e.keep(ctx, tc.Held)
 			defer stop()
 		}
 		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,

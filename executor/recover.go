@@ -74,7 +74,7 @@ func (e *Executor) recoverTask(ctx context.Context, t *records.Task, byID map[st
 		return false, nil, err
 	}
 	defer tc.release(ctx)
-	kctx, stop := e.keep(ctx, tc)
+	kctx, stop := e.keep(ctx, tc.Held)
 	defer stop()
 	changed, pending, err = e.recoverClaimed(kctx, tc, t, byID, remote)
 	return changed, pending, lostClaim(kctx, err)

@@ -58,7 +58,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 		return nil, nil, err
 	}
 	defer tc.release(ctx)
-	ctx, stop := e.keep(ctx, tc)
+	ctx, stop := e.keep(ctx, tc.Held)
 	defer stop()
 	// What an interrupted launch left is settled first (recover.go); the
 	// task as now recorded decides.

@@ -143,3 +143,14 @@ func (h *Host) SameSpec(o *Host) bool {
 		slices.Equal(h.IdentityFiles, o.IdentityFiles) && h.IdentitiesOnly == o.IdentitiesOnly &&
 		h.ProxyJump == o.ProxyJump && h.WorkdirRoot == o.WorkdirRoot
 }
+
+// KindHostDrain is the store kind of a host's drain worker record: one
+// per host ever drained, whose claim the worker running its drain holds
+// (on whichever machine, so two operators never drain a host at once).
+// The record itself only names the host.
+const KindHostDrain state.Kind = "hostdrain"
+
+// HostDrainWorker is a KindHostDrain record.
+type HostDrainWorker struct {
+	Name string `json:"name"` // the host
+}

@@ -111,6 +111,8 @@ func DetailFor(v any) Detail {
 		return d
 	case *CleanupJob:
 		return Detail{Host: r.Host, TaskID: r.TaskID, Phase: string(r.State), Attempts: r.Attempts, NextAt: r.NextAt, Error: r.LastError}
+	case *HostDrainWorker:
+		return Detail{Host: r.Name}
 	}
 	return Detail{}
 }

@@ -182,3 +182,25 @@ func (s *FileStore) ReleaseClaim(ctx context.Context, c Claim) error {
 		return t.record(c.Kind, c.Name, ClaimEvent(EventClaimReleased, released, ""), rf.Revision)
 	})
 }
+
+// ClaimHolder returns the live claim on a record; see Store.ClaimHolder.
+func (s *FileStore) ClaimHolder(ctx context.Context, kind Kind, name string) (*Claim, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	if err := ValidateKey(kind, name); err != nil {
+		return nil, err
+	}
+	rf, err := s.readRecord(kind, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c := rf.Claim; c != nil && live(c, s.now()) {
+		held := *c
+		return &held, nil
+	}
+	return nil, nil
+}

@@ -164,6 +164,11 @@ type Store interface {
 	// ReleaseClaim gives the claim up; releasing a stale claim is a
 	// *StaleClaimError and leaves the current holder in place.
 	ReleaseClaim(ctx context.Context, c Claim) error
+	// ClaimHolder returns the live claim on a record, nil when nobody
+	// holds it (or there is no such record): who works on it now, read
+	// without taking it, so without a journal entry. Live means as
+	// AcquireClaim would judge it at this moment.
+	ClaimHolder(ctx context.Context, kind Kind, name string) (*Claim, error)
 
 	// Journal returns entries with Seq > after in the current epoch, in
 	// order. Epoch reports the current epoch.

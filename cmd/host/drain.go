@@ -142,7 +142,7 @@ func follow(ctx context.Context, o *DrainOptions, ex *executor.Executor, d *reco
 			return err
 		}
 		if exited == nil {
-			holder, err := ex.DrainWorker(o.Name)
+			holder, err := ex.DrainWorker(context.WithoutCancel(ctx), o.Name)
 			if err != nil {
 				return err
 			}
@@ -204,13 +204,10 @@ func workerRun(ctx context.Context, o *DrainOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "%s %s: %s\n", cmdutil.Timestamp(time.Now()), o.Name, cmdutil.SafeText(line))
 	}
 	_, err = ex.RunHostDrain(ctx, o.Name, say)
-	var locked *state.LockedError
-	if errors.As(err, &locked) {
-		who := "another process"
-		if h := locked.Holder; h != nil && h.PID > 0 {
-			who = fmt.Sprintf("pid %d since %s", h.PID, cmdutil.Timestamp(h.Since))
-		}
-		say(fmt.Sprintf("a drain worker already runs (%s): it carries on", who))
+	var claimed *state.ClaimedError
+	if errors.As(err, &claimed) {
+		h := claimed.Holder
+		say(fmt.Sprintf("a drain worker already runs (pid %d on %s since %s): it carries on", h.PID, h.Host, cmdutil.Timestamp(h.Since)))
 		return nil
 	}
 	return err

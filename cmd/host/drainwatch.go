@@ -54,7 +54,7 @@ func watchDrain(ctx context.Context, o *DrainOptions, ex *executor.Executor) err
 		select {
 		case <-w.Exited:
 			pid = 0
-			if holder, err := ex.DrainWorker(o.Name); err != nil {
+			if holder, err := ex.DrainWorker(bg, o.Name); err != nil {
 				return err
 			} else if holder != nil {
 				pid = holder.PID

@@ -308,3 +308,32 @@ func (s *Store) LiveClaims(ctx context.Context) ([]state.Claim, error) {
 	}
 	return out, nil
 }
+
+// ClaimHolder returns the live claim on a record; see state.Store. The
+// claim's key outlives its holder only until the lease expires.
+func (s *Store) ClaimHolder(ctx context.Context, kind state.Kind, name string) (*state.Claim, error) {
+	if err := state.ValidateKey(kind, name); err != nil {
+		return nil, err
+	}
+	c, err := s.begin(ctx, fmt.Sprintf("claim holder %s %s", kind, name))
+	if err != nil {
+		return nil, err
+	}
+	defer c.end()
+	var kvs []*mvccpb.KeyValue
+	err = c.retry(func(actx context.Context) error {
+		resp, err := s.cli.Get(actx, s.claimKey(kind, name))
+		if err == nil {
+			kvs = resp.Kvs
+		}
+		return err
+	})
+	if err != nil || len(kvs) == 0 {
+		return nil, err
+	}
+	held, err := s.decodeClaim(kind, name, kvs[0])
+	if err != nil || !held.live(s.now().UTC()) {
+		return nil, err
+	}
+	return &held.Claim, nil
+}

@@ -321,3 +321,37 @@ func createClaimed(s state.Store, name string, d json.RawMessage) (c state.Claim
 	})
 	return c, r, err
 }
+
+// ClaimHolder names the live holder without taking the claim (nothing is
+// journaled), and nobody once it was released or has expired, or for a
+// record that does not exist.
+func testClaimHolder(t *testing.T, s suite) {
+	ctx := context.Background()
+	create(t, s, "a", data(`{}`))
+	if c, err := s.ClaimHolder(ctx, kind, "a"); err != nil || c != nil {
+		t.Fatalf("ClaimHolder of an unclaimed record = %+v, %v", c, err)
+	}
+	if c, err := s.ClaimHolder(ctx, kind, "nosuch"); err != nil || c != nil {
+		t.Fatalf("ClaimHolder of a missing record = %+v, %v", c, err)
+	}
+	held := acquire(t, s, "a", time.Minute)
+	before := lastEntry(t, s)
+	c, err := s.ClaimHolder(ctx, kind, "a")
+	if err != nil || c == nil || c.ID != held.ID || c.Holder.PID != os.Getpid() {
+		t.Fatalf("ClaimHolder of a held record = %+v, %v; want %+v", c, err, held)
+	}
+	if after := lastEntry(t, s); after.Seq != before.Seq {
+		t.Fatalf("ClaimHolder journaled %+v", after)
+	}
+	if err := s.ReleaseClaim(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.ClaimHolder(ctx, kind, "a"); err != nil || c != nil {
+		t.Fatalf("ClaimHolder after release = %+v, %v", c, err)
+	}
+	acquire(t, s, "a", 30*time.Millisecond)
+	s.clock.Advance(60 * time.Millisecond)
+	if c, err := s.ClaimHolder(ctx, kind, "a"); err != nil || c != nil {
+		t.Fatalf("ClaimHolder of an expired claim = %+v, %v", c, err)
+	}
+}

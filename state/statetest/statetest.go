@@ -76,6 +76,7 @@ func Run(t *testing.T, open Opener) {
 		{"CheckpointStaleClaimID", testCheckpointStaleClaimID},
 		{"ExpiredClaim", testExpiredClaim},
 		{"ConcurrentAcquire", testConcurrentAcquire},
+		{"ClaimHolder", testClaimHolder},
 		{"CreateClaimed", testCreateClaimed},
 		{"CreateClaimedRacingAcquire", testCreateClaimedRacingAcquire},
 		{"RefusedWritesChangeNothing", testRefusedWritesChangeNothing},
