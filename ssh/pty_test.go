@@ -6,33 +6,14 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
-// syncBuffer is output written by the session and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitOutput waits until out holds want (10 s at most).
-func waitOutput(t *testing.T, out *syncBuffer, want string) {
+func waitOutput(t *testing.T, out *sshtest.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), want) {
@@ -55,7 +36,7 @@ func TestStreamPTY(t *testing.T) {
 	resize := make(chan WindowSize, 1)
 	stdin, typing := io.Pipe()
 	defer typing.Close()
-	out := &syncBuffer{}
+	out := &sshtest.Buffer{}
 	script := `trap 'stty size; exit 4' WINCH
 printf 'tty=%s term=%s size=%s\n' "$(tty)" "$TERM" "$(stty size)"
 while :; do sleep 0.1; done`
