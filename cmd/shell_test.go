@@ -149,7 +149,7 @@ func (p *onPTY) ends(want int) {
 // a login shell on a terminal in the task directory, $TERM and the window
 // size forwarded, resizes followed, the exit status passed through, and
 // the local terminal given back as it was however the command ends (exit,
-// SIGTERM, SIGHUP, a dropped link, an error before anything ran).
+// SIGTERM, SIGHUP, a dropped link, an error before or after connecting).
 func TestTaskShellOnATerminal(t *testing.T) {
 	srv := sshtest.NewServer(t)
 	rig := newCrashRig(t, buildCLI(t), srv, gitOrigin(t))
@@ -193,6 +193,19 @@ func TestTaskShellOnATerminal(t *testing.T) {
 		p.start(rig, term, "task", "shell", "tnotthere")
 		p.ends(1)
 		p.waitOutput(`task "tnotthere" not found`)
+	})
+
+	// A directory another user could change is refused on the host before
+	// the shell starts, with the terminal given back for the error.
+	t.Run("refused", func(t *testing.T) {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(dir, 0o700)
+		p := newPTY(t, 24, 80)
+		p.start(rig, term, "task", "shell", id)
+		p.ends(1)
+		p.waitOutput(`error: task ` + id + `: host prod: refusing ` + regexp.QuoteMeta(dir) + ` is writable by group or others`)
 	})
 
 	// Ended from outside while the shell runs: Ctrl-C is a key for the

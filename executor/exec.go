@@ -2,9 +2,12 @@ package executor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -21,8 +24,9 @@ func (e *Executor) Exec(ctx context.Context, prefix string, argv []string, stdin
 		return code, err
 	}
 	defer in.close()
-	err = in.c.Stream(ctx, in.command(argv), stdin, stdout, stderr)
-	return in.status(ctx, err, "running a command in task "+in.t.ID)
+	out := in.gate(stdout)
+	err = in.c.Stream(ctx, in.script(argv), stdin, out, stderr)
+	return in.status(ctx, err, out, "running a command in task "+in.t.ID)
 }
 
 // Terminal is the user's terminal, lent to a command on the host.
@@ -30,9 +34,9 @@ type Terminal struct {
 	ssh.PTY
 	In  io.Reader
 	Out io.Writer
-	// Raw hands the terminal over (raw mode) once the host is reached and
-	// the directory checked, so that errors before are printed as usual;
-	// it returns how to take it back.
+	// Raw hands the terminal over (raw mode) once the host is reached, so
+	// that errors before are printed as usual; it returns how to take it
+	// back.
 	Raw func() (restore func(), err error)
 }
 
@@ -57,22 +61,22 @@ func (e *Executor) ExecTerminal(ctx context.Context, prefix string, argv []strin
 	if len(argv) == 0 {
 		doing = "running a shell in task " + in.t.ID
 	}
-	err = in.c.StreamPTY(ctx, in.command(argv), term.PTY, term.In, term.Out)
-	return in.status(ctx, err, doing)
+	out := in.gate(term.Out)
+	err = in.c.StreamPTY(ctx, in.script(argv), term.PTY, term.In, out)
+	return in.status(ctx, err, out, doing)
 }
 
-// inTask is a task's directory reached on its host and checked, where
-// exec and shell run their command.
+// inTask is a task's host reached for a command in the task directory.
 type inTask struct {
 	t     *records.Task
 	shell string
 	c     *ssh.Client
 	wd    *ssh.Watchdog
+	nonce string // the line the directory check prints once it passed
 }
 
-// enterTask connects to the task's host and proves its directory the
-// login user's alone before anything runs there. On failure the status is
-// 255 for the transport, else -1.
+// enterTask connects to the task's host. On failure the status is 255 for
+// the transport, else -1.
 func (e *Executor) enterTask(ctx context.Context, prefix string) (*inTask, int, error) {
 	t, _, err := e.GetTask(ctx, prefix)
 	if err != nil {
@@ -92,32 +96,17 @@ func (e *Executor) enterTask(ctx context.Context, prefix string) (*inTask, int, 
 	if err != nil {
 		return nil, -1, err
 	}
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return nil, -1, err
+	}
 	c, err := e.dialHost(ctx, h)
 	if err != nil {
 		return nil, 255, err
 	}
 	// A command may run for long: a dead link must end it, not hang it.
-	in := &inTask{t: t, shell: shell, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}
-	if err := in.checkDir(ctx); err != nil {
-		defer in.close()
-		// A refusal, a directory that is gone or a check that failed on
-		// the host is no transport failure.
-		var hp *HostPathError
-		var gone *TaskDirGoneError
-		var ee *ssh.ExitError
-		switch {
-		case errors.As(err, &hp):
-			hp.Host = t.Host // the name the user knows, not the ssh label
-			return nil, -1, fmt.Errorf("task %s: %w", t.ID, err)
-		case errors.As(err, &gone):
-			return nil, -1, err
-		case ctx.Err() != nil || errors.As(err, &ee):
-			return nil, -1, fmt.Errorf("task %s: checking its directory on %s: %w", t.ID, t.Host, err)
-		}
-		return nil, 255, linkLost(in.wd, t.Host, fmt.Errorf("task %s: checking its directory: %w", t.ID, err),
-			"checking task "+t.ID+"'s directory", "nothing was run", "")
-	}
-	return in, 0, nil
+	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
+	return &inTask{t: t, shell: shell, c: c, wd: wd, nonce: "kandev-exec-dir-ok-" + hex.EncodeToString(b)}, 0, nil
 }
 
 func (in *inTask) close() {
@@ -142,41 +131,39 @@ func (e *TaskDirGoneError) Hint() string {
 	return fmt.Sprintf("`kandev-exec task show %s` says where its teardown stands", e.TaskID)
 }
 
-// checkDir applies the host check's ownership rules (hostcheck.go) to the
-// task directory: every directory above it the user's or root's and
+// script checks the task directory, then runs argv there, or an
+// interactive login shell when there is none, with the profile's shell.
+//
+// The check applies the host check's ownership rules (hostcheck.go):
+// every directory above the task directory the user's or root's and
 // writable by nobody else (unless sticky), the directory itself the
 // user's, a real directory, writable by nobody else. Once that holds,
-// nobody else can swap it before the command's cd.
-func (in *inTask) checkDir(ctx context.Context) error {
-	kv, err := runMarked(ctx, in.c, hostCheckFuncs+`D=`+remoteWord(in.t.TaskDir)+`
-if [ ! -e "$D" ] && [ ! -L "$D" ]; then echo dir=gone; exit 0; fi
-kx_anc "$D"; kx_own "$D" d
-echo dir=ours
-`)
-	switch {
-	case err != nil:
-		return err
-	case kv["dir"] == "gone":
-		return &TaskDirGoneError{TaskID: in.t.ID, Host: in.t.Host, Dir: in.t.TaskDir, Phase: in.t.Phase}
-	case kv["dir"] != "ours":
-		return fmt.Errorf("the directory check ended without its verdict")
+// nobody else can swap it before the cd. It runs in the command's own
+// round trip and says it passed with the nonce line, which gate keeps
+// from the output; a refusal exits refusedExit before anything runs.
+func (in *inTask) script(argv []string) string {
+	cmd := "cd -- \"$D\" && exec " + ssh.ShellQuote(in.shell) + " -l"
+	if len(argv) > 0 {
+		cmd += " -c " + ssh.ShellQuote(shellJoin(argv))
 	}
-	return nil
+	return hostCheckFuncs + `D=` + remoteWord(in.t.TaskDir) + `
+if [ ! -e "$D" ] && [ ! -L "$D" ]; then echo dir=gone; exit ` + refusedExitStr + `; fi
+kx_anc "$D"; kx_own "$D" d
+echo ` + in.nonce + `
+` + cmd
 }
 
-// command is argv, or an interactive login shell when there is none, run
-// by the profile's shell in the task directory.
-func (in *inTask) command(argv []string) string {
-	script := "cd -- " + remoteWord(in.t.TaskDir) + " && exec " + ssh.ShellQuote(in.shell) + " -l"
-	if len(argv) > 0 {
-		script += " -c " + ssh.ShellQuote(shellJoin(argv))
-	}
-	return script
+// gate is w behind the directory check's verdict.
+func (in *inTask) gate(w io.Writer) *verdictGate {
+	return &verdictGate{w: w, nonce: in.nonce}
 }
 
 // status is how the command ended: its exit status, or why none is
 // known (see Exec).
-func (in *inTask) status(ctx context.Context, err error, doing string) (int, error) {
+func (in *inTask) status(ctx context.Context, err error, out *verdictGate, doing string) (int, error) {
+	if !out.passed {
+		return in.refused(ctx, err, out.held.String())
+	}
 	var ee *ssh.ExitError
 	switch {
 	case err == nil:
@@ -188,4 +175,75 @@ func (in *inTask) status(ctx context.Context, err error, doing string) (int, err
 	}
 	return 255, linkLost(in.wd, in.t.Host, fmt.Errorf("task %s: %w", in.t.ID, err), doing,
 		"it may still be running on the host", "")
+}
+
+// refused is why the command never ran: the directory check refused,
+// found no directory, or did not finish.
+func (in *inTask) refused(ctx context.Context, err error, held string) (int, error) {
+	kv := markers([]byte(strings.ReplaceAll(held, "\r\n", "\n"))) // a terminal ends lines with \r\n
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == refusedExit {
+		if re := refusal(in.t.Host, kv); re != nil {
+			return -1, fmt.Errorf("task %s: %w", in.t.ID, re)
+		}
+		if kv["dir"] == "gone" {
+			return -1, &TaskDirGoneError{TaskID: in.t.ID, Host: in.t.Host, Dir: in.t.TaskDir, Phase: in.t.Phase}
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return -1, ctx.Err()
+	case err == nil:
+		return -1, fmt.Errorf("task %s: the directory check on %s exited 0 without its verdict", in.t.ID, in.t.Host)
+	case ee != nil:
+		return -1, fmt.Errorf("task %s: the directory check on %s failed: %w", in.t.ID, in.t.Host, err)
+	}
+	return 255, linkLost(in.wd, in.t.Host, fmt.Errorf("task %s: checking its directory: %w", in.t.ID, err),
+		"checking task "+in.t.ID+"'s directory", "nothing was run", "")
+}
+
+// verdictGate holds what the host prints until the directory check's
+// nonce line, then passes everything after it on. What it held is the
+// check's refusal when the line never comes; only its tail is kept, where
+// that is.
+type verdictGate struct {
+	w      io.Writer
+	nonce  string
+	held   strings.Builder
+	passed bool
+}
+
+// heldMax bounds what is held before the verdict (a login script may
+// print); heldTail is kept when it is reached.
+const (
+	heldMax  = 64 << 10
+	heldTail = 16 << 10
+)
+
+func (g *verdictGate) Write(p []byte) (int, error) {
+	if g.passed {
+		return g.w.Write(p)
+	}
+	g.held.Write(p)
+	s := g.held.String()
+	i := strings.Index(s, g.nonce)
+	if i < 0 {
+		if len(s) > heldMax {
+			g.held.Reset()
+			g.held.WriteString(s[len(s)-heldTail:])
+		}
+		return len(p), nil
+	}
+	rest := s[i+len(g.nonce):]
+	if rest == "" || rest == "\r" {
+		return len(p), nil // the line's end is still to come
+	}
+	g.passed = true
+	rest = strings.TrimPrefix(strings.TrimPrefix(rest, "\r"), "\n")
+	if rest != "" {
+		if _, err := io.WriteString(g.w, rest); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }
