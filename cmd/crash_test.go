@@ -26,13 +26,17 @@ import (
 // can.
 
 // crashBin builds the CLI with crash points, once per test binary.
-func crashBin(t *testing.T) string {
+func crashBin(t *testing.T) string { return buildCLI(t, "-tags", "crashpoints") }
+
+// buildCLI builds the CLI from this tree with the extra go build flags.
+func buildCLI(t *testing.T, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kandev-exec")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-tags", "crashpoints", "-o", bin, "..")
+	args := append(append([]string{"build"}, flags...), "-o", bin, "..")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags crashpoints: %v\n%s", err, out)
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin
 }

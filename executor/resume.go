@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // ActiveSessionError: a session of the task still runs (exit 10).
@@ -124,48 +122,4 @@ func (e *Executor) ensureFinished(ctx context.Context, t *records.Task, id strin
 		return cannotTell(a.linkErr(err, "checking", "its state is unknown", ""))
 	}
 	return nil
-}
-
-// Exec runs argv in the task directory through the profile's login shell,
-// with stdout and stderr kept apart. It returns the remote exit status;
-// 255 with an error means the transport failed, as with ssh(1); -1 with
-// an error means no remote status applies (unknown task, no directory
-// yet, interrupted).
-func (e *Executor) Exec(ctx context.Context, prefix string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	t, _, err := e.GetTask(ctx, prefix)
-	if err != nil {
-		return -1, err
-	}
-	if t.TaskDir == "" {
-		return -1, &UsageError{Msg: fmt.Sprintf("task %s has no prepared directory yet (phase %s): `kandev-exec task resume %s` prepares it", t.ID, t.Phase, t.ID)}
-	}
-	shell := "sh"
-	if p, err := e.profileOf(ctx, t); err == nil {
-		shell = shellOf(p)
-	}
-	h, _, err := e.getHost(ctx, t.Host)
-	if err != nil {
-		return -1, err
-	}
-	c, err := e.dialHost(ctx, h)
-	if err != nil {
-		return 255, err
-	}
-	defer c.Close()
-	// A command may run for long: a dead link must end it, not hang it.
-	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
-	defer wd.Stop()
-	script := "cd -- " + ssh.ShellQuote(t.TaskDir) + " && exec " + ssh.ShellQuote(shell) + " -l -c " + ssh.ShellQuote(shellJoin(argv))
-	err = c.Stream(ctx, script, stdin, stdout, stderr)
-	var ee *ssh.ExitError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &ee) && ee.Signal == "":
-		return ee.Code, nil
-	case ctx.Err() != nil:
-		return -1, ctx.Err()
-	}
-	return 255, linkLost(wd, t.Host, fmt.Errorf("task %s: %w", t.ID, err), "running a command in task "+t.ID,
-		"it may still be running on the host", "")
 }

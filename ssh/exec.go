@@ -65,11 +65,22 @@ func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (stdou
 
 // Stream is Run with caller-provided output writers.
 func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return c.stream(ctx, script, nil, stdin, stdout, stderr)
+}
+
+// stream runs script on a new session, on a pseudo-terminal when pty is
+// not nil.
+func (c *Client) stream(ctx context.Context, script string, pty *PTY, stdin io.Reader, stdout, stderr io.Writer) error {
 	sess, err := c.NewSession()
 	if err != nil {
 		return fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
 	}
 	defer sess.Close()
+	if pty != nil {
+		if err := requestPTY(sess, *pty); err != nil {
+			return fmt.Errorf("allocate a terminal on %s: %w", c.Target.Label(), err)
+		}
+	}
 	// The gate stops late output from reaching the caller's writers once
 	// Stream has returned on cancellation.
 	gate := &gate{}
@@ -80,6 +91,11 @@ func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, std
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
+	if pty != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go forwardResizes(sess, pty.Resize, stop)
+	}
 	select {
 	case err = <-done:
 	case <-ctx.Done():

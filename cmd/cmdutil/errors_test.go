@@ -122,6 +122,7 @@ var typedErrors = []struct {
 	{&taskdir.Error{Code: taskdir.CodeBadRequest}, 1, "error"},
 	{&hostops.Error{Code: hostops.CodeIO}, 1, "error"},
 	{&executor.HostPathError{Host: "h", OwnershipError: &fsx.OwnershipError{Path: "/srv/k", Reason: fsx.ReasonOwner}}, 1, "error"},
+	{&executor.TaskDirGoneError{TaskID: "t1", Host: "h", Dir: "/srv/k/tasks/t1", Phase: records.PhaseReady}, 1, "error"},
 	{&fsx.OwnershipError{Path: "/srv/k", Reason: fsx.ReasonWritable}, 1, "error"},
 	{&fsx.TooLargeError{Path: "p", Limit: 1}, 1, "error"},
 	{&state.CorruptRecordError{Kind: "host", Name: "a"}, 1, "error"},

@@ -58,6 +58,7 @@ func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
 // DisableColor turns colour off (--no-color).
 func (s *IOStreams) DisableColor() { s.noColor = true }
 
+func (s *IOStreams) IsStdinTTY() bool  { return s.stdinTTY }
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 

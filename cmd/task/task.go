@@ -1,5 +1,5 @@
 // Package task holds the `task` verbs: launch, ls, show, resume, exec,
-// archive, delete.
+// shell, archive, delete.
 package task
 
 import (
@@ -18,7 +18,7 @@ import (
 func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: "task", Short: "Launch, inspect, resume and exec into tasks on SSH hosts"}
 	c.AddCommand(NewCmdLaunch(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdResume(f, nil), NewCmdExec(f, nil),
-		NewCmdArchive(f, nil), NewCmdDelete(f, nil))
+		NewCmdShell(f, nil), NewCmdArchive(f, nil), NewCmdDelete(f, nil))
 	return c
 }
 

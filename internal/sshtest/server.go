@@ -47,7 +47,7 @@ type Server struct {
 	userKeys int
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	log      syncBuffer
+	log      Buffer
 }
 
 type hostKey struct {
@@ -373,28 +373,29 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// syncBuffer is written by exec's copy goroutine while tests read it.
-type syncBuffer struct {
+// Buffer is output one goroutine writes (sshd's log, a session's
+// output) while a test reads it.
+type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) Len() int {
+func (b *Buffer) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Len()
 }
 
-func (b *syncBuffer) String() string { return b.Since(0) }
+func (b *Buffer) String() string { return b.Since(0) }
 
 // Since returns what was written after the first mark bytes.
-func (b *syncBuffer) Since(mark int) string {
+func (b *Buffer) Since(mark int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf.Bytes()[mark:])
