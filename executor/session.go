@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
@@ -123,6 +124,23 @@ func warmHelper(h *records.Host) (sha, platform string) {
 		return "", ""
 	}
 	return local.SHA256, platform
+}
+
+// notePlatform records the platform a host showed when it differs from
+// the one on record, so that its next launch expects the helper built for
+// it (warmHelper). It is a hint: a failed write costs that launch the
+// slow path, never a wrong answer, so it does not fail this one.
+func (e *Executor) notePlatform(ctx context.Context, h *records.Host, platform string) {
+	if platform == h.Platform || !helperbin.Supported(platform) {
+		return
+	}
+	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, h.Name, "host.platform", func(x *records.Host) error {
+		if x.Platform == platform {
+			return errSettled
+		}
+		x.Platform = platform
+		return nil
+	})
 }
 
 // openLaunch starts a launch's conversation with the helper, sending
@@ -251,6 +269,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	if cv != nil {
 		defer cv.finish(probeTimeout)
 	}
+	e.notePlatform(ctx, lp.host, info.Platform)
 	if err != nil {
 		return fail(err)
 	}
