@@ -2,13 +2,19 @@ package executor
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -125,4 +131,49 @@ func TestWarmLaunchPassesOverStaleHelper(t *testing.T) {
 	if want := filepath.Join(f.root, "tasks", task.DirName); task.TaskDir != want || task.Phase != records.PhaseReady {
 		t.Fatalf("task %+v", task)
 	}
+}
+
+// The controller's proof, as the helper relays it, counts only when it
+// answers this launch's nonce with this session's token, for the
+// controller controller-start reported.
+func TestProven(t *testing.T) {
+	const token, nonce = "the-token", "the-nonce"
+	h := controller.Health{SessionID: "s1", PID: 42, StartTime: 7}
+	h.Proof = proofOf(t, token, nonce, h)
+	started := hostops.Started{StartResponse: controller.StartResponse{PID: 42, StartTime: 7, Port: 5}, Health: &h}
+	if err := proven(started, "s1", token, nonce); err != nil {
+		t.Fatalf("a good proof: %v", err)
+	}
+	other := h
+	other.PID = 43
+	other.Proof = proofOf(t, token, nonce, other)
+	for name, c := range map[string]struct {
+		started          hostops.Started
+		session, token   string
+		nonce, wantError string
+	}{
+		"unproven":      {hostops.Started{StartResponse: started.StartResponse, Unproven: "connection refused"}, "s1", token, nonce, "connection refused"},
+		"no proof":      {hostops.Started{StartResponse: started.StartResponse}, "s1", token, nonce, "relayed no proof"},
+		"another nonce": {started, "s1", token, "old-nonce", "does not verify"},
+		"another token": {started, "s1", "forged", nonce, "does not verify"},
+		"another pid":   {hostops.Started{StartResponse: started.StartResponse, Health: &other}, "s1", token, nonce, "pid 43"},
+		"other session": {started, "s2", token, nonce, "not session s2"},
+	} {
+		err := proven(c.started, c.session, c.token, c.nonce)
+		if err == nil || !strings.Contains(err.Error(), c.wantError) {
+			t.Errorf("%s: %v, want %q", name, err, c.wantError)
+		}
+	}
+}
+
+// proofOf is the proof a controller holding token gives for nonce.
+func proofOf(t *testing.T, token, nonce string, h controller.Health) string {
+	t.Helper()
+	mac := hmac.New(sha256.New, []byte(token))
+	fmt.Fprintf(mac, "health:%s:%s:%d:%d", nonce, h.SessionID, h.PID, h.StartTime)
+	p := hex.EncodeToString(mac.Sum(nil))
+	if h.Proof = p; !controller.VerifyHealth(token, nonce, h) {
+		t.Fatal("proofOf disagrees with the controller's proof")
+	}
+	return p
 }
