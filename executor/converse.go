@@ -68,7 +68,7 @@ func converse(ctx context.Context, c *ssh.Client, host, script, op string, first
 		for range cv.msgs {
 		}
 	}()
-	cv.msgs <- append(first, '\n')
+	cv.msgs <- append(append([]byte(nil), first...), '\n') // first is the caller's, to send again
 
 	expired := time.AfterFunc(bound, cancel)
 	br := bufio.NewReader(outR)
@@ -93,12 +93,16 @@ func converse(ctx context.Context, c *ssh.Client, host, script, op string, first
 	cv.finish(bound) // its output ended: so does the command
 	switch {
 	case !inTime:
-		return nil, fmt.Errorf("%s on %s: the host did not answer within %s", op, host, bound)
+		return nil, fmt.Errorf("%s on %s: the host did not answer within %s", bootstrapStep, host, bound)
 	case cv.err != nil:
-		return nil, cv.failed(cv.err)
+		return nil, cv.failed(bootstrapStep, cv.err)
 	}
 	return cv, nil
 }
+
+// bootstrapStep names what failed when a bootstrap ends in error before
+// the helper took over.
+const bootstrapStep = "host check"
 
 // readMarker reads one line without its newline, at most maxMarkerLine
 // bytes of it.
@@ -167,26 +171,27 @@ func (cv *conversation) next(bound time.Duration, res any, progress func(hostops
 	// No answer: how the command ended says why.
 	<-cv.done
 	if cv.err != nil {
-		return cv.failed(cv.err)
+		return cv.failed(cv.op, cv.err)
 	}
 	return fmt.Errorf("%s on %s: %w", cv.op, cv.host, aerr)
 }
 
-// failed explains a command that ended with err: a path the bootstrap
-// refused, the helper's own last words, or the transport.
-func (cv *conversation) failed(err error) error {
+// failed explains a command that ended with err during what: a path the
+// bootstrap refused, the last words of the script or the helper, or the
+// transport.
+func (cv *conversation) failed(what string, err error) error {
 	if re := refused(cv.host, err, cv.kv); re != nil {
 		return re
 	}
 	tail := strings.TrimPrefix(lastLines(strings.TrimSpace(cv.stderr.String()), 5), "error: ")
 	var ee *ssh.ExitError
 	if errors.As(err, &ee) && ee.Signal == "" && tail != "" {
-		return &helperExit{What: cv.op, Host: cv.host, Msg: tail, Err: err}
+		return &helperExit{What: what, Host: cv.host, Msg: tail, Err: err}
 	}
 	if tail != "" {
-		return fmt.Errorf("%s on %s: %w: %s", cv.op, cv.host, err, tail)
+		return fmt.Errorf("%s on %s: %w: %s", what, cv.host, err, tail)
 	}
-	return fmt.Errorf("%s on %s: %w", cv.op, cv.host, err)
+	return fmt.Errorf("%s on %s: %w", what, cv.host, err)
 }
 
 // finish ends the conversation: the helper's stdin is closed, and a

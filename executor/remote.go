@@ -77,7 +77,7 @@ func runHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHel
 	cv.closeInput()
 	err = cv.next(0, resp, progress)
 	if ferr := cv.finish(probeTimeout); err == nil && ferr != nil {
-		err = cv.failed(ferr)
+		err = cv.failed(op, ferr)
 	}
 	return err
 }
