@@ -50,12 +50,14 @@ func (s *server) startAgent() error {
 		return err
 	}
 	s.agentPGID = cmd.Process.Pid
-	go s.copyOutput(out)
 	s.mu.Lock()
 	s.st.State, s.st.AgentPID = StateRunning, cmd.Process.Pid
 	err = s.writeStatusLocked()
 	s.mu.Unlock()
 	s.event("agent started, pid %d", cmd.Process.Pid)
+	// Copied only now: the pipe holds what the agent printed meanwhile,
+	// so its output follows the line that says it started.
+	go s.copyOutput(out)
 	go s.waitAgent(cmd)
 	return err
 }

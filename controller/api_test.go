@@ -53,6 +53,33 @@ func TestHealthProofAndAuth(t *testing.T) {
 	}
 }
 
+// A proof fetched for a nonce chosen elsewhere (the CLI's, relayed by the
+// helper) verifies where the token was made, for that nonce and those
+// fields only.
+func TestProveForCallersNonce(t *testing.T) {
+	t.Parallel()
+	s := start(t, newRequest(t, "sleep 30"))
+	nonce := NewNonce() + "&x=y" // escaped on the way
+	h, err := s.c.Prove(ctxFor(t, 10*time.Second), nonce)
+	if err != nil {
+		t.Fatalf("Prove: %v", err)
+	}
+	if !VerifyHealth(s.req.Token, nonce, h) {
+		t.Fatal("the proof does not verify for its nonce")
+	}
+	forged := h
+	forged.PID++
+	for name, bad := range map[string]bool{
+		"another nonce": VerifyHealth(s.req.Token, NewNonce(), h),
+		"another token": VerifyHealth(s.req.Token+"x", nonce, h),
+		"another pid":   VerifyHealth(s.req.Token, nonce, forged),
+	} {
+		if bad {
+			t.Errorf("%s: verified", name)
+		}
+	}
+}
+
 func TestHealthRejectsStranger(t *testing.T) {
 	t.Parallel()
 	for name, h := range map[string]http.HandlerFunc{

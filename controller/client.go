@@ -59,11 +59,27 @@ func (e *statusError) Error() string {
 // an error wrapping ErrNotOurs; a transport failure or ErrBusy is
 // returned as is (unreachable is not "not ours").
 func (c *Client) Health(ctx context.Context) (Health, error) {
+	return c.Prove(ctx, NewNonce())
+}
+
+// NewNonce is a fresh nonce for a health proof.
+func NewNonce() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	nonce := hex.EncodeToString(b)
+	return hex.EncodeToString(b)
+}
+
+// VerifyHealth reports whether h is the answer of a controller holding
+// token to nonce.
+func VerifyHealth(token, nonce string, h Health) bool {
+	return hmac.Equal([]byte(healthProof(token, nonce, h)), []byte(h.Proof))
+}
+
+// Prove is Health for the caller's nonce: one chosen where the token was
+// made, so that the answer proves itself there wherever it was fetched.
+func (c *Client) Prove(ctx context.Context, nonce string) (Health, error) {
 	var h Health
-	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+nonce, false)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+url.QueryEscape(nonce), false)
 	var se *statusError
 	if errors.As(err, &se) && !errors.Is(err, ErrBusy) {
 		return h, fmt.Errorf("%w: %v", ErrNotOurs, err)
@@ -75,7 +91,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
 		return h, fmt.Errorf("%w: bad health answer: %v", ErrNotOurs, err)
 	}
-	if !hmac.Equal([]byte(healthProof(c.token, nonce, h)), []byte(h.Proof)) {
+	if !VerifyHealth(c.token, nonce, h) {
 		return h, fmt.Errorf("%w: health proof does not verify", ErrNotOurs)
 	}
 	return h, nil

@@ -289,3 +289,31 @@ func readLogFile(t *testing.T, dir string) string {
 	}
 	return string(b)
 }
+
+// Regression: the agent's first output never comes before the line that
+// says it started, however slow the status write between them is (a
+// loaded host; it made `session logs --tail` show the start line last).
+func TestAgentStartedLineComesFirst(t *testing.T) {
+	t.Parallel()
+	req := newRequest(t, `echo first; touch printed; while [ ! -e go ]; do sleep 0.05; done`)
+	printed := filepath.Join(req.TaskDir, "printed")
+	_, stop := inProcess(t, req, func(s *server) {
+		write := s.writeStatus
+		s.writeStatus = func(st Status) error {
+			if st.State == StateRunning && st.AgentPID != 0 {
+				// The agent has printed by the time its status is written.
+				waitFor(t, 10*time.Second, "the agent's first line", func() bool { _, err := os.Stat(printed); return err == nil })
+			}
+			return write(st)
+		}
+	})
+	defer stop()
+	waitFor(t, 10*time.Second, "the agent's output in the log", func() bool {
+		return strings.Contains(readLogFile(t, req.SessionDir), "first\n")
+	})
+	touch(t, filepath.Join(req.TaskDir, "go"))
+	log := readLogFile(t, req.SessionDir)
+	if i, j := strings.Index(log, "agent started, pid"), strings.Index(log, "first\n"); i < 0 || j < i {
+		t.Fatalf("the agent's output comes before its start line:\n%s", log)
+	}
+}

@@ -62,12 +62,18 @@ printf 'root=%s\n' "$R"
 }
 
 // helperCheckScript prints root=, gzip= and state= for the helper with
-// sha under root, creating bin/ and bin/<sha>/ (0700) on its way, and the
-// handshake's hello= for a verified copy (run only once its whole path
-// is checked); it ends the script, so callers put their own lines
-// before it.
+// sha under root (helperStateScript), and the handshake's hello= for a
+// verified copy (run only once its whole path is checked); it ends the
+// script, so callers put their own lines before it.
 func helperCheckScript(root, sha string) string {
-	return sum256 + rootScript(root) + `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
+	return sum256 + rootScript(root) + helperStateScript(sha) + helloScript(`"$f"`)
+}
+
+// helperStateScript follows rootScript: it creates bin/ and bin/<sha>/
+// (0700) and checks them, prints gzip= and state=, and exits unless the
+// helper $f is in place, its whole path checked and its sha256 verified.
+func helperStateScript(sha string) string {
+	return `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
 if command -v gzip >/dev/null 2>&1; then echo gzip=yes; else echo gzip=no; fi
 f=$R/bin/` + sha + `/` + helperName + `
 if [ ! -e "$f" ] && [ ! -L "$f" ]; then echo state=missing; exit 0; fi
@@ -76,7 +82,28 @@ if [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
 s=$(sum256 "$f") || exit 1
 case $s in ` + sha + `*) ;; *) echo state=corrupt; exit 0 ;; esac
 echo state=cached
-` + helloScript(`"$f"`)
+`
+}
+
+// detectScript prints the platform and home; the bootstrap of every
+// connection that needs the helper starts with it.
+const detectScript = `kx_os=$(uname -s) kx_arch=$(uname -m)
+printf 'os=%s\narch=%s\nhome=%s\n' "$kx_os" "$kx_arch" "$HOME"
+`
+
+// warmScript is a launch's one command on a host where the helper with
+// sha (built for platform) is cached: detect, the workdir root made and
+// checked, the helper's whole path checked and its sha256 verified
+// (helperStateScript) and then, on a host of that platform, the helper
+// exec'd to serve the launch's requests, which wait on stdin meanwhile
+// (nothing before the helper reads them). Otherwise it ends after its
+// marker lines, and the launch takes the slow path from what they say.
+func warmScript(root, sha, platform string) string {
+	return "exec 3<&0 </dev/null\n" + detectScript + sum256 + rootScript(root) + helperStateScript(sha) +
+		`case $(printf '%s/%s' "$kx_os" "$kx_arch" | tr '[:upper:]' '[:lower:]') in ` + platformPattern(platform) + `) ;; *) exit 0 ;; esac
+echo ` + serveMarker + `
+exec "$f" serve <&3 3<&-
+`
 }
 
 // helloScript runs the protocol handshake on file (a shell word, already

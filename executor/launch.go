@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -16,14 +17,16 @@ import (
 // Launch progress steps, in order (docs/architecture.md, "A launch, step by
 // step").
 const (
-	StepConnecting     = "Connecting"
-	StepDetecting      = "Detecting remote OS"
-	StepUploading      = "Uploading helper"
-	StepHelperCached   = "Helper cached"
-	StepPreparing      = "Preparing task directory"
-	StepPrepareScript  = "Running prepare script"
-	StepStarting       = "Starting controller"
-	StepConnectingCtrl = "Connecting to controller"
+	StepConnecting    = "Connecting"
+	StepDetecting     = "Detecting remote OS"
+	StepUploading     = "Uploading helper"
+	StepHelperCached  = "Helper cached"
+	StepPreparing     = "Preparing task directory"
+	StepPrepareScript = "Running prepare script"
+	StepStarting      = "Starting controller"
+	// The helper connects to the controller it started and relays its
+	// proof (hostops.Started).
+	StepConnectingCtrl = hostops.StepProof
 )
 
 // LaunchOptions are `task launch`'s inputs.

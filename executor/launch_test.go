@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,11 +29,11 @@ type launchFixture struct {
 	bare  string // the profile's primary repository
 }
 
-func newLaunchFixture(t *testing.T) *launchFixture {
+func newLaunchFixture(t *testing.T, opts ...sshtest.Option) *launchFixture {
 	t.Helper()
 	useHelper(t, buildHelper(t))
 	t.Setenv("SSH_AUTH_SOCK", "")
-	srv := sshtest.NewServer(t)
+	srv := sshtest.NewServer(t, opts...)
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
 	if err := os.WriteFile(sshConfig, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -212,5 +213,59 @@ func checkStore(t *testing.T, st state.Store, n int) {
 		if en.Seq != uint64(i+1) {
 			t.Fatalf("journal entry %d has seq %d", i, en.Seq)
 		}
+	}
+}
+
+// A warm launch (the helper cached on the host) and a resume each make
+// one connection and run one command over one channel: the bootstrap
+// checks the host and the helper's path and execs the helper, which
+// serves every step there, streaming progress back. Counted, that is the
+// SSH handshake, one round trip to open the channel and two answers
+// waited for: prepare (sent with the command), and controller-start,
+// sent once the records say a controller may exist. Nine round trips in
+// all; sshd's log counts the requests.
+func TestWarmLaunchIsOneCommand(t *testing.T) {
+	f := newLaunchFixture(t, sshtest.WithLogLevel("DEBUG1"))
+	ctx := context.Background()
+	// Connections, channels of any kind, and commands since mark.
+	asked := func(mark int) [3]int {
+		log := f.srv.Log()[mark:]
+		return [3]int{strings.Count(log, "Connection from"), strings.Count(log, "server_input_channel_open: ctype"),
+			strings.Count(log, "Starting session: command")}
+	}
+	var steps []string
+	progress := func(s string) { steps = append(steps, s) }
+	if _, _, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"true"}, Progress: progress}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, StepUploading) }) {
+		t.Fatalf("the first launch did not upload the helper: %q", steps)
+	}
+
+	steps, mark := nil, len(f.srv.Log())
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"sleep", "60"}, Progress: progress})
+	if err != nil || s.State != records.SessionRunning {
+		t.Fatalf("warm launch: %+v, %v", s, err)
+	}
+	want := []string{StepConnecting, StepDetecting, StepHelperCached, StepPreparing, StepStarting, StepConnectingCtrl}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("warm launch steps %q, want %q", steps, want)
+	}
+	if got := asked(mark); got != [3]int{1, 1, 1} {
+		t.Fatalf("warm launch: %d connections, %d channels, %d commands; want one of each\n%s", got[0], got[1], got[2], f.srv.Log()[mark:])
+	}
+
+	if _, err := f.exec.StopSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	steps, mark = nil, len(f.srv.Log())
+	if _, s, err = f.exec.Resume(ctx, task.ID, []string{"true"}, progress); err != nil || s.State != records.SessionRunning {
+		t.Fatalf("resume: %+v, %v", s, err)
+	}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("resume steps %q, want %q", steps, want)
+	}
+	if got := asked(mark); got != [3]int{1, 1, 1} {
+		t.Fatalf("resume: %d connections, %d channels, %d commands; want one of each\n%s", got[0], got[1], got[2], f.srv.Log()[mark:])
 	}
 }

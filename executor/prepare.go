@@ -3,12 +3,13 @@ package executor
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -31,20 +32,25 @@ func (e *PrepareScriptError) Error() string {
 	return what
 }
 
-func (e *Executor) prepareTaskDir(ctx context.Context, tc *taskClaim, c *ssh.Client, t *records.Task, lp *launchPlan, helper remoteHelper, info remoteInfo) (string, error) {
+// prepareRequest records that the task is being prepared and returns the
+// request that makes or reuses its directory on the host. The root goes
+// as the profile or host sets it: the helper resolves and checks it
+// again, and recordPrepared holds the answer to the root the bootstrap
+// checked.
+func (e *Executor) prepareRequest(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan) (taskdir.PrepareRequest, error) {
 	if _, err := tc.update(ctx, "task.preparing", func(x *records.Task) error {
 		if x.Phase == records.PhaseAllocating {
 			x.Phase = records.PhasePreparing
 		}
 		return nil
 	}); err != nil {
-		return "", err
+		return taskdir.PrepareRequest{}, err
 	}
 	inst, err := e.installationID(ctx)
 	if err != nil {
-		return "", err
+		return taskdir.PrepareRequest{}, err
 	}
-	req := taskdir.PrepareRequest{Root: info.Root, TaskDir: t.DirName,
+	req := taskdir.PrepareRequest{Root: t.Root, TaskDir: t.DirName,
 		Owner:      taskdir.Owner{InstallationID: inst, TaskID: t.ID, OperationID: t.OperationID, Created: t.CreatedAt},
 		TaskBranch: t.Branch, BaseBranch: t.BaseBranch, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
 	for i, r := range lp.profile.Repositories {
@@ -61,11 +67,18 @@ func (e *Executor) prepareTaskDir(ctx context.Context, tc *taskClaim, c *ssh.Cli
 	if len(req.Repositories) == 0 && t.Repo != "" {
 		req.Repositories = []taskdir.Repository{{Name: "primary", URL: t.Repo, Branch: t.BaseBranch}}
 	}
-	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)
-	defer cancel()
-	var resp taskdir.PrepareResult
-	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpPrepare, req, &resp); err != nil {
-		return "", err
+	return req, nil
+}
+
+// stepBound is how long a launch waits for the answer to prepare or
+// run-script: past the helper's own timeout, which it reports.
+func stepBound(p *profiles.Profile) time.Duration { return prepareTimeout(p) + 30*time.Second }
+
+// recordPrepared records the task directory prepare made, once it is the
+// task's under root, the physical root the bootstrap checked.
+func (e *Executor) recordPrepared(ctx context.Context, tc *taskClaim, t *records.Task, root string, res taskdir.PrepareResult) (string, error) {
+	if want := path.Join(root, "tasks", t.DirName); res.TaskDirAbs != want {
+		return "", fmt.Errorf("prepare on %s: the helper prepared %q, not %s under the workdir root the bootstrap checked", t.Host, res.TaskDirAbs, want)
 	}
 	// Recorded now, so a failed prepare script can be inspected with
 	// `task exec`; the phase stays preparing until the script passes.
@@ -73,23 +86,26 @@ func (e *Executor) prepareTaskDir(ctx context.Context, tc *taskClaim, c *ssh.Cli
 		if x.TaskDir == "" {
 			// The first prepare that succeeds made the task branch: nothing
 			// has run in it yet.
-			x.BaseCommit = resp.Head
+			x.BaseCommit = res.Head
 		}
-		x.TaskDir = resp.TaskDirAbs
+		x.TaskDir = res.TaskDirAbs
 		return nil
 	}); err != nil {
 		return "", err
 	}
-	return resp.TaskDirAbs, nil
+	return res.TaskDirAbs, nil
 }
 
-func (e *Executor) runPrepareScript(ctx context.Context, c *ssh.Client, t *records.Task, lp *launchPlan, helper remoteHelper, dir string, env map[string]string, redact []string) error {
+// runPrepareScript runs the profile's prepare script in dir, through the
+// launch's helper.
+func runPrepareScript(cv *conversation, lp *launchPlan, dir string, env map[string]string, redact []string) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
 		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
-	ctx, cancel := context.WithTimeout(ctx, prepareTimeout(lp.profile)+30*time.Second)
-	defer cancel()
+	if err := cv.send(hostops.OpRunScript, req); err != nil {
+		return err
+	}
 	var resp taskdir.RunScriptResult
-	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpRunScript, req, &resp); err != nil {
+	if err := cv.next(stepBound(lp.profile), &resp, nil); err != nil {
 		return err
 	}
 	if resp.ExitCode != 0 || resp.TimedOut {

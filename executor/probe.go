@@ -190,17 +190,32 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 	return nil
 }
 
+// unameArch maps what uname -m says to GOARCH, where they differ.
+var unameArch = map[string]string{"x86_64": "amd64", "aarch64": "arm64"}
+
 // NormalizePlatform maps uname -s / -m to GOOS/GOARCH names.
 func NormalizePlatform(osName, arch string) string {
 	o := strings.ToLower(strings.TrimSpace(osName))
 	a := strings.ToLower(strings.TrimSpace(arch))
-	switch a {
-	case "x86_64", "amd64":
-		a = "amd64"
-	case "aarch64", "arm64":
-		a = "arm64"
+	if goarch, ok := unameArch[a]; ok {
+		a = goarch
 	}
 	return o + "/" + a
+}
+
+// platformPattern is a shell case pattern that matches what
+// `uname -s`/`uname -m`, lowercased, print on a host of platform, as
+// NormalizePlatform reads them.
+func platformPattern(platform string) string {
+	pats := []string{ssh.ShellQuote(platform)}
+	osName, arch, _ := strings.Cut(platform, "/")
+	for u, goarch := range unameArch {
+		if goarch == arch {
+			pats = append(pats, ssh.ShellQuote(osName+"/"+u))
+		}
+	}
+	slices.Sort(pats[1:])
+	return strings.Join(pats, "|")
 }
 
 // RemotePath renders root/rel as a shell word that expands ~ through

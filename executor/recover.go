@@ -23,7 +23,8 @@ import (
 // nothing is settled.
 
 // controllerStartBound is past the longest `controller start` runs: the
-// program lookup and the ready handshake are bounded by 15 s each.
+// program lookup, the ready handshake and the proof the helper asks for
+// are bounded by 15 s each.
 const controllerStartBound = time.Minute
 
 func sessionDirOf(taskDir, sessionID string) string {

@@ -3,9 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
@@ -67,46 +65,29 @@ func callHelperOp(ctx context.Context, c *ssh.Client, host string, helper remote
 // runHelper runs the helper with in on stdin (where secrets may travel:
 // never argv, never disk) and decodes its one JSON answer; what names the
 // step in errors. The whole path to the helper is checked on the host
-// first, in the same round trip (hostcheck.go): once every directory on
-// it is the login user's alone, nobody else can swap the file between the
-// check and the exec.
+// first, in the same command (serveScript).
 func runHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, in []byte, resp any, progress func(hostops.Progress)) error {
-	cmd := `f=` + ssh.ShellQuote(helper.path()) + "\n" + guardScript(helper, `"$f"`) + `exec "$f" serve`
-	// The answer is read as it arrives, so progress lines reach the caller
-	// while the operation runs; the output is kept too, for the guard's
-	// refuse lines.
-	pr, pw := io.Pipe()
-	answered := make(chan error, 1)
-	go func() {
-		answered <- hostops.ReadAnswer(pr, resp, progress)
-		io.Copy(io.Discard, pr)
-	}()
-	var out, errb bytes.Buffer
-	err := c.Stream(ctx, cmd, bytes.NewReader(in), io.MultiWriter(pw, &limitedBuffer{b: &out, n: 64 << 10}), &errb)
-	pw.Close()
-	aerr := <-answered
+	cv, err := converse(ctx, c, host, serveScript(helper), op, in, probeTimeout)
 	if err != nil {
-		if re := refused(host, err, markers(out.Bytes())); re != nil {
-			return re
-		}
-		tail := strings.TrimPrefix(lastLines(strings.TrimSpace(errb.String()), 5), "error: ")
-		var ee *ssh.ExitError
-		if errors.As(err, &ee) && ee.Signal == "" && tail != "" {
-			return &helperExit{What: op, Host: host, Msg: tail, Err: err}
-		}
-		if tail != "" {
-			return fmt.Errorf("%s on %s: %w: %s", op, host, err, tail)
-		}
-		return fmt.Errorf("%s on %s: %w", op, host, err)
+		return err
 	}
-	var he *hostops.Error
-	if errors.As(aerr, &he) {
-		return &RemoteError{Host: host, Op: op, Code: he.Code, Message: he.Message}
+	if !cv.served {
+		return fmt.Errorf("%s on %s: the helper was not started", op, host)
 	}
-	if aerr != nil {
-		return fmt.Errorf("%s on %s: %w", op, host, aerr)
+	cv.closeInput()
+	err = cv.next(0, resp, progress)
+	if ferr := cv.finish(probeTimeout); err == nil && ferr != nil {
+		err = cv.failed(op, ferr)
 	}
-	return nil
+	return err
+}
+
+// serveScript checks the whole path to the helper (hostcheck.go) and
+// execs it to serve requests: once every directory on the path is the
+// login user's alone, nobody else can swap the file between the check
+// and the exec.
+func serveScript(h remoteHelper) string {
+	return `f=` + ssh.ShellQuote(h.path()) + "\n" + guardScript(h, `"$f"`) + "echo " + serveMarker + "\nexec \"$f\" serve\n"
 }
 
 // limitedBuffer keeps the first n bytes written to it.

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,13 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
+	"github.com/kdlbs/kandev-exec/taskdir"
 	"github.com/kdlbs/kandev-exec/vault"
 )
 
@@ -66,10 +69,9 @@ var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
 // detect learns the platform and home, makes the workdir root exist and
 // checks it and every directory above it (hostcheck.go) and, in the same
 // round trip, whether the helper this machine would upload to a host of
-// its own platform is in place: a warm launch then needs no separate
-// check.
+// its own platform is in place.
 func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error) {
-	script := `printf 'os=%s\narch=%s\nhome=%s\n' "$(uname -s)" "$(uname -m)" "$HOME"` + "\n"
+	script := detectScript
 	sha := ""
 	if local, err := locateHelpers().Find(localPlatform, nil); err == nil {
 		sha = local.SHA256
@@ -83,14 +85,22 @@ func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error)
 	if err != nil {
 		return remoteInfo{}, err
 	}
+	return detected(kv, c.Target.Label(), sha, localPlatform)
+}
+
+// detected reads a bootstrap's marker lines: platform, home, the physical
+// workdir root and, on a host of platform, the state of the helper with
+// sha (built for it).
+func detected(kv map[string]string, host, sha, platform string) (remoteInfo, error) {
 	if kv["home"] == "" {
 		return remoteInfo{}, errors.New("remote $HOME is empty")
 	}
 	info := remoteInfo{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
-	if info.Root, err = physicalRoot(kv, c.Target.Label()); err != nil {
+	var err error
+	if info.Root, err = physicalRoot(kv, host); err != nil {
 		return remoteInfo{}, err
 	}
-	if st, err := parseHelperState(kv, c.Target.Label(), sha); err == nil && sha != "" && info.Platform == localPlatform {
+	if st, err := parseHelperState(kv, host, sha); err == nil && sha != "" && info.Platform == platform {
 		info.helper = &st
 	}
 	return info, nil
@@ -105,9 +115,104 @@ func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteI
 	return e.EnsureHelper(ctx, c, info.Root, info.Platform, uploading...)
 }
 
-// startSession runs one session of t: connect, helper, task directory,
-// prepare script, controller. Every step's outcome lands in the records;
-// a session that may have a controller is never marked failed.
+// warmHelper is the helper a launch expects cached on h: the local one
+// for the platform h was last seen with, this machine's until then.
+func warmHelper(h *records.Host) (sha, platform string) {
+	platform = cmp.Or(h.Platform, localPlatform)
+	local, err := locateHelpers().Find(platform, nil)
+	if err != nil {
+		return "", ""
+	}
+	return local.SHA256, platform
+}
+
+// notePlatform records the platform a host showed when it differs from
+// the one on record, so that its next launch expects the helper built for
+// it (warmHelper). It is a hint: a failed write costs that launch the
+// slow path, never a wrong answer, so it does not fail this one.
+func (e *Executor) notePlatform(ctx context.Context, h *records.Host, platform string) {
+	if platform == h.Platform || !helperbin.Supported(platform) {
+		return
+	}
+	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, h.Name, "host.platform", func(x *records.Host) error {
+		if x.Platform == platform {
+			return errSettled
+		}
+		x.Platform = platform
+		return nil
+	})
+}
+
+// openLaunch starts a launch's conversation with the helper, sending
+// first (the prepare request) with the command, and reads its answer
+// into res. Where the helper is cached this is the launch's one command
+// (warmScript): detect, checks, helper and prepare in one round trip.
+// Otherwise the markers that command printed say what to do: the helper
+// is put in place (uploaded if need be, or another local copy when the
+// cached one speaks another protocol) and first sent to it then. step and
+// progress follow the launch's steps; the conversation is returned once
+// the helper took the request, even when its answer is a failure.
+func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Host, root string, first []byte, res any,
+	bound time.Duration, step *string, progress func(string)) (*conversation, remoteInfo, error) {
+	serving := func(cv *conversation, uploaded bool) (*conversation, error) {
+		if !uploaded {
+			progress(StepHelperCached)
+		}
+		*step = StepPreparing
+		progress(*step)
+		return cv, cv.next(bound, res, nil)
+	}
+	var info remoteInfo
+	sha, platform := warmHelper(h)
+	if sha == "" {
+		var err error
+		if info, err = detect(ctx, c, root); err != nil {
+			return nil, info, err
+		}
+	} else {
+		cv, err := converse(ctx, c, h.Name, warmScript(root, sha, platform), hostops.OpPrepare, first, probeTimeout)
+		if err != nil {
+			return nil, info, err
+		}
+		if info, err = detected(cv.kv, c.Target.Label(), sha, platform); err != nil {
+			cv.finish(probeTimeout)
+			return nil, info, err
+		}
+		if cv.served {
+			cv, err := serving(cv, false)
+			var re *RemoteError
+			if !errors.As(err, &re) || re.Code != hostops.CodeProtocol {
+				return cv, info, err
+			}
+			// A stale copy (another protocol), which did nothing: the
+			// slow path passes it over for another.
+			cv.finish(probeTimeout)
+			info.helper = nil
+		}
+	}
+	helper, uploaded, err := e.ensureHelper(ctx, c, info, func(sent, total int64) { progress(UploadProgress(sent, total)) })
+	if err != nil {
+		if !errors.As(err, new(*UnsupportedPlatformError)) {
+			*step = StepUploading
+		}
+		return nil, info, err
+	}
+	cv, err := converse(ctx, c, h.Name, serveScript(helper), hostops.OpPrepare, first, probeTimeout)
+	if err != nil {
+		return nil, info, err
+	}
+	if !cv.served {
+		return nil, info, fmt.Errorf("%s on %s: the helper was not started", hostops.OpPrepare, h.Name)
+	}
+	cv, err = serving(cv, uploaded)
+	return cv, info, err
+}
+
+// startSession runs one session of t: connect, then one conversation
+// with the helper (openLaunch) for the task directory, the prepare script
+// and the controller. Every step's outcome lands in the records before
+// the next is asked for; a session that may have a controller is never
+// marked failed.
 func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan, progress func(string)) (*records.Session, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -151,24 +256,24 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 
 	step = StepDetecting
 	progress(step)
-	info, err := detect(ctx, c, t.Root)
+	prep, err := e.prepareRequest(ctx, tc, t, lp)
 	if err != nil {
 		return fail(err)
 	}
-	helper, uploaded, err := e.ensureHelper(ctx, c, info, func(sent, total int64) { progress(UploadProgress(sent, total)) })
+	first, err := hostops.EncodeRequest(hostops.OpPrepare, prep)
 	if err != nil {
-		if !errors.As(err, new(*UnsupportedPlatformError)) {
-			step = StepUploading
-		}
 		return fail(err)
 	}
-	if !uploaded {
-		progress(StepHelperCached)
+	var prepared taskdir.PrepareResult
+	cv, info, err := e.openLaunch(ctx, c, lp.host, t.Root, first, &prepared, stepBound(lp.profile), &step, progress)
+	if cv != nil {
+		defer cv.finish(probeTimeout)
 	}
-
-	step = StepPreparing
-	progress(step)
-	taskDir, err := e.prepareTaskDir(ctx, tc, c, t, lp, helper, info)
+	e.notePlatform(ctx, lp.host, info.Platform)
+	if err != nil {
+		return fail(err)
+	}
+	taskDir, err := e.recordPrepared(ctx, tc, t, info.Root, prepared)
 	if err != nil {
 		return fail(err)
 	}
@@ -181,7 +286,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	if lp.profile.PrepareScript != "" {
 		step = StepPrepareScript
 		progress(step)
-		if err := e.runPrepareScript(ctx, c, t, lp, helper, taskDir, env, redactions(defs, env)); err != nil {
+		if err := runPrepareScript(cv, lp, taskDir, env, redactions(defs, env)); err != nil {
 			return fail(err)
 		}
 	}
@@ -209,8 +314,21 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	}); err != nil {
 		return fail(err)
 	}
-	var started controller.StartResponse
-	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpControllerStart, req, &started); err != nil {
+	// The helper proves the controller answers: for this nonce, with the
+	// token made here, checked here (proven).
+	nonce := controller.NewNonce()
+	if err := cv.send(hostops.OpControllerStart, hostops.ControllerStart{StartRequest: req, Nonce: nonce}); err != nil {
+		return fail(err)
+	}
+	cv.closeInput()
+	var started hostops.Started
+	err = cv.next(controllerStartBound, &started, func(p hostops.Progress) {
+		if p.Step == hostops.StepProof {
+			step = StepConnectingCtrl
+		}
+		progress(p.Step)
+	})
+	if err != nil {
 		if startRefused(err) {
 			return fail(err)
 		}
@@ -227,13 +345,28 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 		return s, launchErr(fmt.Errorf("controller pid %d started, but recording it failed: %w", started.PID, err))
 	}
 	s = running
-
 	step = StepConnectingCtrl
-	progress(step)
-	if _, err := e.controllerClient(c, s, token).Health(ctx); err != nil {
+	if err := proven(started, s.ID, token, nonce); err != nil {
 		return s, launchErr(fmt.Errorf("controller pid %d on port %d started but does not answer: %w", s.PID, s.RemotePort, err))
 	}
 	return s, nil
+}
+
+// proven checks the controller's answer to nonce, as the helper relayed
+// it: made with token, by the controller controller-start reported.
+func proven(started hostops.Started, sessionID, token, nonce string) error {
+	h := started.Health
+	switch {
+	case h == nil && started.Unproven != "":
+		return errors.New(started.Unproven)
+	case h == nil:
+		return errors.New("the helper relayed no proof")
+	case !controller.VerifyHealth(token, nonce, *h):
+		return fmt.Errorf("%w: health proof does not verify", controller.ErrNotOurs)
+	case h.SessionID != sessionID || h.PID != started.PID || h.StartTime != started.StartTime:
+		return fmt.Errorf("%w: it proves session %s, pid %d, not session %s, pid %d", controller.ErrNotOurs, h.SessionID, h.PID, sessionID, started.PID)
+	}
+	return nil
 }
 
 // startRefused: the helper ran `controller start` to the end and reported

@@ -1,16 +1,19 @@
 // Package hostops is the one protocol between the CLI and the helper it
-// runs on a host: one JSON request on the helper's stdin (where secrets
-// may travel: never argv, never disk), zero or more progress lines, then
-// one JSON answer on stdout. Both sides encode and decode through this
-// package, and every request carries the protocol version, so a CLI never
-// talks to a helper of another protocol (docs/architecture.md, "The CLI
-// and its helper").
+// runs on a host: JSON requests on the helper's stdin, one per line (where
+// secrets may travel: never argv, never disk), each answered on stdout by
+// zero or more progress lines and then one JSON answer, in order. A CLI
+// may send its next request once it has read an answer, so that a launch
+// is one helper process however many steps it takes. Both sides encode
+// and decode through this package, and every request carries the
+// protocol version, so a CLI never talks to a helper of another protocol
+// (docs/architecture.md, "The CLI and its helper").
 package hostops
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -36,7 +39,7 @@ const (
 	OpPrepare         = "prepare"          // taskdir.PrepareRequest -> taskdir.PrepareResult
 	OpRunScript       = "run-script"       // taskdir.RunScriptRequest -> taskdir.RunScriptResult
 	OpStat            = "stat"             // taskdir.StatRequest -> taskdir.StatResult
-	OpControllerStart = "controller-start" // controller.StartRequest -> controller.StartResponse
+	OpControllerStart = "controller-start" // ControllerStart -> Started
 	OpControllerProbe = "controller-probe" // SessionRequest -> controller.Identity
 	OpControllerKill  = "controller-kill"  // SessionRequest -> controller.Identity
 	OpSessionFiles    = "session-files"    // SessionRequest -> SessionFiles
@@ -130,9 +133,27 @@ func objectFields(v any) (map[string]json.RawMessage, error) {
 // progress, if not nil) and then the answer, decoded into res; a failed
 // operation comes back as *Error.
 func ReadAnswer(r io.Reader, res any, progress func(Progress)) error {
-	br := bufio.NewReader(io.LimitReader(r, MaxRequest))
+	return NewAnswers(r).Next(res, progress)
+}
+
+// Answers reads a helper's answers, in order, from its output.
+type Answers struct {
+	br *bufio.Reader
+}
+
+// NewAnswers reads answers from r.
+func NewAnswers(r io.Reader) *Answers { return &Answers{br: bufio.NewReader(r)} }
+
+// Next reads the next answer into res, as ReadAnswer does; an answer and
+// its progress lines together are at most MaxRequest bytes.
+func (a *Answers) Next(res any, progress func(Progress)) error {
+	budget := MaxRequest
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(a.br, budget)
+		budget -= len(line)
+		if errors.Is(err, errTooLong) {
+			return fmt.Errorf("the helper's answer is larger than %d bytes", MaxRequest)
+		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			if err != nil {
@@ -162,5 +183,23 @@ func ReadAnswer(r io.Reader, res any, progress func(Progress)) error {
 			return nil
 		}
 		return json.Unmarshal(line, res)
+	}
+}
+
+var errTooLong = errors.New("line too long")
+
+// readLine reads up to and including the next newline, or to the end of
+// the input (then with io.EOF), refusing a line longer than max.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return nil, errTooLong
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
 	}
 }

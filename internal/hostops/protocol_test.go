@@ -5,13 +5,27 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
+
+// TestMain lets the test binary be the helper: controller-start re-execs
+// it as `controller run`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "controller" {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0") // race-enabled controllers would sleep at exit
+	}
+	os.Exit(m.Run())
+}
 
 func serve(t *testing.T, in []byte) []byte {
 	t.Helper()
@@ -107,5 +121,91 @@ func TestMainArguments(t *testing.T) {
 		if code := Main(context.Background(), args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage") {
 			t.Errorf("%q: exit %d, %q", args, code, errb.String())
 		}
+	}
+}
+
+// One helper process serves several requests, each answered in order
+// before the next is read: a launch's steps over one SSH command.
+func TestServeConversation(t *testing.T) {
+	dir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	answers := NewAnswers(outR)
+	send := func(op string, req any) {
+		t.Helper()
+		if _, err := inW.Write(append(request(t, op, req), '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The second request leaves only once the first is answered, as the
+	// CLI does: the helper must not wait for the end of its input.
+	send(OpStat, taskdir.StatRequest{Path: dir})
+	var st taskdir.StatResult
+	if err := answers.Next(&st, nil); err != nil || !st.IsDir {
+		t.Fatalf("stat: %+v, %v", st, err)
+	}
+	send("frobnicate", nil)
+	var he *Error
+	if err := answers.Next(nil, nil); !errors.As(err, &he) || he.Code != CodeBadRequest {
+		t.Fatalf("unknown op: %v", err)
+	}
+	send(OpVersion, nil)
+	inW.Close()
+	var v VersionInfo
+	if err := answers.Next(&v, nil); err != nil || v.Protocol != Protocol() {
+		t.Fatalf("version: %+v, %v", v, err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if err := answers.Next(nil, nil); err == nil || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("past the last answer: %v", err)
+	}
+}
+
+// Empty input is still answered (bad request); a request past the bound
+// is refused unread.
+func TestServeEmptyAndOversized(t *testing.T) {
+	var he *Error
+	if err := ReadAnswer(bytes.NewReader(serve(t, nil)), nil, nil); !errors.As(err, &he) || he.Code != CodeBadRequest {
+		t.Fatalf("empty input: %v", err)
+	}
+	big := bytes.Repeat([]byte{' '}, MaxRequest+1)
+	if err := Serve(context.Background(), bytes.NewReader(big), io.Discard); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("oversized request: %v", err)
+	}
+	if err := ReadAnswer(bytes.NewReader(big), nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("oversized answer: %v", err)
+	}
+}
+
+// controller-start with a nonce answers with the started controller's
+// proof for it, which verifies with the token the caller made.
+func TestControllerStartProof(t *testing.T) {
+	task := filepath.Join(t.TempDir(), "tasks", "task-1")
+	if err := os.MkdirAll(task, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	token, nonce := controller.NewNonce(), controller.NewNonce()
+	req := ControllerStart{Nonce: nonce, StartRequest: controller.StartRequest{SessionID: "sess-1", TaskID: "task-1", TaskDir: task,
+		SessionDir: filepath.Join(task, ".kandev", "sessions", "sess-1"), Shell: "sh", Command: "sleep 30", Token: token, Linger: "1s"}}
+	var steps []string
+	var got Started
+	err := ReadAnswer(bytes.NewReader(serve(t, request(t, OpControllerStart, req))), &got, func(p Progress) { steps = append(steps, p.Step) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { controller.KillIfOurs(req.SessionDir, got.StartTime) })
+	if got.Health == nil || got.Unproven != "" || !controller.VerifyHealth(token, nonce, *got.Health) ||
+		got.Health.PID != got.PID || got.Health.StartTime != got.StartTime || got.Health.SessionID != "sess-1" {
+		t.Fatalf("started: %+v (health %+v)", got, got.Health)
+	}
+	if len(steps) != 1 || steps[0] != StepProof {
+		t.Fatalf("progress = %q", steps)
 	}
 }

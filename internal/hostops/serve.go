@@ -1,6 +1,8 @@
 package hostops
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
@@ -86,17 +89,70 @@ func probeSessions(r SessionsRequest) SessionsReport {
 	return out
 }
 
+// ControllerStart is controller-start's request: the controller's, and
+// a nonce for the proof that it answers.
+type ControllerStart struct {
+	controller.StartRequest
+	// Nonce, when set, is answered by the started controller's health
+	// proof, fetched on the host's loopback: the CLI, which made the
+	// token, checks it without a connection of its own.
+	Nonce string `json:"nonce,omitempty"`
+}
+
+// Started is controller-start's answer.
+type Started struct {
+	controller.StartResponse
+	Health *controller.Health `json:"health,omitempty"` // the answer to the request's nonce
+	// Unproven says why there is no Health: the controller runs (PID)
+	// but did not answer.
+	Unproven string `json:"unproven,omitempty"`
+}
+
+// StepProof is the progress step of controller-start while the helper
+// asks the controller it started for its proof.
+const StepProof = "Connecting to controller"
+
+// proofWait bounds that question: the controller is serving by the time
+// it reports ready.
+const proofWait = 15 * time.Second
+
+func startController(ctx context.Context, r ControllerStart, progress func(Progress)) (any, error) {
+	started, err := controller.Start(r.StartRequest)
+	if err != nil {
+		return nil, err
+	}
+	out := Started{StartResponse: *started}
+	if r.Nonce == "" {
+		return out, nil
+	}
+	progress(Progress{Step: StepProof})
+	ctx, cancel := context.WithTimeout(ctx, proofWait)
+	defer cancel()
+	h, err := controller.NewClient(nil, started.Port, r.Token).Prove(ctx, r.Nonce)
+	if err != nil {
+		out.Unproven = err.Error()
+	} else {
+		out.Health = &h
+	}
+	return out, nil
+}
+
 // handler runs one operation on the request's bytes.
 type handler func(ctx context.Context, b []byte, progress func(Progress)) (any, error)
 
 // op adapts a typed operation.
 func op[Req any](run func(context.Context, Req) (any, error)) handler {
-	return func(ctx context.Context, b []byte, _ func(Progress)) (any, error) {
+	return withProgress(func(ctx context.Context, r Req, _ func(Progress)) (any, error) { return run(ctx, r) })
+}
+
+// withProgress adapts a typed operation that reports progress.
+func withProgress[Req any](run func(context.Context, Req, func(Progress)) (any, error)) handler {
+	return func(ctx context.Context, b []byte, progress func(Progress)) (any, error) {
 		var req Req
 		if err := json.Unmarshal(b, &req); err != nil {
 			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("decode request: %v", err)}
 		}
-		return run(ctx, req)
+		return run(ctx, req, progress)
 	}
 }
 
@@ -106,10 +162,8 @@ var handlers = map[string]handler{
 	OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
 		return taskdir.RunScript(ctx, r)
 	}),
-	OpStat: op(func(_ context.Context, r taskdir.StatRequest) (any, error) { return taskdir.Stat(r) }),
-	OpControllerStart: op(func(_ context.Context, r controller.StartRequest) (any, error) {
-		return controller.Start(r)
-	}),
+	OpStat:            op(func(_ context.Context, r taskdir.StatRequest) (any, error) { return taskdir.Stat(r) }),
+	OpControllerStart: withProgress(startController),
 	OpControllerProbe: op(func(_ context.Context, r SessionRequest) (any, error) {
 		return identity(controller.Probe(r.SessionDir, r.StartTime))
 	}),
@@ -147,17 +201,12 @@ func sessionFiles(dir string) (*SessionFiles, error) {
 	return out, nil
 }
 
-// Serve reads one request from r and writes its progress lines and its
-// answer to w. It returns an error only when the request cannot be read
-// or the answer cannot be written; a failed operation is a normal answer.
+// Serve answers the requests on r, one per line, in order, until r ends:
+// each gets its progress lines and its answer on w before the next is
+// read. Input that holds no request at all is answered as a bad one. It
+// returns an error only when a request cannot be read or an answer
+// cannot be written; a failed operation is a normal answer.
 func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	b, err := io.ReadAll(io.LimitReader(r, MaxRequest+1))
-	if err != nil {
-		return fmt.Errorf("read request: %w", err)
-	}
-	if len(b) > MaxRequest {
-		return fmt.Errorf("read request: larger than %d bytes", MaxRequest)
-	}
 	var mu sync.Mutex
 	emit := func(line []byte) error {
 		mu.Lock()
@@ -171,12 +220,30 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		}{p})
 		_ = emit(line)
 	}
-	res, opErr := dispatch(ctx, b, progress)
-	out, err := encodeAnswer(res, opErr)
-	if err != nil {
-		return err
+	br := bufio.NewReader(r)
+	for served := 0; ; {
+		b, err := readLine(br, MaxRequest)
+		switch {
+		case errors.Is(err, errTooLong):
+			return fmt.Errorf("read request: larger than %d bytes", MaxRequest)
+		case err != nil && !errors.Is(err, io.EOF):
+			return fmt.Errorf("read request: %w", err)
+		}
+		if len(bytes.TrimSpace(b)) > 0 || err != nil && served == 0 {
+			res, opErr := dispatch(ctx, b, progress)
+			out, eerr := encodeAnswer(res, opErr)
+			if eerr != nil {
+				return eerr
+			}
+			if eerr := emit(out); eerr != nil {
+				return eerr
+			}
+			served++
+		}
+		if err != nil {
+			return nil
+		}
 	}
-	return emit(out)
 }
 
 func dispatch(ctx context.Context, b []byte, progress func(Progress)) (any, error) {

@@ -27,7 +27,7 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	line("PidFile none")
 	line("Subsystem sftp internal-sftp")
 	line("AllowTcpForwarding yes") // Needed for ProxyJump through a bastion and for port forwards.
-	line("LogLevel VERBOSE")
+	line("LogLevel %s", s.logLevel)
 	// Tests fan out many concurrent connections and sessions; the defaults (10:30:100, 10) drop them.
 	line("MaxStartups 100:30:200")
 	line("MaxSessions 50")

@@ -40,6 +40,7 @@ type Server struct {
 	user     string
 	keyTypes []string
 	pathDir  string // sessions' PATH when commands are withheld (WithoutCommands)
+	logLevel string
 
 	mu       sync.Mutex
 	port     int
@@ -62,6 +63,13 @@ type Option func(*Server)
 // WithHostKeyTypes sets the host key types (KeyEd25519, KeyECDSA, KeyRSA); the default is ed25519 only.
 func WithHostKeyTypes(types ...string) Option {
 	return func(s *Server) { s.keyTypes = types }
+}
+
+// WithLogLevel sets sshd's LogLevel (VERBOSE by default): DEBUG1 logs
+// every channel a client opens ("server_input_channel_open: ctype
+// session"), for tests that count what a command asks of the host.
+func WithLogLevel(level string) Option {
+	return func(s *Server) { s.logLevel = level }
 }
 
 // WithoutCommands gives every session a PATH that finds each command of
@@ -107,7 +115,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("sshtest: current user: %v", err)
 	}
-	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}}
+	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}, logLevel: "VERBOSE"}
 	for _, opt := range opts {
 		opt(s)
 	}

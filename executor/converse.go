@@ -1,0 +1,231 @@
+package executor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/ssh"
+)
+
+// serveMarker ends a bootstrap's marker lines: what follows on stdout is
+// the helper speaking hostops.
+const serveMarker = "serve=yes"
+
+// maxMarkerLine bounds one marker line of a bootstrap (a hostile host
+// could send one without end).
+const maxMarkerLine = 64 << 10
+
+// conversation is one helper process on a host serving requests in order
+// (hostops), reached through one SSH command: a bootstrap script that
+// prints its marker lines, checks the path to the helper and execs it.
+// The command and the first request leave together (ssh.StreamEager).
+type conversation struct {
+	host    string
+	kv      map[string]string // the bootstrap's marker lines
+	served  bool              // the helper was exec'd: answers follow
+	answers *hostops.Answers
+	op      string // the operation whose answer comes next
+
+	msgs   chan []byte // requests, written in order by one goroutine
+	closed bool        // msgs is closed: the helper's stdin ends
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // how the command ended, once done is closed
+	stderr lockedBuffer
+}
+
+// converse runs script on c with first as the first request on its
+// stdin, and reads the bootstrap's markers until the helper takes over
+// (served) or the script ends (not served; kv then says why). The markers
+// must come within bound; a refused path is a *HostPathError.
+func converse(ctx context.Context, c *ssh.Client, host, script, op string, first []byte, bound time.Duration) (*conversation, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	cv := &conversation{host: host, kv: map[string]string{}, op: op, msgs: make(chan []byte, 4), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		err := c.StreamEager(ctx, script, inR, outW, &cv.stderr, bound)
+		cv.err = err
+		inR.CloseWithError(errors.New("the command ended"))
+		outW.Close()
+		close(cv.done)
+	}()
+	go func() {
+		for m := range cv.msgs {
+			if _, err := inW.Write(m); err != nil {
+				break
+			}
+		}
+		inW.Close()
+		for range cv.msgs {
+		}
+	}()
+	cv.msgs <- append(append([]byte(nil), first...), '\n') // first is the caller's, to send again
+
+	expired := time.AfterFunc(bound, cancel)
+	br := bufio.NewReader(outR)
+	for {
+		line, err := readMarker(br)
+		if line == serveMarker {
+			cv.served = true
+			break
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			cv.kv[k] = v
+		}
+		if err != nil {
+			break
+		}
+	}
+	inTime := expired.Stop()
+	if cv.served && inTime {
+		cv.answers = hostops.NewAnswers(br)
+		return cv, nil
+	}
+	cv.finish(bound) // its output ended: so does the command
+	switch {
+	case !inTime:
+		return nil, fmt.Errorf("%s on %s: the host did not answer within %s", bootstrapStep, host, bound)
+	case cv.err != nil:
+		return nil, cv.failed(bootstrapStep, cv.err)
+	}
+	return cv, nil
+}
+
+// bootstrapStep names what failed when a bootstrap ends in error before
+// the helper took over.
+const bootstrapStep = "host check"
+
+// readMarker reads one line without its newline, at most maxMarkerLine
+// bytes of it.
+func readMarker(br *bufio.Reader) (string, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line) < maxMarkerLine {
+			line = append(line, chunk[:min(len(chunk), maxMarkerLine-len(line))]...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return strings.TrimRight(string(line), "\r\n"), err
+		}
+	}
+}
+
+// send writes the next request; its answer is read by next.
+func (cv *conversation) send(op string, req any) error {
+	b, err := hostops.EncodeRequest(op, req)
+	if err != nil {
+		return err
+	}
+	if cv.closed {
+		return fmt.Errorf("%s on %s: the helper's input is already closed", op, cv.host)
+	}
+	cv.op = op
+	cv.msgs <- append(b, '\n')
+	return nil
+}
+
+// closeInput ends the helper's stdin: it serves what it has and exits.
+func (cv *conversation) closeInput() {
+	if !cv.closed {
+		cv.closed = true
+		close(cv.msgs)
+	}
+}
+
+// next reads the answer to the last request into res, passing its
+// progress lines on; bound (0: none) limits the wait, after which the
+// command is killed. A failure the helper reports is a *RemoteError.
+func (cv *conversation) next(bound time.Duration, res any, progress func(hostops.Progress)) error {
+	answered := make(chan error, 1)
+	go func() { answered <- cv.answers.Next(res, progress) }()
+	var expired <-chan time.Time
+	if bound > 0 {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		expired = t.C
+	}
+	var aerr error
+	select {
+	case aerr = <-answered:
+	case <-expired:
+		cv.cancel()
+		<-answered
+		return fmt.Errorf("%s on %s: no answer within %s", cv.op, cv.host, bound)
+	}
+	var he *hostops.Error
+	switch {
+	case aerr == nil:
+		return nil
+	case errors.As(aerr, &he):
+		return &RemoteError{Host: cv.host, Op: cv.op, Code: he.Code, Message: he.Message}
+	}
+	// No answer: how the command ended says why.
+	<-cv.done
+	if cv.err != nil {
+		return cv.failed(cv.op, cv.err)
+	}
+	return fmt.Errorf("%s on %s: %w", cv.op, cv.host, aerr)
+}
+
+// failed explains a command that ended with err during what: a path the
+// bootstrap refused, the last words of the script or the helper, or the
+// transport.
+func (cv *conversation) failed(what string, err error) error {
+	if re := refused(cv.host, err, cv.kv); re != nil {
+		return re
+	}
+	tail := strings.TrimPrefix(lastLines(strings.TrimSpace(cv.stderr.String()), 5), "error: ")
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) && ee.Signal == "" && tail != "" {
+		return &helperExit{What: what, Host: cv.host, Msg: tail, Err: err}
+	}
+	if tail != "" {
+		return fmt.Errorf("%s on %s: %w: %s", what, cv.host, err, tail)
+	}
+	return fmt.Errorf("%s on %s: %w", what, cv.host, err)
+}
+
+// finish ends the conversation: the helper's stdin is closed, and a
+// command still running after grace is killed. It returns how the
+// command ended.
+func (cv *conversation) finish(grace time.Duration) error {
+	cv.closeInput()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-cv.done:
+	case <-t.C:
+		cv.cancel()
+		<-cv.done
+	}
+	cv.cancel()
+	return cv.err
+}
+
+// lockedBuffer keeps the first 64 KiB written to it, for readers on
+// other goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return (&limitedBuffer{b: &l.b, n: 64 << 10}).Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
