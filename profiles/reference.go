@@ -21,10 +21,11 @@ type Field struct {
 var ProfileFields = []Field{
 	{Key: "name", Type: "string", Required: true, Example: "prod",
 		Doc: "The profile's name, as `task launch --profile NAME` gives it: letters, digits, '.', '_' and '-', at most 128 bytes."},
-	{Key: "host", Type: "string", Required: true, Example: "prod-box",
+	{Key: "host", Type: "string", Required: true, Example: "prod",
 		Doc: "A host added with `kandev-exec host add`; `profile apply` refuses a host it does not know."},
 	{Key: "workdir_root", Type: "path", Default: "the host's root (host add --workdir-root, else ~/.kandev)", Example: "~/.kandev",
-		Doc: "Where task directories are made on the host (<root>/tasks/<task>): ~, ~/PATH or /PATH, without . or .. segments."},
+		Doc: "Where task directories are made on the host (<root>/tasks/<task>): ~, ~/PATH or /PATH, without . or .. segments. " +
+			"It must be yours alone: made 0700 when absent, and a launch refuses it, or any directory above it, when another user owns it or can write it (as OpenSSH's StrictModes; a sticky world-writable directory such as /tmp may sit above it). A shared place like /srv needs a directory of your own under it."},
 	{Key: "shell", Type: "string", Default: DefaultShell, Example: "bash",
 		Doc: "The login shell that runs the prepare and cleanup scripts and the agent command: one of " + strings.Join(posixShells, ", ") + "."},
 	{Key: "env", Type: "mapping of KEY to a value or a reference", Default: "{}", Example: "{NODE_ENV: production, API_TOKEN: {secret: api-token}}",
@@ -63,7 +64,7 @@ var AgentFields = []Field{
 // ExampleProfile is a complete profile file that sets every key. The
 // reference shows it, and a test decodes it.
 const ExampleProfile = `name: prod
-host: prod-box                       # a host from kandev-exec host add
+host: prod                           # a host from kandev-exec host add
 workdir_root: ~/.kandev              # where task directories go on the host
 shell: bash                          # runs the scripts and the agent, as a login shell
 env:
