@@ -53,11 +53,13 @@ type server struct {
 	stopOnce    sync.Once
 	stopDone    chan struct{}
 	drainMu     sync.Mutex
-	mu          sync.Mutex // guards st, stopping, the status file and the two below
+	mu          sync.Mutex // guards st, stopping, killAt, killGrace, the status file and the two below
 	st          Status
 	stopping    bool
-	statusDirty bool // the last status write failed
-	retrying    bool // retryStatus is running
+	killAt      time.Time     // when the stop under way sends SIGKILL
+	killGrace   time.Duration // the grace that set killAt
+	statusDirty bool          // the last status write failed
+	retrying    bool          // retryStatus is running
 	dirIdentity os.FileInfo
 }
 
@@ -216,7 +218,7 @@ loop:
 			break loop
 		}
 	}
-	s.stop()
+	s.stop(s.grace)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if srv.Shutdown(ctx) != nil {
