@@ -172,7 +172,11 @@ func (s *server) runStop() {
 		s.mu.Lock()
 		grace := s.killGrace
 		s.mu.Unlock()
-		s.signalGroup(syscall.SIGKILL, "stop grace "+grace.String()+" passed: SIGKILL to agent process group %d")
+		if s.signalGroup(syscall.SIGKILL, "stop grace "+grace.String()+" passed: SIGKILL to agent process group %d") {
+			s.mu.Lock()
+			s.killed = true
+			s.mu.Unlock()
+		}
 	}
 	select {
 	case <-s.exited:

@@ -36,27 +36,27 @@ type Receipt struct {
 	SessionID string    `json:"session_id"`
 	State     string    `json:"state"`
 	ExitCode  *int      `json:"exit_code"`
-	Signal    string    `json:"signal,omitempty"` // the signal that ended the agent: SIGKILL when it outlived the grace
+	Killed    bool      `json:"killed,omitempty"` // the stop had to SIGKILL the agent's process group after the grace
 	DrainedAt time.Time `json:"drained_at"`
 	// Proof is hex HMAC-SHA256(token, "receipt:"+claim_id+":"+session_id+":"+state),
-	// with ":"+signal appended when a signal is named (a receipt without one
+	// with ":killed" appended when killed (so a receipt without it
 	// verifies as before).
 	Proof string `json:"proof"`
 }
 
 // VerifyReceipt reports whether r was issued by a controller holding token.
 func VerifyReceipt(token string, r Receipt) bool {
-	return hmac.Equal([]byte(receiptProof(token, r.ClaimID, r.SessionID, r.State, r.Signal)), []byte(r.Proof))
+	return hmac.Equal([]byte(receiptProof(token, r.ClaimID, r.SessionID, r.State, r.Killed)), []byte(r.Proof))
 }
 
 func healthProof(token, nonce string, h Health) string {
 	return mac(token, fmt.Sprintf("health:%s:%s:%d:%d", nonce, h.SessionID, h.PID, h.StartTime))
 }
 
-func receiptProof(token, claimID, sessionID, state, signal string) string {
+func receiptProof(token, claimID, sessionID, state string, killed bool) string {
 	msg := "receipt:" + claimID + ":" + sessionID + ":" + state
-	if signal != "" {
-		msg += ":" + signal
+	if killed {
+		msg += ":killed"
 	}
 	return mac(token, msg)
 }
@@ -229,8 +229,11 @@ func (s *server) drain(claim string, grace time.Duration) (Receipt, error) {
 	if st.State != StateStopped && st.State != StateExited {
 		return rec, errors.New("agent still running after stop: no receipt")
 	}
-	rec = Receipt{ClaimID: claim, SessionID: s.req.SessionID, State: st.State, ExitCode: st.ExitCode, Signal: st.Signal,
-		DrainedAt: time.Now().UTC(), Proof: receiptProof(s.req.Token, claim, s.req.SessionID, st.State, st.Signal)}
+	s.mu.Lock()
+	killed := s.killed
+	s.mu.Unlock()
+	rec = Receipt{ClaimID: claim, SessionID: s.req.SessionID, State: st.State, ExitCode: st.ExitCode, Killed: killed,
+		DrainedAt: time.Now().UTC(), Proof: receiptProof(s.req.Token, claim, s.req.SessionID, st.State, killed)}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return rec, err
 	}

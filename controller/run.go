@@ -53,11 +53,12 @@ type server struct {
 	stopOnce    sync.Once
 	stopDone    chan struct{}
 	drainMu     sync.Mutex
-	mu          sync.Mutex // guards st, stopping, killAt, killGrace, the status file and the two below
+	mu          sync.Mutex // guards st, stopping, killAt, killGrace, killed, the status file and the two below
 	st          Status
 	stopping    bool
 	killAt      time.Time     // when the stop under way sends SIGKILL
 	killGrace   time.Duration // the grace that set killAt
+	killed      bool          // the stop sent SIGKILL: something in the group outlived the grace
 	statusDirty bool          // the last status write failed
 	retrying    bool          // retryStatus is running
 	dirIdentity os.FileInfo

@@ -143,7 +143,7 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string, 
 	default:
 		return records.DrainUncertain, "", fmt.Sprintf("draining its controller: %v", err), true
 	}
-	rec := &records.Receipt{ClaimID: r.ClaimID, State: records.SessionState(r.State), ExitCode: r.ExitCode, Signal: r.Signal,
+	rec := &records.Receipt{ClaimID: r.ClaimID, State: records.SessionState(r.State), ExitCode: r.ExitCode, Killed: r.Killed,
 		DrainedAt: r.DrainedAt, Proof: r.Proof}
 	_, err = records.Mutate(context.WithoutCancel(ctx), a.e.cfg.Store, records.KindSession, at.s.ID, "session.drained", func(x *records.Session) error {
 		x.Receipt = rec
@@ -159,8 +159,8 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string, 
 		return records.DrainUncertain, "", fmt.Sprintf("recording its receipt: %v", err), true
 	}
 	how := "sealed and stopped"
-	if r.Signal == "SIGKILL" {
-		how = fmt.Sprintf("sealed and killed (its agent outlived the %s grace after SIGTERM)", grace)
+	if r.Killed {
+		how = fmt.Sprintf("sealed and killed (its process group outlived the %s grace after SIGTERM)", grace)
 	}
 	return records.DrainDrained, rec.Short(), how + ", receipt " + rec.Short(), true
 }

@@ -54,8 +54,8 @@ func forgingController(t *testing.T, realPort int, token string, forge func(cont
 // controller makes it, over whatever fields r now has.
 func signReceipt(token string, r controller.Receipt) string {
 	msg := "receipt:" + r.ClaimID + ":" + r.SessionID + ":" + r.State
-	if r.Signal != "" {
-		msg += ":" + r.Signal
+	if r.Killed {
+		msg += ":killed"
 	}
 	h := hmac.New(sha256.New, []byte(token))
 	h.Write([]byte(msg))
@@ -136,5 +136,32 @@ func TestForgedReceiptIsUncertain(t *testing.T) {
 				t.Fatalf("host status %v (%v), want quarantined", h.Status, err)
 			}
 		})
+	}
+}
+
+// An agent that ignores SIGTERM is killed within the drain's bound, not
+// after the session's stop grace (10 s, beyond a bound of a third of a
+// 24 s budget): the controller gets the bound with the request, and the
+// receipt, recorded on the session, says its process group was killed.
+func TestDrainKillsWithinItsBound(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"sh", "-c", "trap '' TERM; sleep 300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive, Budget: 24 * time.Second})
+	if err != nil {
+		t.Fatalf("archive of an agent that ignores SIGTERM: %v", err)
+	}
+	if res.Drain != records.DrainDrained || res.Receipt == "" {
+		t.Fatalf("drain %q, receipt %q, want drained with a receipt", res.Drain, res.Receipt)
+	}
+	rs, _, err := records.Get[records.Session](ctx, f.exec.cfg.Store, records.KindSession, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Receipt == nil || !rs.Receipt.Killed || rs.State != records.SessionStopped {
+		t.Fatalf("session %s, receipt %+v, want stopped with a receipt that says it was killed", rs.State, rs.Receipt)
 	}
 }
