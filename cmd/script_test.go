@@ -277,6 +277,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"shimuser":  fx.cmdShimUser,
 		"capture":   cmdCapture,
 		"putrecord": cmdPutRecord,
+		"holdclaim": cmdHoldClaim,
 		"freeport":  cmdFreePort,
 		"httpget":   cmdHTTPGet,
 		// genkey NAME [passphrase]: a new key authorized on target.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -36,4 +37,24 @@ func cmdPutRecord(ts *testscript.TestScript, neg bool, args []string) {
 		_, err = st.Update(ctx, kind, name, rec.Revision, data, ev)
 	}
 	ts.Check(err)
+}
+
+// holdclaim KIND NAME: take the claim on a record the way another
+// kandev-exec at work would (this live process is its holder, for ten
+// minutes), released when the transcript ends.
+func cmdHoldClaim(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: holdclaim KIND NAME")
+	}
+	st, err := state.Open(ts.Getenv("KANDEV_EXEC_STATE_DIR"), state.Options{})
+	ts.Check(err)
+	defer st.Close()
+	c, err := st.AcquireClaim(context.Background(), state.Kind(args[0]), args[1], 10*time.Minute)
+	ts.Check(err)
+	ts.Defer(func() {
+		if st, err := state.Open(ts.Getenv("KANDEV_EXEC_STATE_DIR"), state.Options{}); err == nil {
+			_ = st.ReleaseClaim(context.Background(), c)
+			st.Close()
+		}
+	})
 }

@@ -141,10 +141,16 @@ func (s *server) waitAgent(cmd *exec.Cmd) {
 	close(s.exited)
 }
 
-// stop ends the agent's process group: SIGTERM, then SIGKILL once the grace
-// has passed. Concurrent and repeated calls share one stop. It also clears
-// processes the agent left behind after exiting on its own.
-func (s *server) stop() Status {
+// stop ends the agent's process group: SIGTERM, then SIGKILL once grace
+// has passed. Concurrent and repeated calls share one stop; a call with a
+// shorter grace (a drain's bound) brings the SIGKILL forward. It also
+// clears processes the agent left behind after exiting on its own.
+func (s *server) stop(grace time.Duration) Status {
+	s.mu.Lock()
+	if at := time.Now().Add(grace); s.killAt.IsZero() || at.Before(s.killAt) {
+		s.killAt, s.killGrace = at, grace
+	}
+	s.mu.Unlock()
 	s.stopOnce.Do(func() { go s.runStop() })
 	<-s.stopDone
 	return s.status()
@@ -159,18 +165,30 @@ func (s *server) runStop() {
 		return
 	}
 	s.signalGroup(syscall.SIGTERM, "stopping: SIGTERM to agent process group %d")
-	deadline := time.Now().Add(s.grace)
-	for !s.settled() && time.Now().Before(deadline) {
+	for !s.settled() && time.Now().Before(s.killDeadline()) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !s.settled() {
-		s.signalGroup(syscall.SIGKILL, "stop grace "+s.grace.String()+" passed: SIGKILL to agent process group %d")
+		s.mu.Lock()
+		grace := s.killGrace
+		s.mu.Unlock()
+		if s.signalGroup(syscall.SIGKILL, "stop grace "+grace.String()+" passed: SIGKILL to agent process group %d") {
+			s.mu.Lock()
+			s.killed = true
+			s.mu.Unlock()
+		}
 	}
 	select {
 	case <-s.exited:
 	case <-time.After(killWait):
 		s.event("agent not reaped %s after SIGKILL", killWait)
 	}
+}
+
+func (s *server) killDeadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killAt
 }
 
 // settled: the agent has exited and nothing live is left in its group.

@@ -36,21 +36,29 @@ type Receipt struct {
 	SessionID string    `json:"session_id"`
 	State     string    `json:"state"`
 	ExitCode  *int      `json:"exit_code"`
+	Killed    bool      `json:"killed,omitempty"` // the stop had to SIGKILL the agent's process group after the grace
 	DrainedAt time.Time `json:"drained_at"`
-	Proof     string    `json:"proof"` // hex HMAC-SHA256(token, "receipt:"+claim_id+":"+session_id+":"+state)
+	// Proof is hex HMAC-SHA256(token, "receipt:"+claim_id+":"+session_id+":"+state),
+	// with ":killed" appended when killed (so a receipt without it
+	// verifies as before).
+	Proof string `json:"proof"`
 }
 
 // VerifyReceipt reports whether r was issued by a controller holding token.
 func VerifyReceipt(token string, r Receipt) bool {
-	return hmac.Equal([]byte(receiptProof(token, r.ClaimID, r.SessionID, r.State)), []byte(r.Proof))
+	return hmac.Equal([]byte(receiptProof(token, r.ClaimID, r.SessionID, r.State, r.Killed)), []byte(r.Proof))
 }
 
 func healthProof(token, nonce string, h Health) string {
 	return mac(token, fmt.Sprintf("health:%s:%s:%d:%d", nonce, h.SessionID, h.PID, h.StartTime))
 }
 
-func receiptProof(token, claimID, sessionID, state string) string {
-	return mac(token, "receipt:"+claimID+":"+sessionID+":"+state)
+func receiptProof(token, claimID, sessionID, state string, killed bool) string {
+	msg := "receipt:" + claimID + ":" + sessionID + ":" + state
+	if killed {
+		msg += ":killed"
+	}
+	return mac(token, msg)
 }
 
 func mac(key, msg string) string {
@@ -65,6 +73,9 @@ var claimIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 const (
 	logPoll  = 200 * time.Millisecond // how often a follower looks for new log bytes
 	maxNonce = 256
+	// maxDrainGrace bounds the grace a drain may ask for: a drain is
+	// bounded by its caller's budget, never by the agent.
+	maxDrainGrace = time.Minute
 )
 
 func (s *server) routes() http.Handler {
@@ -72,7 +83,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.status()) })
 	mux.HandleFunc("GET /v1/logs", s.handleLogs)
-	mux.HandleFunc("POST /v1/stop", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.stop()) })
+	mux.HandleFunc("POST /v1/stop", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.stop(s.grace)) })
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
 	want := []byte("Bearer " + s.req.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,13 +178,25 @@ func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 // handleDrain seals the controller, stops the agent and issues a receipt
 // for the claim. The same claim id gets the same receipt back. The work
 // completes even if the caller goes away, so a retry finds the receipt.
+// grace, when given, is how long the agent has after SIGTERM: the
+// caller's bound, so an agent that ignores SIGTERM is killed within it.
 func (s *server) handleDrain(w http.ResponseWriter, r *http.Request) {
-	claim := r.URL.Query().Get("claim_id")
+	q := r.URL.Query()
+	claim := q.Get("claim_id")
 	if !claimIDPattern.MatchString(claim) {
 		writeError(w, http.StatusBadRequest, "claim_id must match "+claimIDPattern.String())
 		return
 	}
-	rec, err := s.drain(claim)
+	grace := s.grace
+	if g := q.Get("grace"); g != "" {
+		d, err := time.ParseDuration(g)
+		if err != nil || d <= 0 || d > maxDrainGrace {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("grace must be a duration above 0 and at most %s, got %q", maxDrainGrace, g))
+			return
+		}
+		grace = d
+	}
+	rec, err := s.drain(claim, grace)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -181,7 +204,7 @@ func (s *server) handleDrain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rec)
 }
 
-func (s *server) drain(claim string) (Receipt, error) {
+func (s *server) drain(claim string, grace time.Duration) (Receipt, error) {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
 	dir := filepath.Join(s.dir, receiptsDir)
@@ -202,12 +225,15 @@ func (s *server) drain(claim string) (Receipt, error) {
 	if !sealed {
 		s.event("sealed for claim %s", claim)
 	}
-	st := s.stop()
+	st := s.stop(grace)
 	if st.State != StateStopped && st.State != StateExited {
 		return rec, errors.New("agent still running after stop: no receipt")
 	}
-	rec = Receipt{ClaimID: claim, SessionID: s.req.SessionID, State: st.State, ExitCode: st.ExitCode,
-		DrainedAt: time.Now().UTC(), Proof: receiptProof(s.req.Token, claim, s.req.SessionID, st.State)}
+	s.mu.Lock()
+	killed := s.killed
+	s.mu.Unlock()
+	rec = Receipt{ClaimID: claim, SessionID: s.req.SessionID, State: st.State, ExitCode: st.ExitCode, Killed: killed,
+		DrainedAt: time.Now().UTC(), Proof: receiptProof(s.req.Token, claim, s.req.SessionID, st.State, killed)}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return rec, err
 	}

@@ -293,7 +293,7 @@ func TestDrainReceipt(t *testing.T) {
 	t.Parallel()
 	s := start(t, newRequest(t, "sleep 30"))
 	ctx := ctxFor(t, 15*time.Second)
-	r1, err := s.c.Drain(ctx, "claim-1")
+	r1, err := s.c.Drain(ctx, "claim-1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,16 +323,16 @@ func TestDrainReceipt(t *testing.T) {
 		t.Fatalf("receipt file: %v %v", fi, err)
 	}
 
-	r2, err := s.c.Drain(ctx, "claim-1")
+	r2, err := s.c.Drain(ctx, "claim-1", 0)
 	if err != nil || !reflect.DeepEqual(r1, r2) {
 		t.Fatalf("second drain for the same claim: %+v %v, want %+v", r2, err, r1)
 	}
-	r3, err := s.c.Drain(ctx, "claim-2")
+	r3, err := s.c.Drain(ctx, "claim-2", 0)
 	if err != nil || r3.ClaimID != "claim-2" || !VerifyReceipt(s.req.Token, r3) || r3.Proof == r1.Proof {
 		t.Fatalf("drain for another claim: %+v %v", r3, err)
 	}
 	for _, bad := range []string{"", "../escape", ".hidden", "a/b"} {
-		if _, err := s.c.Drain(ctx, bad); err == nil {
+		if _, err := s.c.Drain(ctx, bad, 0); err == nil {
 			t.Errorf("claim id %q accepted", bad)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 var (
@@ -133,10 +134,16 @@ func (c *Client) Stop(ctx context.Context) (Status, error) {
 }
 
 // Drain seals the controller, stops the agent and returns the receipt for
-// claimID; the same claim id always gets the same receipt.
-func (c *Client) Drain(ctx context.Context, claimID string) (Receipt, error) {
+// claimID; the same claim id always gets the same receipt. grace is how
+// long the agent has after SIGTERM before its group is killed (0: the
+// session's stop grace).
+func (c *Client) Drain(ctx context.Context, claimID string, grace time.Duration) (Receipt, error) {
+	path := "/v1/drain?claim_id=" + url.QueryEscape(claimID)
+	if grace > 0 {
+		path += "&grace=" + url.QueryEscape(grace.String())
+	}
 	var r Receipt
-	return r, c.call(ctx, http.MethodPost, "/v1/drain?claim_id="+url.QueryEscape(claimID), &r)
+	return r, c.call(ctx, http.MethodPost, path, &r)
 }
 
 func (c *Client) call(ctx context.Context, method, path string, out any) error {

@@ -119,7 +119,7 @@ func TestSecretsStayOffArgvAndDisk(t *testing.T) {
 		}
 	}
 	check("running")
-	if _, err := s.c.Drain(ctxFor(t, 10*time.Second), "claim-secret"); err != nil {
+	if _, err := s.c.Drain(ctxFor(t, 10*time.Second), "claim-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	check("drained")

@@ -53,11 +53,14 @@ type server struct {
 	stopOnce    sync.Once
 	stopDone    chan struct{}
 	drainMu     sync.Mutex
-	mu          sync.Mutex // guards st, stopping, the status file and the two below
+	mu          sync.Mutex // guards st, stopping, killAt, killGrace, killed, the status file and the two below
 	st          Status
 	stopping    bool
-	statusDirty bool // the last status write failed
-	retrying    bool // retryStatus is running
+	killAt      time.Time     // when the stop under way sends SIGKILL
+	killGrace   time.Duration // the grace that set killAt
+	killed      bool          // the stop sent SIGKILL: something in the group outlived the grace
+	statusDirty bool          // the last status write failed
+	retrying    bool          // retryStatus is running
 	dirIdentity os.FileInfo
 }
 
@@ -216,7 +219,7 @@ loop:
 			break loop
 		}
 	}
-	s.stop()
+	s.stop(s.grace)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if srv.Shutdown(ctx) != nil {

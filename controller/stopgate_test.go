@@ -71,7 +71,7 @@ func TestStopNeverSignalsReusedProcessGroup(t *testing.T) {
 	if !groupAlive(pgid) {
 		t.Fatal("the stranger's group is not alive")
 	}
-	s.stop()
+	s.stop(s.grace)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(*sent) != 0 {
@@ -92,7 +92,7 @@ func TestStopSignalsGroupStillObservedLive(t *testing.T) {
 	t.Parallel()
 	pgid := stranger(t)
 	s, sent, mu := gateServer(t, pgid, groupAlive)
-	s.stop()
+	s.stop(s.grace)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(*sent) != 2 || (*sent)[0] != syscall.SIGTERM || (*sent)[1] != syscall.SIGKILL {

@@ -133,10 +133,13 @@ func (a *attempt) drainStep(ctx context.Context, t *records.Task) (*records.Task
 }
 
 // fail records a destroy step that could not finish: cleanup_pending,
-// directory as it was, the job retries.
+// directory as it was (a failed reclamation says so), the job retries.
 func (a *attempt) fail(ctx context.Context, t *records.Task, step string, err error) (*records.Task, error) {
 	t2, uerr := a.tc.update(context.WithoutCancel(ctx), "task.cleanup_pending", func(x *records.Task) error {
 		x.Teardown.Reason = fmt.Sprintf("%s: %v", step, err)
+		if step == records.StepReclaim {
+			x.Teardown.Reclaim = records.ReclaimFailed
+		}
 		return x.Move(records.PhaseCleanupPending)
 	})
 	if uerr != nil {

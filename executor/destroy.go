@@ -48,7 +48,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 	}
 	r, err := a.reclaimDir(ctx, t)
 	if err != nil {
-		return a.fail(ctx, t, "reclaim", err)
+		return a.fail(ctx, t, records.StepReclaim, err)
 	}
 	crashpoint.Hit("reclaim.applied")
 	switch r.Outcome {
@@ -69,7 +69,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 			return x.Move(records.PhaseArchived)
 		})
 	}
-	return a.fail(ctx, t, "reclaim", fmt.Errorf("%s: %s", r.Reason, r.Detail))
+	return a.fail(ctx, t, records.StepReclaim, fmt.Errorf("%s: %s", r.Reason, r.Detail))
 }
 
 // cleanupScript runs the profile's cleanup script in the task directory,

@@ -24,6 +24,13 @@ import (
 // maxGracefulStop bounds one session's graceful stop.
 const maxGracefulStop = 15 * time.Second
 
+// drainGrace is how long the controller lets the agent end after SIGTERM
+// within a drain bounded by bound: two thirds of it, so that the kill,
+// the receipt and the answer fit in the last third.
+func drainGrace(bound time.Duration) time.Duration {
+	return max(bound*2/3, 100*time.Millisecond)
+}
+
 // drain drains t's sessions and says what it proved.
 func (a *attempt) drain(ctx context.Context, t *records.Task) (records.DrainOutcome, []string, string) {
 	var live []*records.Session
@@ -73,7 +80,7 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 	bound := min(maxGracefulStop, a.remaining()/3)
 	if at.ctrl != nil {
 		bctx, cancel := context.WithTimeout(ctx, bound)
-		o, receipt, detail, done := a.drainByReceipt(bctx, at, token)
+		o, receipt, detail, done := a.drainByReceipt(bctx, at, token, drainGrace(bound))
 		cancel()
 		if done {
 			return o, receipt, detail
@@ -111,9 +118,10 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 	return records.DrainDrained, "", "its controller is gone and its agent ended"
 }
 
-// drainByReceipt asks the controller to seal and stop, and verifies its
-// receipt. done is false when the controller could not be asked at all.
-func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string) (o records.DrainOutcome, receipt, detail string, done bool) {
+// drainByReceipt asks the controller to seal and stop, killing the agent
+// after grace, and verifies its receipt. done is false when the
+// controller could not be asked at all.
+func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string, grace time.Duration) (o records.DrainOutcome, receipt, detail string, done bool) {
 	_, err := at.ctrl.Health(ctx)
 	switch {
 	case errors.Is(err, controller.ErrBusy):
@@ -123,7 +131,7 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string) 
 	case err != nil:
 		return "", "", "", false
 	}
-	r, err := at.ctrl.Drain(ctx, a.tc.ID())
+	r, err := at.ctrl.Drain(ctx, a.tc.ID(), grace)
 	switch {
 	case err == nil && r.ClaimID == a.tc.ID() && r.SessionID == at.s.ID && controller.VerifyReceipt(token, r):
 	case err == nil:
@@ -135,7 +143,8 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string) 
 	default:
 		return records.DrainUncertain, "", fmt.Sprintf("draining its controller: %v", err), true
 	}
-	rec := &records.Receipt{ClaimID: r.ClaimID, State: records.SessionState(r.State), ExitCode: r.ExitCode, DrainedAt: r.DrainedAt, Proof: r.Proof}
+	rec := &records.Receipt{ClaimID: r.ClaimID, State: records.SessionState(r.State), ExitCode: r.ExitCode, Killed: r.Killed,
+		DrainedAt: r.DrainedAt, Proof: r.Proof}
 	_, err = records.Mutate(context.WithoutCancel(ctx), a.e.cfg.Store, records.KindSession, at.s.ID, "session.drained", func(x *records.Session) error {
 		x.Receipt = rec
 		if !x.State.Ended() && rec.State.Ended() {
@@ -149,7 +158,11 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string) 
 	if err != nil {
 		return records.DrainUncertain, "", fmt.Sprintf("recording its receipt: %v", err), true
 	}
-	return records.DrainDrained, rec.Short(), "sealed and stopped, receipt " + rec.Short(), true
+	how := "sealed and stopped"
+	if r.Killed {
+		how = fmt.Sprintf("sealed and killed (its process group outlived the %s grace after SIGTERM)", grace)
+	}
+	return records.DrainDrained, rec.Short(), how + ", receipt " + rec.Short(), true
 }
 
 // linkOr is unreachable when the connection died, else o.

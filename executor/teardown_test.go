@@ -2,12 +2,15 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 // useReclaimingProfile re-applies "web" with reclaim_task_dir: true.
@@ -145,5 +148,42 @@ func TestTwoSweepsAtOnce(t *testing.T) {
 		if absent != 1 {
 			t.Errorf("task %s: recorded gone %d times", id, absent)
 		}
+	}
+}
+
+// A reclamation that cannot finish (here the task directory's lock is
+// held, so the host answers busy) records reclaim "failed", keeps the
+// directory and leaves the job to retry.
+func TestReclaimFailureRecordsFailed(t *testing.T) {
+	f := newLaunchFixture(t)
+	f.useReclaimingProfile(t)
+	ctx := context.Background()
+	task, _, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := taskdir.LockTaskDir(ctx, task.TaskDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive})
+	var pe *PendingError
+	if !errors.As(err, &pe) {
+		t.Fatalf("archive with the directory locked: %v, want a pending cleanup", err)
+	}
+	out, _ := json.Marshal(res)
+	if res.Reclaim != records.ReclaimFailed || !strings.Contains(string(out), `"reclaim":"failed"`) {
+		t.Fatalf("result %s, want reclaim failed", out)
+	}
+	final, _, err := f.exec.GetTask(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Phase != records.PhaseCleanupPending || final.Teardown.Reclaim != records.ReclaimFailed {
+		t.Fatalf("task %s, reclaim %q, want cleanup_pending, failed", final.Phase, final.Teardown.Reclaim)
+	}
+	if _, err := os.Stat(task.TaskDir); err != nil {
+		t.Fatalf("the directory of a failed reclamation: %v", err)
 	}
 }

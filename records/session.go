@@ -92,6 +92,7 @@ type Receipt struct {
 	ClaimID   string       `json:"claim_id"`
 	State     SessionState `json:"state"`
 	ExitCode  *int         `json:"exit_code,omitempty"`
+	Killed    bool         `json:"killed,omitempty"` // the agent's process group outlived the grace: SIGKILL
 	DrainedAt time.Time    `json:"drained_at"`
 	Proof     string       `json:"proof"`
 }

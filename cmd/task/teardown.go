@@ -11,7 +11,6 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/tui"
 )
 
@@ -135,30 +134,25 @@ func teardownSummary(r *executor.TeardownResult, t *records.Task) string {
 
 // watchTeardown runs the teardown while the view (or the stream) follows
 // its events from where the journal stood before it began, then ends as
-// the teardown did.
+// the teardown did. The stream ends once the teardown has returned and
+// its last events are printed: an attempt refused at once, or one that
+// only finds the task already gone, may write no task event at all.
 func watchTeardown(ctx context.Context, o *TeardownOptions, ex *executor.Executor, topts executor.TeardownOptions) error {
 	since, err := watch.JournalEnd(ctx, ex.Store())
 	if err != nil {
 		return err
 	}
 	topts.Progress = nil // the view shows the steps
-	done := make(chan error, 1)
+	finished := make(chan struct{})
+	var terr error
 	go func() {
-		_, err := ex.Teardown(ctx, topts)
-		done <- err
+		defer close(finished)
+		_, terr = ex.Teardown(ctx, topts)
 	}()
-	stop := func(_ state.Entry, d records.Detail) bool {
-		if d.TaskID != topts.Task {
-			return false
-		}
-		switch records.Phase(d.Phase) {
-		case records.PhaseAbsent, records.PhaseArchived, records.PhaseCleanupPending:
-			return true
-		}
-		return false
+	ferr := watch.Follow(ctx, o.Factory, tui.Scope{Task: topts.Task}, since, nil, finished)
+	<-finished
+	if terr != nil {
+		return terr
 	}
-	if err := watch.Follow(ctx, o.Factory, tui.Scope{Task: topts.Task}, since, stop); err != nil {
-		return err
-	}
-	return <-done
+	return ferr
 }

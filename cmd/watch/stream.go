@@ -121,9 +121,10 @@ func or(a, b string) string {
 }
 
 // stream prints the journal from o.Since (or from now) as it grows,
-// until ctx ends or o.Stop says the awaited event came. It waits on the
-// store's Follow, not a timer: the etcd store watches, the file store
-// watches the journal file's size and time.
+// until ctx ends, o.Stop says the awaited event came, or o.Done is closed
+// and what the journal then holds is printed. It waits on the store's
+// Follow, not a timer: the etcd store watches, the file store watches the
+// journal file's size and time.
 func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 	_, cur, err := tui.Head(ctx, st)
 	if err != nil {
@@ -136,8 +137,32 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 		cur.Seq = uint64(o.Since)
 	}
 	sc := &scope{st: st, host: o.Host, task: o.Task, placed: map[string][2]string{}}
+	wctx, cancel := context.WithCancel(ctx) // waits end early once o.Done is closed
+	defer cancel()
+	if o.Done != nil {
+		go func() {
+			select {
+			case <-o.Done:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	last := false // o.Done was closed: read to the journal's end, then stop
 	for {
-		es, brk, gapAt, err := tui.Wait(ctx, st, cur, followWait)
+		var es []state.Entry
+		var brk tui.Break
+		var gapAt uint64
+		var err error
+		if last {
+			es, brk, gapAt, err = tui.Next(ctx, st, cur)
+		} else {
+			es, brk, gapAt, err = tui.Wait(wctx, st, cur, followWait)
+			if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+				last = true
+				continue
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -167,6 +192,9 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 			fmt.Fprintf(o.IO.ErrOut, "watch: the journal skips from seq %d to %d: those events are lost\n", cur.Seq, gapAt)
 			cur.Seq = gapAt - 1
 			continue
+		}
+		if last {
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -209,14 +237,21 @@ func JournalEnd(ctx context.Context, st state.Store) (int64, error) {
 }
 
 // Follow is --watch for another command (task archive, host drain): the
-// view scoped to what it started on a terminal, else the stream of its
-// events until stop returns true for one (nil: until interrupted).
-func Follow(ctx context.Context, f *cmdutil.Factory, sc tui.Scope, since int64, stop func(state.Entry, records.Detail) bool) error {
+// view scoped to what it started on a terminal, which stays until the
+// user quits; else the stream of its events until stop returns true for
+// one or done is closed (nil for both: until interrupted). The scope is
+// what the command resolved, followed even if it is gone since (a task a
+// delete forgot).
+func Follow(ctx context.Context, f *cmdutil.Factory, sc tui.Scope, since int64, stop func(state.Entry, records.Detail) bool, done <-chan struct{}) error {
 	o := NewOptions(f)
-	o.Host, o.Task, o.Since, o.Stop, o.JSON = sc.Host, sc.Task, since, stop, f.JSON()
-	if stop != nil && o.IO.IsStdoutTTY() && o.IO.CanPrompt() && !o.JSON {
-		// On a terminal the view stays until the user quits.
-		o.Stop = nil
+	o.Host, o.Task, o.Since, o.JSON = sc.Host, sc.Task, since, f.JSON()
+	ex, err := o.Executor()
+	if err != nil {
+		return err
 	}
-	return Run(ctx, o)
+	if o.IO.IsStdoutTTY() && o.IO.CanPrompt() && !o.JSON {
+		return view(ctx, o, ex)
+	}
+	o.Stop, o.Done = stop, done
+	return stream(ctx, o, ex.Store())
 }

@@ -357,7 +357,7 @@ func TestFollowStreamsWhatACommandStarted(t *testing.T) {
 	since := int64(6)
 	err = Follow(context.Background(), f, tui.Scope{Task: "t1"}, since, func(_ state.Entry, d records.Detail) bool {
 		return d.Phase == "archived"
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

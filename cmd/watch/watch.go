@@ -39,6 +39,9 @@ type WatchOptions struct {
 	// Stop ends a stream after the entry it returns true for (Until, or
 	// what another command waits for).
 	Stop func(state.Entry, records.Detail) bool
+	// Done, once closed, ends a stream after what the journal then holds
+	// (another command's work returned: nothing more of it will come).
+	Done <-chan struct{}
 	// Poll is the least time between two reads of the journal by the view
 	// (default 250ms); each read waits for news through the store.
 	Poll time.Duration
