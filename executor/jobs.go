@@ -85,6 +85,8 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 	// left without it would look like one whose holder died.
 	ctx = context.WithoutCancel(ctx)
 	if runErr == nil {
+		// What earlier attempts left is over: the result says so.
+		res.NextAt, res.LastError = nil, ""
 		_, err := records.Mutate(ctx, e.cfg.Store, records.KindJob, job.ID, "job.succeeded", func(x *records.CleanupJob) error {
 			x.LastError, x.NextAt, x.UpdatedAt = "", nil, time.Now().UTC().Truncate(time.Second)
 			return x.Move(records.JobSucceeded)
