@@ -17,6 +17,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/cmd/task"
+	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/vault"
@@ -172,10 +173,17 @@ var jsonObjects = []struct {
 	name, commands string
 	v              any
 }{
-	{"host", "`host add`, `host set`, `host show` (`host ls`: an array)", executor.HostView{}},
+	{"host", "`host add`, `host set`, `host show`, `host drain` once complete (`host ls`: an array)", executor.HostView{}},
+	{"host status change", "`host cordon`, `host uncordon`, `host quarantine`, `host readmit` (the host's fields, then these)", executor.HostStatusChange{}},
+	{"retained task", "`host readmit`, in `retained` (an empty array for the other status changes)", executor.RetainedTask{}},
 	{"host test row", "`host test` (an array, one per host)", executor.TestResult{}},
 	{"host trust", "`host trust`", executor.TrustResult{}},
 	{"task", "`task show` (`task ls`: an array; `task launch`/`task resume`: `{\"task\", \"session\"}`)", task.View{}},
+	{"task cleanup job", "`task show` and `task ls`, in `job`", task.JobView{}},
+	{"teardown result", "`task archive`, `task delete`", executor.TeardownResult{}},
+	{"sweep row", "`sweep` (an array, one per job it ran or that failed)", executor.SweepResult{}},
+	{"reclaim row", "`reclaim` (an array, one per directory, or per host that failed)", executor.ReclaimRow{}},
+	{"watch event", "`watch` (one compact object a line; `task archive`/`task delete`/`host drain` with `--watch` and without a terminal)", watch.Line{}},
 	{"session", "`session show`, `session stop`, `session logs` (`session ls`: an array)", executor.SessionView{}},
 	{"environment entry", "`profile env` (an array, one per key)", profiles.ExplainEntry{}},
 	{"apply result", "`profile apply`, `agent apply`", executor.ApplyResult{}},
@@ -226,8 +234,11 @@ func jsonFields(t reflect.Type) []string {
 }
 
 func jsonType(t reflect.Type) string {
-	if t.String() == "time.Time" {
+	switch t.String() {
+	case "time.Time":
 		return "string (RFC 3339, UTC)"
+	case "json.RawMessage":
+		return "object"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

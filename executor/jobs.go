@@ -85,6 +85,8 @@ func (e *Executor) runJob(ctx context.Context, job *records.CleanupJob, budget t
 	// left without it would look like one whose holder died.
 	ctx = context.WithoutCancel(ctx)
 	if runErr == nil {
+		// What earlier attempts left is over: the result says so.
+		res.NextAt, res.LastError = nil, ""
 		_, err := records.Mutate(ctx, e.cfg.Store, records.KindJob, job.ID, "job.succeeded", func(x *records.CleanupJob) error {
 			x.LastError, x.NextAt, x.UpdatedAt = "", nil, time.Now().UTC().Truncate(time.Second)
 			return x.Move(records.JobSucceeded)
@@ -110,7 +112,8 @@ func (e *notDueError) Error() string {
 	return fmt.Sprintf("cleanup job of task %s is %s: nothing to do", e.job.TaskID, e.job.State)
 }
 
-// SweepResult is one job a sweep looked at.
+// SweepResult is one job a sweep looked at: one it ran, or one that gave
+// up (failed, not run again: Error is its last error).
 type SweepResult struct {
 	TaskID   string                 `json:"task_id"`
 	Host     string                 `json:"host"`
@@ -126,9 +129,11 @@ type SweepResult struct {
 	Error    string                 `json:"error,omitempty"`
 }
 
-// Sweep runs every due cleanup job once (cron, CI). A job another process
-// is running is left to it; one whose holder died is taken over (its
-// claim can be taken). Two sweeps at once fence each other by the claim.
+// Sweep runs every due cleanup job once (cron, CI) and lists the failed
+// ones without running them: only a new archive or delete re-arms those.
+// A job another process is running is left to it; one whose holder died
+// is taken over (its claim can be taken). Two sweeps at once fence each
+// other by the claim.
 func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResult, error) {
 	if budget <= 0 {
 		budget = DefaultTeardownBudget
@@ -142,6 +147,10 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 		if j.Trigger == records.TriggerDelete && j.State == records.JobSucceeded {
 			// A delete whose directory is gone, cut short while forgetting.
 			out = append(out, e.finishDelete(ctx, j))
+			continue
+		}
+		if j.State == records.JobFailed {
+			out = append(out, e.failedResult(ctx, j))
 			continue
 		}
 		if !j.Due(time.Now()) {
@@ -179,6 +188,23 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 		}
 	}
 	return out, nil
+}
+
+// failedResult is a job that gave up, as it stands, with where it left
+// its task.
+func (e *Executor) failedResult(ctx context.Context, j *records.CleanupJob) SweepResult {
+	r := SweepResult{TaskID: j.TaskID, Host: j.Host, Trigger: j.Trigger, State: j.State, Attempts: j.Attempts, Error: j.LastError}
+	t, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, j.TaskID)
+	switch {
+	case err == nil:
+		r.Phase = t.Phase
+		if td := t.Teardown; td != nil {
+			r.Drain, r.Reclaim, r.Reason = td.Drain, td.Reclaim, td.Reason
+		}
+	case !errors.As(err, new(*records.NotFoundError)):
+		r.Error += fmt.Sprintf(" (and reading task %s: %v)", j.TaskID, err)
+	}
+	return r
 }
 
 // finishDelete forgets a deleted task whose job succeeded but whose

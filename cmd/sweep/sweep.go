@@ -4,6 +4,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,12 +30,16 @@ func NewCmdSweep(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 		Use:   "sweep",
 		Short: "Run the cleanup jobs that are due (for cron and CI)",
 		Long: `Run every due cleanup job of task archive/delete once: those never tried,
-and those whose retry time has come (backoff 1m 5m 15m 1h 3h 6h 12h; failed
-after 8 attempts, still listed). A job another kandev-exec is running is left
-to it; one whose holder died is taken over. Safe to run from cron on two
-machines at once: a job's attempts fence each other.
+and those whose retry time has come (backoff 1m 5m 15m 1h 3h 6h 12h). A job
+that failed 8 attempts is not run again but still listed, with its last
+error, until ` + "`task archive ID`" + ` (or delete) re-arms it. A job another
+kandev-exec is running is left to it; one whose holder died is taken over.
+Safe to run from cron on two machines at once: a job's attempts fence each
+other.
 
-Exits 0 when no job is left pending, 8 when some still are.`,
+Exits 0 when no listed job is pending or failed, 8 when some are still
+pending (they retry by themselves), 1 when some failed (they wait for a
+person; this wins over 8).`,
 		Args: cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
@@ -60,10 +65,13 @@ func sweepRun(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	pending := 0
+	pending, failed := 0, 0
 	for _, r := range res {
-		if r.State == records.JobPending || r.State == records.JobRetryWait {
+		switch r.State {
+		case records.JobPending, records.JobRetryWait:
 			pending++
+		case records.JobFailed:
+			failed++
 		}
 	}
 	if o.JSON {
@@ -72,6 +80,10 @@ func sweepRun(ctx context.Context, o *Options) error {
 		}
 	} else {
 		printTable(o.IO, res)
+	}
+	if failed > 0 {
+		return &cmdutil.ExitCodeError{Code: cmdutil.ExitError.Status, JSON: cmdutil.ExitError.Code,
+			Msg: fmt.Sprintf("%d of %d cleanup jobs failed after %d attempts and are not retried; `kandev-exec task archive ID` (or delete) tries again", failed, len(res), records.MaxAttempts)}
 	}
 	if pending > 0 {
 		return &cmdutil.ExitCodeError{Code: cmdutil.ExitPending.Status, JSON: cmdutil.ExitPending.Code,
@@ -89,15 +101,20 @@ func printTable(ios *cmdutil.IOStreams, res []executor.SweepResult) {
 	fmt.Fprintln(w, "TASK\tHOST\tTRIGGER\tPHASE\tDRAIN\tRECLAIM\tJOB\tATTEMPTS\tNEXT\tNOTE")
 	for _, r := range res {
 		next := ""
-		if r.NextAt != nil {
+		switch {
+		case r.State == records.JobFailed:
+			next = "gave up"
+		case r.NextAt != nil:
 			next = cmdutil.Ago(*r.NextAt)
 		}
 		note := r.Reason
 		if r.Error != "" {
 			note = r.Error
 		}
+		// One line a row: `task show ID` has the whole of it.
+		note, _, _ = strings.Cut(note, "\n")
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.TaskID, r.Host, r.Trigger, cmdutil.Dash(string(r.Phase)),
-			cmdutil.Dash(string(r.Drain)), cmdutil.Dash(string(r.Reclaim)), r.State, r.Attempts, cmdutil.Dash(next), cmdutil.SafeText(cmdutil.Dash(note)))
+			cmdutil.Dash(string(r.Drain)), cmdutil.Dash(string(r.Reclaim)), r.State, r.Attempts, cmdutil.Dash(next), cmdutil.Safe(cmdutil.Dash(note)))
 	}
 	w.Flush()
 }

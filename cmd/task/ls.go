@@ -106,13 +106,51 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "No task matches %s (kandev-exec task ls lists them all)\n", o.filters())
 		return nil
 	}
+	// LAST ERROR only when a cleanup in progress has one: most tables
+	// have none, and keep their width.
+	withErr := slices.ContainsFunc(ts, func(t *records.Task) bool { return cleanupError(jobs[t.ID]) != "" })
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPROFILE\tHOST\tPHASE\tSESSIONS\tCREATED")
+	head := "ID\tNAME\tPROFILE\tHOST\tPHASE\tSESSIONS\tCREATED"
+	if withErr {
+		head += "\tLAST ERROR"
+	}
+	fmt.Fprintln(tw, head)
 	now := time.Now()
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, t.Profile, t.Host, phaseText(t, jobs[t.ID], now), len(t.Sessions), cmdutil.Ago(t.CreatedAt))
+		j := jobs[t.ID]
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", t.ID, t.Name, t.Profile, t.Host, listPhase(t, j, now), len(t.Sessions), cmdutil.Ago(t.CreatedAt))
+		if withErr {
+			row += "\t" + cmdutil.SafeText(cmdutil.Dash(cleanupError(j)))
+		}
+		fmt.Fprintln(tw, row)
 	}
 	return tw.Flush()
+}
+
+// listPhase is phaseText with, while a cleanup is unfinished, what its
+// drain proved: the one outcome that says whether the directory is safe.
+func listPhase(t *records.Task, j *records.CleanupJob, now time.Time) string {
+	text := phaseText(t, j, now)
+	if t.Teardown == nil || t.Teardown.Drain == "" || j == nil || j.State == records.JobSucceeded || j.State == records.JobCancelled {
+		return text
+	}
+	return text + ", drain " + string(t.Teardown.Drain)
+}
+
+// errorWidth bounds the LAST ERROR cell; `task show ID` has all of it.
+const errorWidth = 60
+
+// cleanupError is the first line of an unfinished cleanup job's last
+// error, cut to errorWidth.
+func cleanupError(j *records.CleanupJob) string {
+	if j == nil || (j.State != records.JobRetryWait && j.State != records.JobFailed) {
+		return ""
+	}
+	line, _, _ := strings.Cut(j.LastError, "\n")
+	if r := []rune(line); len(r) > errorWidth {
+		line = string(r[:errorWidth-1]) + "…"
+	}
+	return line
 }
 
 // filter keeps the tasks every given filter accepts, newest first, at

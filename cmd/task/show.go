@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -165,6 +166,12 @@ func showTeardown(w io.Writer, v View) {
 	}
 	if v.Reason != "" {
 		fmt.Fprintf(w, "reason:    %s\n", cmdutil.SafeText(v.Reason))
+	}
+	if v.CleanupOutput != "" {
+		fmt.Fprintln(w, "cleanup output:")
+		for _, line := range strings.Split(strings.TrimRight(v.CleanupOutput, "\n"), "\n") {
+			fmt.Fprintf(w, "  %s\n", cmdutil.Safe(line))
+		}
 	}
 	if j := v.Job; j != nil {
 		fmt.Fprintf(w, "cleanup:   %s job, %s, %d attempt(s)", j.Trigger, j.State, j.Attempts)

@@ -40,11 +40,14 @@ type View struct {
 	Sessions   []string  `json:"sessions"`
 	Error      string    `json:"error"`
 	// Teardown: what the cleanup job found, and where the job stands.
-	Drain   string   `json:"drain,omitempty"`
-	Receipt string   `json:"receipt,omitempty"`
-	Reclaim string   `json:"reclaim,omitempty"`
-	Reason  string   `json:"reason,omitempty"`
-	Job     *JobView `json:"job,omitempty"`
+	Drain   string `json:"drain,omitempty"`
+	Receipt string `json:"receipt,omitempty"`
+	Reclaim string `json:"reclaim,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// CleanupOutput is the tail of the cleanup script's output, secrets
+	// masked on the host (a failed run's tail is in Reason instead).
+	CleanupOutput string   `json:"cleanup_output,omitempty"`
+	Job           *JobView `json:"job,omitempty"`
 	// SessionStates: each session's state as recorded (`task show` only),
 	// oldest first.
 	SessionStates []SessionState `json:"session_states,omitempty"`
@@ -61,11 +64,14 @@ type SessionState struct {
 
 // JobView is a task's cleanup job as --json prints it.
 type JobView struct {
-	Trigger   string     `json:"trigger"`
-	State     string     `json:"state"`
-	Attempts  int        `json:"attempts"`
-	NextAt    *time.Time `json:"next_at,omitempty"`
-	LastError string     `json:"last_error,omitempty"`
+	// OperationID names the job's run of attempts: asking again while it
+	// has not finished keeps it.
+	OperationID string     `json:"operation_id"`
+	Trigger     string     `json:"trigger"`
+	State       string     `json:"state"`
+	Attempts    int        `json:"attempts"`
+	NextAt      *time.Time `json:"next_at,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
 }
 
 func viewOf(t *records.Task, j *records.CleanupJob) View {
@@ -75,13 +81,13 @@ func viewOf(t *records.Task, j *records.CleanupJob) View {
 		v.Sessions = []string{}
 	}
 	if td := t.Teardown; td != nil {
-		v.Drain, v.Reclaim, v.Reason = string(td.Drain), string(td.Reclaim), td.Reason
+		v.Drain, v.Reclaim, v.Reason, v.CleanupOutput = string(td.Drain), string(td.Reclaim), td.Reason, td.CleanupOutput
 		if n := len(td.Receipts); n > 0 {
 			v.Receipt = td.Receipts[n-1]
 		}
 	}
 	if j != nil {
-		v.Job = &JobView{Trigger: string(j.Trigger), State: string(j.State), Attempts: j.Attempts, NextAt: j.NextAt, LastError: j.LastError}
+		v.Job = &JobView{OperationID: j.OperationID, Trigger: string(j.Trigger), State: string(j.State), Attempts: j.Attempts, NextAt: j.NextAt, LastError: j.LastError}
 	}
 	return v
 }
