@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 )
 
 // Data flows one way (docs/architecture.md): cmd -> executor -> the
@@ -115,4 +122,85 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// helperThirdParty: the only packages from outside the standard library
+// and this module the helper binary may link. Whatever else it pulls in
+// (cobra, viper, bubbletea, lipgloss, the etcd client) is size uploaded to
+// every host for nothing.
+var helperThirdParty = []string{"golang.org/x/sys/"}
+
+// TestHelperDependencies walks the helper's whole dependency closure, as
+// the go tool resolves it for each platform a release ships, and refuses
+// any package that is neither standard, of this module, nor allowed above.
+func TestHelperDependencies(t *testing.T) {
+	const root = module + "cmd/kandev-exec-helper"
+	for _, platform := range helperbin.Platforms {
+		goos, goarch, _ := strings.Cut(platform, "/")
+		t.Run(platform, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps",
+				"-f", "{{.ImportPath}} {{.Standard}} {{join .Imports \" \"}}", "./cmd/kandev-exec-helper")
+			cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps: %v\n%s", err, stderr.String())
+			}
+			imports := map[string][]string{}
+			standard := map[string]bool{}
+			sc := bufio.NewScanner(bytes.NewReader(out))
+			for sc.Scan() {
+				fields := strings.Fields(sc.Text())
+				if len(fields) < 2 {
+					t.Fatalf("go list line %q: want path, standard, imports", sc.Text())
+				}
+				imports[fields[0]] = fields[2:]
+				standard[fields[0]] = fields[1] == "true"
+			}
+			if _, ok := imports[root]; !ok {
+				t.Fatalf("go list did not list %s:\n%s", root, out)
+			}
+			for pkg := range imports {
+				if standard[pkg] || strings.HasPrefix(pkg, module) || allowedHelperDep(pkg) {
+					continue
+				}
+				t.Errorf("the helper links %s (%s); it may link only the standard library, this module and %v",
+					pkg, strings.Join(importChain(imports, root, pkg), " -> "), helperThirdParty)
+			}
+		})
+	}
+}
+
+func allowedHelperDep(pkg string) bool {
+	for _, prefix := range helperThirdParty {
+		if strings.HasPrefix(pkg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// importChain is a shortest path of imports from root to pkg.
+func importChain(imports map[string][]string, root, pkg string) []string {
+	from := map[string]string{root: ""}
+	queue := []string{root}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == pkg {
+			var chain []string
+			for p := pkg; p != ""; p = from[p] {
+				chain = append([]string{p}, chain...)
+			}
+			return chain
+		}
+		for _, next := range imports[cur] {
+			if _, seen := from[next]; !seen {
+				from[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return []string{root, "?", pkg}
 }

@@ -98,3 +98,58 @@ func TestListHostsSharesJumpLookupsAndRereadsConfig(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 11): host ls resolves its hosts at the same time. Each
+// `ssh -G` waits at a gate until another one is there too, so a listing
+// that resolved one host after the other would hold its first lookup
+// alone until the gate gave up.
+func TestListHostsResolvesConcurrently(t *testing.T) {
+	ssh, err := exec.LookPath("ssh")
+	if err != nil {
+		t.Fatalf("this test needs the OpenSSH client: %v", err)
+	}
+	dir := t.TempDir()
+	g := newGate(t)
+	wrapper := filepath.Join(dir, "ssh")
+	script := "#!/bin/sh\nfor a; do last=$a; done\n" + g.shell(`"$last"`) + fmt.Sprintf("exec %q \"$@\"\n", ssh)
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host a1\n  HostName 10.0.0.1\nHost a2\n  HostName 10.0.0.2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(filepath.Join(dir, "state"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	for _, name := range []string{"a1", "a2"} {
+		data, _ := json.Marshal(records.Host{Name: name, Alias: name, WorkdirRoot: records.DefaultWorkdirRoot, Status: records.HostAdmitted})
+		if _, err := st.Create(ctx, records.KindHost, name, data, state.Event{Type: "host.added"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := New(Config{Store: st, SSHConfig: cfg, SSHBinary: wrapper})
+
+	type listing struct {
+		hosts []HostView
+		err   error
+	}
+	done := make(chan listing, 1)
+	go func() {
+		hosts, err := e.ListHosts(ctx)
+		done <- listing{hosts, err}
+	}()
+	if who := g.together(2); len(who) != 2 {
+		t.Errorf("ssh -G at the gate at once: %q, want both hosts' lookups", who)
+	}
+	l := <-done
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	if len(l.hosts) != 2 || l.hosts[0].Hostname != "10.0.0.1" || l.hosts[1].Hostname != "10.0.0.2" {
+		t.Fatalf("listed %+v, want a1 at 10.0.0.1 and a2 at 10.0.0.2", l.hosts)
+	}
+}

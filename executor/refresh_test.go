@@ -42,6 +42,19 @@ exec %[2]s "$@"
 	return log
 }
 
+// useGatedHelper makes the helper the host runs a wrapper that passes g
+// before it serves anything.
+func useGatedHelper(t *testing.T, g *gate) {
+	t.Helper()
+	real := buildHelper(t)
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = serve ]; then\n%sfi\nexec %s \"$@\"\n", g.shell("$$"), ssh.ShellQuote(real))
+	wrapper := filepath.Join(t.TempDir(), helperbin.Name(localPlatform))
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	useHelper(t, wrapper)
+}
+
 // loggedOps reads the operations served since the log was last emptied,
 // handshakes left out, and empties it.
 func loggedOps(t *testing.T, log string) []string {
@@ -72,7 +85,6 @@ func loggedOps(t *testing.T, log string) []string {
 func TestRefreshSessionsOneHelperCallPerHost(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
-	log := useLoggingHelper(t)
 	relay := sshtest.NewRelay(t, f.srv.Addr())
 	if _, _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "other", HostName: "127.0.0.1", Port: relay.Port(), User: f.srv.User(),
 		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: f.root}); err != nil {
@@ -104,7 +116,9 @@ func TestRefreshSessionsOneHelperCallPerHost(t *testing.T) {
 	waitGone(t, killed.PID)
 	_ = syscall.Kill(-st.AgentPID, syscall.SIGKILL)
 	waitGone(t, st.AgentPID)
-	loggedOps(t, log)
+	// Logged from here: a launch is one conversation of several requests,
+	// which the logging wrapper (reading its stdin to the end) cannot serve.
+	log := useLoggingHelper(t)
 
 	ss := []*records.Session{running, exited, killed, elsewhere}
 	views := f.exec.RefreshSessions(ctx, ss)
@@ -144,4 +158,48 @@ func TestRefreshSessionsOneHelperCallPerHost(t *testing.T) {
 		t.Errorf("unreachable host's session: %s, %v; want running as recorded, with a network error", v.State, v.RefreshErr)
 	}
 	relay.Pass()
+}
+
+// Regression (issue 11): session ls --refresh asks its hosts at the same
+// time. The helper each host runs waits at a gate until the other host's
+// is there too, so a refresh that asked one host after the other would
+// hold its first host's helper alone until the gate gave up.
+func TestRefreshSessionsAsksHostsConcurrently(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	relay := sshtest.NewRelay(t, f.srv.Addr())
+	if _, _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "other", HostName: "127.0.0.1", Port: relay.Port(), User: f.srv.User(),
+		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: f.root}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "other", AcceptNew: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.exec.ApplyProfile(ctx, "other.yaml", []byte(fmt.Sprintf("name: other\nhost: other\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\n", f.bare))); err != nil {
+		t.Fatal(err)
+	}
+	var ss []*records.Session
+	for _, profile := range []string{"web", "other"} {
+		_, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: profile, Command: []string{"sh", "-c", "sleep 60"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.exec.StopSession(context.Background(), s.ID) })
+		ss = append(ss, s)
+	}
+
+	// From here on the helper each host runs waits at the gate before it
+	// serves; one host's refresh runs the helper at most once at a time.
+	g := newGate(t)
+	useGatedHelper(t, g)
+	done := make(chan []SessionView, 1)
+	go func() { done <- f.exec.RefreshSessions(ctx, ss) }()
+	if who := g.together(2); len(who) != 2 {
+		t.Errorf("helpers at the gate at once: %q, want one for each of the 2 hosts", who)
+	}
+	for i, v := range <-done {
+		if v.RefreshErr != nil || !v.Asked || v.State != records.SessionRunning || v.CheckedAt == nil {
+			t.Errorf("session %d on %s: %s, checked %v, asked %v, err %v; want running, checked now", i, v.Host, v.State, v.CheckedAt, v.Asked, v.RefreshErr)
+		}
+	}
 }

@@ -168,9 +168,6 @@ func checkPrefix(p string) error {
 // String is the store's URL.
 func (s *Store) String() string { return s.name }
 
-// Dir is "": nothing of this store is a local directory.
-func (s *Store) Dir() string { return "" }
-
 // Close releases the connection; later calls fail.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) || s.cli == nil {
