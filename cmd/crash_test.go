@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
@@ -20,8 +21,9 @@ import (
 // Crash convergence: a teardown killed (SIGKILL, no cleanup) at any of
 // its durable steps is finished by the next `sweep`: the task ends where
 // an uninterrupted run would have left it, the directory is removed once
-// or kept with its reason, and nothing is removed after a resume took the
-// task back. The CLI under test is built with the crashpoints tag, which
+// or kept with its reason (or, the host unreachable, left untouched for
+// the job to retry), and nothing is removed after a resume took the task
+// back. The CLI under test is built with the crashpoints tag, which
 // makes it die at the point $KANDEV_EXEC_CRASH_AT names; no other build
 // can.
 
@@ -60,10 +62,16 @@ func newCrashRig(t *testing.T, bin string, srv *sshtest.Server, origin string) *
 // env added to every run; nothing is stored yet.
 func joinRig(t *testing.T, bin string, srv *sshtest.Server, env ...string) *crashRig {
 	t.Helper()
+	return joinRigAt(t, bin, srv, srv.Port(), env...)
+}
+
+// joinRigAt is joinRig reaching srv through port (a relay in front of it).
+func joinRigAt(t *testing.T, bin string, srv *sshtest.Server, port int, env ...string) *crashRig {
+	t.Helper()
 	work := t.TempDir()
 	cfg := filepath.Join(work, "ssh_config")
 	conf := fmt.Sprintf("Host target\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
-		srv.Port(), srv.User(), srv.UserKeyPath)
+		port, srv.User(), srv.UserKeyPath)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -128,18 +136,44 @@ func (r *crashRig) launch(agent ...string) (id, dir string) {
 // phase is the task's recorded phase, "" once it is forgotten.
 func (r *crashRig) phase(id string) string {
 	r.t.Helper()
+	return r.show(id).Phase
+}
+
+// crashView is what the crash tests read of `task show --json`; Phase is
+// "" once the task is forgotten.
+type crashView struct {
+	Phase, Drain, Reclaim, Reason string
+	Job                           *struct {
+		State    string
+		Attempts int
+		NextAt   *time.Time `json:"next_at"`
+	}
+}
+
+func (r *crashRig) show(id string) crashView {
+	r.t.Helper()
+	var v crashView
 	out, err := r.run("", "task", "show", id, "--json")
 	if err != nil {
 		if strings.Contains(err.Error(), "not found") {
-			return ""
+			return v
 		}
 		r.t.Fatalf("task show %s: %v", id, err)
 	}
-	var v struct{ Phase string }
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		r.t.Fatal(err)
 	}
-	return v.Phase
+	return v
+}
+
+// hostStatus is the host's recorded status.
+func (r *crashRig) hostStatus(name string) string {
+	r.t.Helper()
+	var v struct{ Status string }
+	if err := json.Unmarshal([]byte(r.ok("host", "show", name, "--json")), &v); err != nil {
+		r.t.Fatal(err)
+	}
+	return v.Status
 }
 
 // removals counts the task's journal entries that record its directory
@@ -171,6 +205,15 @@ func TestCrashConvergence(t *testing.T) {
 	bin := crashBin(t)
 	srv := sshtest.NewServer(t)
 	origin := gitOrigin(t)
+	t.Run("removed", func(t *testing.T) { crashRemoved(t, bin, srv, origin) })
+	t.Run("skipped", func(t *testing.T) { crashSkipped(t, bin, srv, origin) })
+	t.Run("retried", func(t *testing.T) { crashRetried(t, bin, srv, origin) })
+}
+
+// crashRemoved: a clean task, killed at every durable step of archive
+// and delete, ends absent (forgotten for delete), removed exactly once; a
+// resume after a kill takes the task back and nothing is removed.
+func crashRemoved(t *testing.T, bin string, srv *sshtest.Server, origin string) {
 	// Every durable step of a teardown, in order.
 	points := []string{"job.pending", "job.attempt", "task.draining", "session.drained", "task.destroying",
 		"cleanup.ran", "reclaim.applied", "task.absent", "job.succeeded"}
@@ -221,6 +264,104 @@ func TestCrashConvergence(t *testing.T) {
 	}
 	if n := rig.removals(id); n != 0 {
 		t.Fatalf("a resumed task's directory was removed")
+	}
+}
+
+// crashSkipped: a task with a staged change is drained and cleaned up but
+// its directory is kept (dirty_worktree). Killed at the steps where the
+// skip is decided and recorded, then swept, it ends archived with the
+// same reason, the job done, and the directory and the change still
+// there; a delete ends the same way, not forgotten.
+func crashSkipped(t *testing.T, bin string, srv *sshtest.Server, origin string) {
+	rig := newCrashRig(t, bin, srv, origin)
+	for _, c := range []struct{ trigger, at string }{
+		{"archive", "task.destroying"}, {"archive", "reclaim.applied"}, {"archive", "task.archived"},
+		{"archive", "job.succeeded"}, {"delete", "reclaim.applied"}, {"delete", "task.archived"},
+		{"delete", "job.succeeded"},
+	} {
+		id, dir := rig.launch("sleep", "300")
+		change := filepath.Join(dir, "notes.txt")
+		if err := os.WriteFile(change, []byte("unsaved work\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("git", "-C", dir, "add", "notes.txt").CombinedOutput(); err != nil {
+			t.Fatalf("git add: %v\n%s", err, out)
+		}
+		if _, err := rig.run(c.at, "task", c.trigger, id, "--yes"); !killedBySIGKILL(err) {
+			t.Fatalf("%s killed at %s: ended %v, want SIGKILL (the point was never reached)", c.trigger, c.at, err)
+		}
+		rig.run("", "sweep")
+		v := rig.show(id)
+		if v.Phase != "archived" || v.Reclaim != "skipped" || !strings.HasPrefix(v.Reason, "dirty_worktree") {
+			t.Fatalf("%s killed at %s, then sweep: phase %q, reclaim %q, reason %q; want archived, skipped, dirty_worktree",
+				c.trigger, c.at, v.Phase, v.Reclaim, v.Reason)
+		}
+		if v.Job == nil || v.Job.State != "succeeded" {
+			t.Fatalf("%s killed at %s, then sweep: job %+v, want succeeded", c.trigger, c.at, v.Job)
+		}
+		if b, err := os.ReadFile(change); err != nil || string(b) != "unsaved work\n" {
+			t.Fatalf("%s killed at %s, then sweep: the kept change is %q, %v", c.trigger, c.at, b, err)
+		}
+		if n := rig.removals(id); n != 0 {
+			t.Fatalf("%s killed at %s: a kept directory was recorded gone %d times", c.trigger, c.at, n)
+		}
+	}
+}
+
+// crashRetried: the host refuses connections, so the drain is
+// unreachable: cleanup_pending, the directory untouched, the host
+// quarantined, the job waiting to retry. Killed at each step of that
+// path, then swept while the host is still down, every task ends there;
+// once the host is back and readmitted, archiving again removes each
+// directory exactly once.
+func crashRetried(t *testing.T, bin string, srv *sshtest.Server, origin string) {
+	relay := sshtest.NewRelay(t, srv.Addr())
+	rig := joinRigAt(t, bin, srv, relay.Port())
+	rig.setUp(origin, filepath.Join(rig.work, "remote"))
+	type pending struct{ id, dir, at string }
+	var tasks []pending
+	for i, at := range []string{"job.attempt", "task.draining", "host.quarantined", "task.cleanup_pending", "job.failed"} {
+		if i > 0 {
+			relay.Pass()
+			rig.ok("host", "readmit", "prod", "--reason", "back up")
+		}
+		id, dir := rig.launch("sleep", "300")
+		tasks = append(tasks, pending{id, dir, at})
+		relay.Refuse()
+		if _, err := rig.run(at, "task", "archive", id, "--yes"); !killedBySIGKILL(err) {
+			t.Fatalf("archive killed at %s: ended %v, want SIGKILL (the point was never reached)", at, err)
+		}
+		rig.run("", "sweep")
+		v := rig.show(id)
+		if v.Phase != "cleanup_pending" || v.Drain != "unreachable" {
+			t.Fatalf("archive killed at %s, then sweep: phase %q, drain %q; want cleanup_pending, unreachable", at, v.Phase, v.Drain)
+		}
+		if v.Job == nil || v.Job.State != "retry_wait" || v.Job.Attempts < 1 || v.Job.NextAt == nil {
+			t.Fatalf("archive killed at %s, then sweep: job %+v, want retry_wait with its next retry", at, v.Job)
+		}
+		if got := rig.hostStatus("prod"); got != "quarantined" {
+			t.Fatalf("archive killed at %s, then sweep: host %s, want quarantined", at, got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+			t.Fatalf("archive killed at %s, then sweep: the checkout was touched: %v", at, err)
+		}
+		if n := rig.removals(id); n != 0 {
+			t.Fatalf("archive killed at %s: an unreachable task's directory was recorded gone", at)
+		}
+	}
+	relay.Pass()
+	rig.ok("host", "readmit", "prod", "--reason", "back up")
+	for _, p := range tasks {
+		rig.ok("task", "archive", p.id, "--yes")
+		if got := rig.phase(p.id); got != "absent" {
+			t.Fatalf("killed at %s, archived again with the host back: phase %q, want absent", p.at, got)
+		}
+		if _, err := os.Stat(p.dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("killed at %s, archived again with the host back: %s still there (%v)", p.at, p.dir, err)
+		}
+		if n := rig.removals(p.id); n != 1 {
+			t.Fatalf("killed at %s: the directory was recorded gone %d times, want once", p.at, n)
+		}
 	}
 }
 
