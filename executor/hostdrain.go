@@ -158,7 +158,7 @@ func (e *Executor) RunHostDrain(ctx context.Context, name string, progress func(
 	defer held.Release(context.WithoutCancel(ctx))
 	ctx, stop := e.keep(ctx, held)
 	defer stop()
-	w := &drainWorker{e: e, host: name, progress: progress}
+	w := &drainWorker{e: e, host: name, progress: progress, claim: held}
 	d, err := w.run(ctx)
 	if err = lostClaim(ctx, err); err != nil && d != nil && d.State == records.DrainRunning && !isStale(err) {
 		// The worker itself failed (or was stopped by a signal): say so
