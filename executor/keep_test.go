@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,4 +190,54 @@ func TestLaunchKeepsItsClaimWhilePrepareRuns(t *testing.T) {
 		t.Fatalf("after the launch: task %s %s, session %+v", task.ID, task.Phase, s)
 	}
 	waitState(t, s.SessionDir, controller.StateExited)
+}
+
+// A drain worker whose session stop runs longer than the claim's TTL (an
+// agent that ignores SIGTERM is killed only after the stop grace) keeps
+// the host's drain all along: a second worker is refused past the TTL,
+// and the first ends the drain complete.
+func TestDrainWorkerKeepsItsClaimWhileStopping(t *testing.T) {
+	f := newLaunchFixture(t)
+	g := newGate(t)
+	ctx := context.Background()
+	_, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"sh", "-c", "trap '' TERM; touch " + g.started + "; sleep 300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.waitStarted(t, nil)
+	f.cfg.ClaimTTL = keepTTL
+	a, b := f.open(t), f.open(t)
+	if _, err := a.BeginHostDrain(ctx, "prod", time.Now().Add(time.Hour), "/log", 0); err != nil {
+		t.Fatal(err)
+	}
+	stopping := make(chan struct{})
+	var once sync.Once
+	type result struct {
+		d   *records.HostDrain
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := a.RunHostDrain(ctx, "prod", func(line string) {
+			if strings.HasSuffix(line, ": stopping") {
+				once.Do(func() { close(stopping) })
+			}
+		})
+		done <- result{d, err}
+	}()
+	select {
+	case <-stopping:
+	case r := <-done:
+		t.Fatalf("the drain ended before stopping the session: %+v, %v", r.d, r.err)
+	}
+	held := heldPastTTL(t, a.cfg.Store, records.KindHostDrain, "prod")
+	_, err = b.RunHostDrain(ctx, "prod", nil)
+	var claimed *state.ClaimedError
+	if !errors.As(err, &claimed) || claimed.Holder.Since != held.Holder.Since {
+		t.Fatalf("a second worker while the first stops the session: %v", err)
+	}
+	r := <-done
+	if r.err != nil || r.d.State != records.DrainComplete || !slices.Contains(r.d.Stopped, s.ID) {
+		t.Fatalf("the drain: %+v, %v", r.d, r.err)
+	}
 }
