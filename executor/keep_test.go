@@ -241,3 +241,46 @@ func TestDrainWorkerKeepsItsClaimWhileStopping(t *testing.T) {
 		t.Fatalf("the drain: %+v, %v", r.d, r.err)
 	}
 }
+
+// A resume whose prepare script runs longer than the claim's TTL keeps
+// the task's claim all along, like a launch. The script blocks only once
+// armed, so the launch before it is quick.
+func TestResumeKeepsItsClaimWhilePrepareRuns(t *testing.T) {
+	f := newLaunchFixture(t)
+	f.cfg.ClaimTTL = keepTTL
+	e, other := f.open(t), f.open(t)
+	g := newGate(t)
+	armed := filepath.Join(filepath.Dir(g.started), "armed")
+	ctx := context.Background()
+	profile := fmt.Sprintf("name: slow\nhost: prod\nworkdir_root: %s\nshell: sh\nprepare_script: |\n  if [ -e %s ]; then %s  fi\n",
+		f.root, armed, strings.TrimPrefix(g.script(), "|\n"))
+	if _, err := e.ApplyProfile(ctx, "slow.yaml", []byte(profile)); err != nil {
+		t.Fatal(err)
+	}
+	task, s, err := e.Launch(ctx, LaunchOptions{Profile: "slow", Command: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s.SessionDir, controller.StateExited)
+	if err := os.WriteFile(armed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var resumed *records.Session
+	go func() {
+		var err error
+		_, resumed, err = e.Resume(ctx, task.ID, []string{"true"}, nil)
+		done <- err
+	}()
+	g.waitStarted(t, done)
+	heldPastTTL(t, e.cfg.Store, records.KindTask, task.ID)
+	claimRefused(t, other, task.ID)
+	g.open(t)
+	if err := <-done; err != nil {
+		t.Fatalf("the resume: %v", err)
+	}
+	if resumed == nil || resumed.ID == s.ID || resumed.TaskID != task.ID {
+		t.Fatalf("resumed session %+v", resumed)
+	}
+	waitState(t, resumed.SessionDir, controller.StateExited)
+}
