@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -284,66 +283,4 @@ func TestResumeKeepsItsClaimWhilePrepareRuns(t *testing.T) {
 		t.Fatalf("resumed session %+v", resumed)
 	}
 	waitState(t, resumed.SessionDir, controller.StateExited)
-}
-
-// The recovery of an interrupted launch keeps the task's claim while it
-// waits on a host that does not answer (a link frozen past the claim's
-// TTL): another process is refused meanwhile, and once the link is back
-// the recovery adopts the running session.
-func TestRecoveryKeepsItsClaimWhileTheHostIsSlow(t *testing.T) {
-	f := newLaunchFixture(t)
-	ctx := context.Background()
-	relay := sshtest.NewRelay(t, f.srv.Addr())
-	if _, _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "far", HostName: "127.0.0.1", Port: relay.Port(), User: f.srv.User(),
-		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: f.root}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "far", AcceptNew: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.exec.ApplyProfile(ctx, "far.yaml", []byte(fmt.Sprintf("name: far\nhost: far\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\n", f.bare))); err != nil {
-		t.Fatal(err)
-	}
-	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "far", Command: []string{"sleep", "60"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.exec.StopSession(context.Background(), s.ID) })
-	interrupt(t, f.exec, s.ID, deadLauncher(t), 0)
-
-	f.cfg.ClaimTTL = keepTTL
-	e, other := f.open(t), f.open(t)
-	relay.Freeze()
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := e.RecoverTasks(ctx, []*records.Task{task}, true)
-		done <- err
-	}()
-	for i := 0; ; i++ { // until the recovery holds the task
-		c, err := e.cfg.Store.ClaimHolder(ctx, records.KindTask, task.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c != nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the recovery ended without claiming the task: %v", err)
-		case <-time.After(20 * time.Millisecond): // polling the stored claim
-		}
-		if i > 3000 {
-			t.Fatal("the recovery did not claim the task within a minute")
-		}
-	}
-	heldPastTTL(t, e.cfg.Store, records.KindTask, task.ID)
-	claimRefused(t, other, task.ID)
-	relay.Thaw()
-	if err := <-done; err != nil {
-		t.Fatalf("the recovery: %v", err)
-	}
-	got, _, err := e.GetSession(ctx, s.ID)
-	if err != nil || got.State != records.SessionRunning || got.PID != s.PID {
-		t.Fatalf("after the recovery: %+v, %v", got, err)
-	}
 }
