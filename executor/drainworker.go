@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/state"
 )
 
 // The drain worker's rounds: each stops every live session of the host
@@ -24,6 +25,28 @@ type drainWorker struct {
 	host     string
 	progress func(string)
 	helper   *remoteHelper // found on the host once, shared by every session
+	claim    *records.Held // the host's drain
+}
+
+// held is nil while this worker still holds the drain, else the loss:
+// keep ends ctx when it sees the claim lost, and a worker that runs on
+// before its keeper has seen it (a process frozen past its TTL, just
+// thawed) finds another holder, or none, in the store. Every write and
+// every session stop asks first, so none starts after the loss; the
+// instant between this read and a write is not fenced (the host record
+// is not the claimed one).
+func (w *drainWorker) held(ctx context.Context) error {
+	if err := lostClaim(ctx, ctx.Err()); isStale(err) {
+		return err
+	}
+	c, err := w.e.cfg.Store.ClaimHolder(context.WithoutCancel(ctx), records.KindHostDrain, w.host)
+	if err != nil {
+		return err
+	}
+	if c == nil || c.ID != w.claim.ID() {
+		return &state.StaleClaimError{Kind: records.KindHostDrain, Name: w.host, Reason: "another drain worker holds it now, or nobody does"}
+	}
+	return nil
 }
 
 func (w *drainWorker) say(format string, a ...any) {
@@ -78,7 +101,9 @@ func (w *drainWorker) run(ctx context.Context) (*records.HostDrain, error) {
 			}
 			return w.finish(ctx, records.DrainDeadline, left, fmt.Sprintf("the deadline %s passed with %d session(s) still running", d.Deadline.Format(time.RFC3339), len(left)))
 		}
-		w.round(ctx, d.Deadline, live)
+		if err := w.round(ctx, d.Deadline, live); err != nil {
+			return d, err
+		}
 		if ctx.Err() != nil {
 			return d, ctx.Err()
 		}
@@ -121,8 +146,9 @@ func (e *Executor) liveSessions(ctx context.Context, host string) ([]*records.Se
 	return out, nil
 }
 
-// round stops each live session once, over one connection.
-func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*records.Session) {
+// round stops each live session once, over one connection. It ends
+// early, saying so, when the worker lost the drain.
+func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*records.Session) error {
 	h, _, err := w.e.getHost(ctx, w.host)
 	var c *ssh.Client
 	if err == nil {
@@ -133,8 +159,7 @@ func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*rec
 		for i, s := range live {
 			left[i] = records.DrainLeft{Session: s.ID, TaskID: s.TaskID, Why: oneLine(err)}
 		}
-		w.step(ctx, nil, left, fmt.Sprintf("unreachable: %s; retrying in %s", oneLine(err), drainRetry))
-		return
+		return w.step(ctx, nil, left, fmt.Sprintf("unreachable: %s; retrying in %s", oneLine(err), drainRetry))
 	}
 	defer c.Close()
 	wd := c.StartKeepalive(w.e.cfg.KeepaliveInterval, w.e.cfg.KeepaliveDeadline)
@@ -142,9 +167,12 @@ func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*rec
 	var left []records.DrainLeft
 	for _, s := range live {
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		w.say("session %s (task %s): stopping", s.ID, s.TaskID)
+		if err := w.held(ctx); err != nil {
+			return err
+		}
 		sctx, cancel := context.WithTimeout(ctx, min(time.Until(deadline), maxSessionStop))
 		end, err := w.stop(sctx, c, wd, s)
 		cancel()
@@ -152,12 +180,15 @@ func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*rec
 		case err != nil:
 			l := records.DrainLeft{Session: s.ID, TaskID: s.TaskID, Why: oneLine(err)}
 			left = append(left, l)
-			w.step(ctx, nil, []records.DrainLeft{l}, fmt.Sprintf("session %s (task %s): not stopped yet: %s; retrying in %s", s.ID, s.TaskID, l.Why, drainRetry))
+			err = w.step(ctx, nil, []records.DrainLeft{l}, fmt.Sprintf("session %s (task %s): not stopped yet: %s; retrying in %s", s.ID, s.TaskID, l.Why, drainRetry))
 		default:
-			w.step(ctx, []string{s.ID}, nil, fmt.Sprintf("session %s (task %s): %s; its task directory stays (`kandev-exec task resume %s`)", s.ID, s.TaskID, end, s.TaskID))
+			err = w.step(ctx, []string{s.ID}, nil, fmt.Sprintf("session %s (task %s): %s; its task directory stays (`kandev-exec task resume %s`)", s.ID, s.TaskID, end, s.TaskID))
+		}
+		if err != nil {
+			return err
 		}
 	}
-	w.e.setRemaining(ctx, w.host, left)
+	return w.setRemaining(ctx, left)
 }
 
 // stop stops one session the way `session stop` does. It says how the
@@ -189,8 +220,12 @@ func (w *drainWorker) stop(ctx context.Context, c *ssh.Client, wd *ssh.Watchdog,
 	return string(s.State), nil
 }
 
-// step records one step on the host (the journal carries it) and says it.
-func (w *drainWorker) step(ctx context.Context, stopped []string, left []records.DrainLeft, msg string) {
+// step records one step on the host (the journal carries it) and says it;
+// a worker that lost the drain records nothing and says why.
+func (w *drainWorker) step(ctx context.Context, stopped []string, left []records.DrainLeft, msg string) error {
+	if err := w.held(ctx); err != nil {
+		return err
+	}
 	w.say("%s", msg)
 	_, _ = records.Mutate(context.WithoutCancel(ctx), w.e.cfg.Store, records.KindHost, w.host, "host.drain_step", func(h *records.Host) error {
 		if h.Drain == nil || h.Drain.State != records.DrainRunning {
@@ -206,11 +241,16 @@ func (w *drainWorker) step(ctx context.Context, stopped []string, left []records
 		h.Drain.Last = msg
 		return nil
 	})
+	return nil
 }
 
-// setRemaining records what a round left running.
-func (e *Executor) setRemaining(ctx context.Context, host string, left []records.DrainLeft) {
-	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, host, "host.drain_step", func(h *records.Host) error {
+// setRemaining records what a round left running, unless the worker lost
+// the drain.
+func (w *drainWorker) setRemaining(ctx context.Context, left []records.DrainLeft) error {
+	if err := w.held(ctx); err != nil {
+		return err
+	}
+	_, _ = records.Mutate(context.WithoutCancel(ctx), w.e.cfg.Store, records.KindHost, w.host, "host.drain_step", func(h *records.Host) error {
 		if h.Drain == nil || h.Drain.State != records.DrainRunning {
 			return errSettled
 		}
@@ -223,6 +263,7 @@ func (e *Executor) setRemaining(ctx context.Context, host string, left []records
 		h.Drain.Remaining = left
 		return nil
 	})
+	return nil
 }
 
 func setLeft(ls []records.DrainLeft, l records.DrainLeft) []records.DrainLeft {
@@ -238,6 +279,9 @@ func setLeft(ls []records.DrainLeft, l records.DrainLeft) []records.DrainLeft {
 // finish ends the drain in state, and a complete drain's host ends
 // cordoned (a quarantined one stays quarantined).
 func (w *drainWorker) finish(ctx context.Context, state records.DrainState, left []records.DrainLeft, msg string) (*records.HostDrain, error) {
+	if err := w.held(ctx); err != nil {
+		return nil, err
+	}
 	w.say("%s", msg)
 	h, err := records.Mutate(ctx, w.e.cfg.Store, records.KindHost, w.host, "host.drain_"+string(state), func(h *records.Host) error {
 		if h.Drain == nil || h.Drain.State != records.DrainRunning {

@@ -46,11 +46,16 @@ func (e *Executor) Vault() *vault.Vault { return e.vault }
 
 // locksDir is <state dir>/locks (0700), for locks that only matter on
 // this machine.
-func (e *Executor) locksDir() (string, error) {
+func (e *Executor) locksDir() (string, error) { return e.localDir("locks") }
+
+// localDir is <state dir>/name (0700), made with the state dir when
+// missing: with a shared store, an operator's state dir may not exist
+// until something of this machine's is written there.
+func (e *Executor) localDir(name string) (string, error) {
 	if _, err := fsx.EnsureDir(e.cfg.StateDir, 0o700); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(e.cfg.StateDir, "locks")
+	dir := filepath.Join(e.cfg.StateDir, name)
 	_, err := fsx.EnsureDir(dir, 0o700)
 	return dir, err
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -69,8 +68,8 @@ func (e *Executor) DrainLog(host string) (string, error) {
 	if err := ValidateHostName(host); err != nil {
 		return "", &UsageError{Msg: err.Error()}
 	}
-	dir := filepath.Join(e.cfg.StateDir, "logs")
-	if _, err := fsx.EnsureDir(dir, 0o700); err != nil {
+	dir, err := e.localDir("logs")
+	if err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, "drain-"+host+".log"), nil
@@ -158,7 +157,7 @@ func (e *Executor) RunHostDrain(ctx context.Context, name string, progress func(
 	defer held.Release(context.WithoutCancel(ctx))
 	ctx, stop := e.keep(ctx, held)
 	defer stop()
-	w := &drainWorker{e: e, host: name, progress: progress}
+	w := &drainWorker{e: e, host: name, progress: progress, claim: held}
 	d, err := w.run(ctx)
 	if err = lostClaim(ctx, err); err != nil && d != nil && d.State == records.DrainRunning && !isStale(err) {
 		// The worker itself failed (or was stopped by a signal): say so

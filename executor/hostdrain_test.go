@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -189,5 +190,25 @@ func TestBeginWhileRunningKeepsTheDrain(t *testing.T) {
 	}
 	if second.LogOffset != 100 || !second.StartedAt.Equal(first.StartedAt) || !second.Deadline.Equal(later.UTC().Truncate(time.Second)) {
 		t.Fatalf("first %+v, second %+v", first, second)
+	}
+}
+
+// Regression: an operator on a shared store may have no state dir yet
+// (nothing of theirs was written locally); a drain makes it for its log,
+// where it used to fail with "mkdir .../logs: no such file or directory".
+func TestDrainLogMakesTheStateDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bob")
+	e := New(Config{StateDir: dir})
+	log, err := e.DrainLog("box")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "logs", "drain-box.log"); log != want {
+		t.Fatalf("drain log %s, want %s", log, want)
+	}
+	for _, d := range []string{dir, filepath.Dir(log)} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("%s: %v, %v", d, fi, err)
+		}
 	}
 }

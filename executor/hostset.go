@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,12 +68,15 @@ type HostSetResult struct {
 	PinsDropped bool     // the route changed: the host must be trusted again
 }
 
+// errSpecChanged: the host's settings changed since SetHost read them.
+var errSpecChanged = errors.New("host settings changed concurrently")
+
 // SetHost changes a stored host's settings. When they lead somewhere
 // else (the target's address or port, or any jump host's, differs), the
 // pinned keys no longer say anything about where a dial goes: they are
 // dropped, and `host trust` must pin again. Status and history stay.
 func (e *Executor) SetHost(ctx context.Context, name string, c HostChanges) (HostSetResult, error) {
-	old, _, err := e.getHost(ctx, name)
+	old, rec, err := e.getHost(ctx, name)
 	if err != nil {
 		return HostSetResult{}, err
 	}
@@ -91,7 +95,7 @@ func (e *Executor) SetHost(ctx context.Context, name string, c HostChanges) (Hos
 	moved := err != nil || !slices.Equal(route(oldT), route(newT))
 	updated, err := records.Mutate(ctx, e.cfg.Store, records.KindHost, name, "host.updated", func(x *records.Host) error {
 		if !x.SameSpec(old) {
-			return &state.ConflictError{Kind: records.KindHost, Name: name}
+			return errSpecChanged
 		}
 		c.apply(x)
 		if moved {
@@ -99,6 +103,15 @@ func (e *Executor) SetHost(ctx context.Context, name string, c HostChanges) (Hos
 		}
 		return nil
 	})
+	if errors.Is(err, errSpecChanged) {
+		// Another process changed the settings since they were read:
+		// this change was made against settings that are gone.
+		ce := &state.ConflictError{Kind: records.KindHost, Name: name, Expected: rec.Revision}
+		if cur, gerr := e.cfg.Store.Get(ctx, records.KindHost, name); gerr == nil {
+			ce.Actual = cur.Revision
+		}
+		return HostSetResult{}, ce
+	}
 	if err != nil {
 		return HostSetResult{}, err
 	}
