@@ -21,22 +21,22 @@ import (
 // outlives its claim unless the claim is renewed while it works.
 const keepTTL = 2 * time.Second
 
-// gate is a pair of files a profile script and the test share: the script
+// scriptGate is a pair of files a profile script and the test share: the script
 // creates started and then waits (bounded) until the test creates release.
-type gate struct{ started, release string }
+type scriptGate struct{ started, release string }
 
-func newGate(t *testing.T) gate {
+func newScriptGate(t *testing.T) scriptGate {
 	dir := t.TempDir()
-	return gate{started: filepath.Join(dir, "started"), release: filepath.Join(dir, "release")}
+	return scriptGate{started: filepath.Join(dir, "started"), release: filepath.Join(dir, "release")}
 }
 
 // script blocks the profile step until the test opens the gate; it gives
 // up (exit 9) after a minute so a failed test leaves nothing running.
-func (g gate) script() string {
+func (g scriptGate) script() string {
 	return fmt.Sprintf("|\n  touch %s\n  i=0\n  while [ ! -e %s ]; do sleep 0.1; i=$((i+1)); [ $i -lt 600 ] || exit 9; done\n", g.started, g.release)
 }
 
-func (g gate) waitStarted(t *testing.T, done <-chan error) {
+func (g scriptGate) waitStarted(t *testing.T, done <-chan error) {
 	t.Helper()
 	for i := 0; ; i++ {
 		if _, err := os.Stat(g.started); err == nil {
@@ -53,7 +53,7 @@ func (g gate) waitStarted(t *testing.T, done <-chan error) {
 	}
 }
 
-func (g gate) open(t *testing.T) {
+func (g scriptGate) open(t *testing.T) {
 	t.Helper()
 	if err := os.WriteFile(g.release, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestArchiveKeepsItsClaimWhileCleanupRuns(t *testing.T) {
 	f := newLaunchFixture(t)
 	f.cfg.ClaimTTL = keepTTL
 	e, other := f.open(t), f.open(t)
-	g := newGate(t)
+	g := newScriptGate(t)
 	ctx := context.Background()
 	profile := fmt.Sprintf("name: slow\nhost: prod\nworkdir_root: %s\nshell: sh\nrepositories:\n  - name: app\n    url: %s\n    branch: main\ncleanup_script: %s",
 		f.root, f.bare, g.script())
@@ -160,7 +160,7 @@ func TestLaunchKeepsItsClaimWhilePrepareRuns(t *testing.T) {
 	f := newLaunchFixture(t)
 	f.cfg.ClaimTTL = keepTTL
 	e, other := f.open(t), f.open(t)
-	g := newGate(t)
+	g := newScriptGate(t)
 	ctx := context.Background()
 	profile := fmt.Sprintf("name: slow\nhost: prod\nworkdir_root: %s\nshell: sh\nprepare_script: %s", f.root, g.script())
 	if _, err := e.ApplyProfile(ctx, "slow.yaml", []byte(profile)); err != nil {
@@ -198,7 +198,7 @@ func TestLaunchKeepsItsClaimWhilePrepareRuns(t *testing.T) {
 // and the first ends the drain complete.
 func TestDrainWorkerKeepsItsClaimWhileStopping(t *testing.T) {
 	f := newLaunchFixture(t)
-	g := newGate(t)
+	g := newScriptGate(t)
 	ctx := context.Background()
 	_, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"sh", "-c", "trap '' TERM; touch " + g.started + "; sleep 300"}})
 	if err != nil {
@@ -249,7 +249,7 @@ func TestResumeKeepsItsClaimWhilePrepareRuns(t *testing.T) {
 	f := newLaunchFixture(t)
 	f.cfg.ClaimTTL = keepTTL
 	e, other := f.open(t), f.open(t)
-	g := newGate(t)
+	g := newScriptGate(t)
 	armed := filepath.Join(filepath.Dir(g.started), "armed")
 	ctx := context.Background()
 	profile := fmt.Sprintf("name: slow\nhost: prod\nworkdir_root: %s\nshell: sh\nprepare_script: |\n  if [ -e %s ]; then %s  fi\n",
