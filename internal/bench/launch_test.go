@@ -40,6 +40,13 @@ func (e *env) run(args ...string) string {
 	return out.String()
 }
 
+// buildCLI builds the CLI once per test, as a release does (no cgo).
+func buildCLI(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "kandev-exec")
+	sh(t, fmt.Sprintf("cd ../.. && CGO_ENABLED=0 go build -o %s .", bin))
+	return bin
+}
+
 func sh(t *testing.T, script string) string {
 	t.Helper()
 	out, err := exec.Command("sh", "-c", script).CombinedOutput()
@@ -80,8 +87,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	work := t.TempDir()
-	bin := filepath.Join(work, "kandev-exec")
-	sh(t, fmt.Sprintf("cd ../.. && CGO_ENABLED=0 go build -o %s .", bin))
+	bin := buildCLI(t)
 	srv := sshtest.NewServer(t)
 	relay := sshtest.NewRelay(t, srv.Addr())
 

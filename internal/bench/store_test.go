@@ -3,9 +3,14 @@
 package bench
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +19,11 @@ import (
 	"github.com/kdlbs/kandev-exec/state/etcdstore"
 )
 
-// storeBackend opens a fresh store of one backend.
+// storeBackend opens a fresh store of one backend, and says how the CLI
+// reaches that same store (its environment).
 type storeBackend struct {
 	name string
-	open func(t *testing.T) state.Store
+	open func(t *testing.T) (state.Store, []string)
 }
 
 // TestStoreBench: the file store beside a one-member etcd on loopback:
@@ -28,22 +34,25 @@ func TestStoreBench(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	n := 0
 	backends := []storeBackend{
-		{"file", func(t *testing.T) state.Store {
-			s, err := state.Open(t.TempDir(), state.Options{})
+		{"file", func(t *testing.T) (state.Store, []string) {
+			dir := t.TempDir()
+			s, err := state.Open(dir, state.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			return s
+			return s, []string{"KANDEV_EXEC_STATE_DIR=" + dir}
 		}},
-		{"etcd (1 member)", func(t *testing.T) state.Store {
+		{"etcd (1 member)", func(t *testing.T) (state.Store, []string) {
 			n++
-			s, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: c.Endpoints(), Prefix: fmt.Sprintf("/bench/%d", n)})
+			prefix := fmt.Sprintf("/bench/%d", n)
+			s, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: c.Endpoints(), Prefix: prefix})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			return s
+			return s, []string{"KANDEV_EXEC_STATE_DIR=" + t.TempDir(),
+				"KANDEV_EXEC_STORE=etcd://" + strings.Join(c.Endpoints(), ",") + prefix}
 		}},
 	}
 	ctx := context.Background()
@@ -52,9 +61,11 @@ func TestStoreBench(t *testing.T) {
 	row := func(what string, f func(b storeBackend) string) {
 		fmt.Printf("%-44s %14s %14s\n", what, f(backends[0]), f(backends[1]))
 	}
+	bin := buildCLI(t)
 	stores := map[string]state.Store{}
+	cliEnv := map[string][]string{}
 	for _, b := range backends {
-		stores[b.name] = b.open(t)
+		stores[b.name], cliEnv[b.name] = b.open(t)
 	}
 	for _, size := range []int{100, 10000} {
 		row(fmt.Sprintf("create, mean over growing to %d records", size), func(b storeBackend) string {
@@ -73,7 +84,7 @@ func TestStoreBench(t *testing.T) {
 			return dur(timeIt(50, nil, func() {
 				r, err := s.Get(ctx, "task", "t00007")
 				if err == nil {
-					_, err = s.Update(ctx, "task", "t00007", r.Revision, taskData(r.Revision), state.Event{Type: "task.phase"})
+					_, err = s.Update(ctx, "task", "t00007", r.Revision, taskData(7), state.Event{Type: "task.phase"})
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -93,9 +104,21 @@ func TestStoreBench(t *testing.T) {
 				}
 			}))
 		})
+		row(fmt.Sprintf("kandev-exec task ls --json, %d tasks", size), func(b storeBackend) string {
+			runs := 10
+			if size > 1000 {
+				runs = 3
+			}
+			return dur(timeIt(runs, nil, func() {
+				out := cli(t, bin, cliEnv[b.name], "task", "ls", "--json", "--limit", "0")
+				if got := strings.Count(out, `"id":`); got != size {
+					t.Fatalf("task ls --json printed %d tasks, want %d", got, size)
+				}
+			}))
+		})
 	}
 	row("claim: acquire, checkpoint, release", func(b storeBackend) string {
-		s := b.open(t)
+		s, _ := b.open(t)
 		if _, err := s.Create(ctx, "job", "j", json.RawMessage(`{}`), state.Event{Type: "job.added"}); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +140,12 @@ func TestStoreBench(t *testing.T) {
 		}))
 	})
 	row("journal follow: write start to follower", func(b storeBackend) string {
-		return dur(followLatency(t, b.open(t), 50))
+		s, _ := b.open(t)
+		return dur(followLatency(t, s, 50))
+	})
+	row("write to `watch --json` printing it", func(b storeBackend) string {
+		s, env := b.open(t)
+		return dur(watchLatency(t, bin, env, s, 20))
 	})
 	fmt.Println("the file store's follower polls every 50 ms; etcd's watches the journal counter")
 }
@@ -177,9 +205,10 @@ func followLatency(t *testing.T, s state.Store, n int) time.Duration {
 	return median(ds)
 }
 
-// taskData is a record of a few hundred bytes, about what a task holds.
+// taskData is a task record of a few hundred bytes, as a launch leaves
+// one: what `task ls` reads and prints.
 func taskData(i any) json.RawMessage {
-	return fmt.Appendf(nil, `{"id":"%v","host":"prod","profile":"default","agent":"claude","branch":"kandev/task-%v","phase":"running","session":"s-%v","note":"%0200d"}`, i, i, i, 0)
+	return fmt.Appendf(nil, `{"id":"t%05v","name":"task-%v","host":"prod","profile":"default","agent":"claude","workdir_root":"~/.kandev","task_dir_name":"t%05v","branch":"kandev/t%05v","base_branch":"main","command":"claude -p %0100d","phase":"ready","created_at":"2026-11-30T12:00:00Z","sessions":[]}`, i, i, i, i, 0)
 }
 
 func dur(d time.Duration) string {
@@ -190,4 +219,59 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+// cli runs the CLI with env added and returns its standard output.
+func cli(t *testing.T, bin string, env []string, args ...string) string {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kandev-exec %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// watchLatency is the median time from the start of a write to a running
+// `watch --json` printing its line: the store's follow, the decode and
+// the print together, as a script reading the stream sees it.
+func watchLatency(t *testing.T, bin string, env []string, s state.Store, n int) time.Duration {
+	ctx := context.Background()
+	cmd := exec.Command(bin, "watch", "--json", "--since", "0")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	write := func(i int) {
+		if _, err := s.Create(ctx, "follow", fmt.Sprintf("w%d", i), json.RawMessage(`{}`), state.Event{Type: "follow.added"}); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf(`"name":"w%d"`, i)
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), name) {
+				return
+			}
+		}
+		t.Fatalf("watch --json ended before printing %s: %v\n%s", name, lines.Err(), errb.String())
+	}
+	// The first write waits for the stream to start (it replays the
+	// store's journal from the start): not timed.
+	write(-1)
+	var ds []time.Duration
+	for i := range n {
+		time.Sleep(5 * time.Millisecond) // a follower already waiting, as in followLatency
+		start := time.Now()
+		write(i)
+		ds = append(ds, time.Since(start))
+	}
+	return median(ds)
 }
