@@ -38,7 +38,6 @@ const (
 	OpVersion         = "version"          // -> VersionInfo
 	OpPrepare         = "prepare"          // taskdir.PrepareRequest -> taskdir.PrepareResult
 	OpRunScript       = "run-script"       // taskdir.RunScriptRequest -> taskdir.RunScriptResult
-	OpStat            = "stat"             // taskdir.StatRequest -> taskdir.StatResult
 	OpControllerStart = "controller-start" // ControllerStart -> Started
 	OpControllerProbe = "controller-probe" // SessionRequest -> controller.Identity
 	OpControllerKill  = "controller-kill"  // SessionRequest -> controller.Identity

@@ -47,10 +47,10 @@ func request(t *testing.T, op string, req any) []byte {
 
 func TestServeRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	out := serve(t, request(t, OpStat, taskdir.StatRequest{Path: dir}))
-	var res taskdir.StatResult
-	if err := ReadAnswer(bytes.NewReader(out), &res, nil); err != nil || !res.Exists || !res.IsDir {
-		t.Fatalf("stat %s: %+v, %v (%s)", dir, res, err, out)
+	out := serve(t, request(t, OpSessionFiles, SessionRequest{SessionDir: dir}))
+	var res SessionFiles
+	if err := ReadAnswer(bytes.NewReader(out), &res, nil); err != nil || res.PID != 0 || res.Status != nil {
+		t.Fatalf("session-files %s: %+v, %v (%s)", dir, res, err, out)
 	}
 	var v VersionInfo
 	if err := ReadAnswer(bytes.NewReader(serve(t, request(t, OpVersion, nil))), &v, nil); err != nil || v.Protocol != Protocol() {
@@ -82,7 +82,7 @@ func TestServeUnknownOpAndBadJSON(t *testing.T) {
 	for name, in := range map[string][]byte{
 		"unknown op": request(t, "frobnicate", nil),
 		"not json":   []byte("{"),
-		"bad field":  []byte(`{"v":` + protocol + `,"op":"stat","path":7}`),
+		"bad field":  []byte(`{"v":` + protocol + `,"op":"session-files","session_dir":7}`),
 	} {
 		err := ReadAnswer(bytes.NewReader(serve(t, in)), nil, nil)
 		var he *Error
@@ -95,16 +95,16 @@ func TestServeUnknownOpAndBadJSON(t *testing.T) {
 // Progress lines reach the callback in order before the answer; an
 // answer with neither ok nor error, or none at all, is an error.
 func TestReadAnswerProgress(t *testing.T) {
-	stream := `{"progress":{"step":"Preparing"}}` + "\n" + `{"progress":{"step":"Uploading","bytes":42}}` + "\n" + `{"ok":true,"exists":true}` + "\n"
+	stream := `{"progress":{"step":"Preparing"}}` + "\n" + `{"progress":{"step":"Uploading","bytes":42}}` + "\n" + `{"ok":true,"pid":42}` + "\n"
 	var got []Progress
-	var res taskdir.StatResult
-	if err := ReadAnswer(strings.NewReader(stream), &res, func(p Progress) { got = append(got, p) }); err != nil || !res.Exists {
+	var res SessionFiles
+	if err := ReadAnswer(strings.NewReader(stream), &res, func(p Progress) { got = append(got, p) }); err != nil || res.PID != 42 {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	if len(got) != 2 || got[0].Step != "Preparing" || got[1].Bytes != 42 {
 		t.Fatalf("progress = %+v", got)
 	}
-	for name, s := range map[string]string{"empty": "", "progress only": `{"progress":{"step":"x"}}` + "\n", "no verdict": `{"exists":true}` + "\n"} {
+	for name, s := range map[string]string{"empty": "", "progress only": `{"progress":{"step":"x"}}` + "\n", "no verdict": `{"pid":42}` + "\n"} {
 		if err := ReadAnswer(strings.NewReader(s), &res, nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
@@ -144,10 +144,10 @@ func TestServeConversation(t *testing.T) {
 	}
 	// The second request leaves only once the first is answered, as the
 	// CLI does: the helper must not wait for the end of its input.
-	send(OpStat, taskdir.StatRequest{Path: dir})
-	var st taskdir.StatResult
-	if err := answers.Next(&st, nil); err != nil || !st.IsDir {
-		t.Fatalf("stat: %+v, %v", st, err)
+	send(OpSessionFiles, SessionRequest{SessionDir: dir})
+	var sf SessionFiles
+	if err := answers.Next(&sf, nil); err != nil || sf.PID != 0 {
+		t.Fatalf("session-files: %+v, %v", sf, err)
 	}
 	send("frobnicate", nil)
 	var he *Error

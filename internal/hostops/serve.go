@@ -162,7 +162,6 @@ var handlers = map[string]handler{
 	OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
 		return taskdir.RunScript(ctx, r)
 	}),
-	OpStat:            op(func(_ context.Context, r taskdir.StatRequest) (any, error) { return taskdir.Stat(r) }),
 	OpControllerStart: withProgress(startController),
 	OpControllerProbe: op(func(_ context.Context, r SessionRequest) (any, error) {
 		return identity(controller.Probe(r.SessionDir, r.StartTime))
