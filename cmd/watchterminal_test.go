@@ -31,7 +31,7 @@ func TestWatchInATerminalFollowsOtherProcesses(t *testing.T) {
 	}
 	pid := watch()
 	p.WaitFor("prod admitted and the task ready", func(s string) bool {
-		return phaseOnScreen(s, id) == "ready" && strings.Contains(tmuxtest.Row(s, "prod"), "admitted")
+		return envColumn(s, id, 3) == "ready" && strings.Contains(tmuxtest.Row(s, "prod"), "admitted")
 	})
 
 	rig.ok("host", "quarantine", "prod", "--reason", "disk full")
@@ -39,13 +39,15 @@ func TestWatchInATerminalFollowsOtherProcesses(t *testing.T) {
 		r := tmuxtest.Row(s, "prod")
 		return strings.Contains(r, "quarantined") && strings.Contains(r, "disk full")
 	})
-	// A teardown goes on on a quarantined host: the session is drained
-	// and the clean directory reclaimed, so the task ends absent.
+	// A teardown goes on on a quarantined host: the running session is
+	// drained and the clean directory reclaimed, so the task ends absent.
 	rig.ok("task", "archive", id, "--yes")
 	if got := rig.phase(id); got != "absent" {
 		t.Fatalf("after the archive: phase %q, want absent", got)
 	}
-	p.WaitFor("the task absent", func(s string) bool { return phaseOnScreen(s, id) == "absent" })
+	p.WaitFor("the task drained and absent", func(s string) bool {
+		return envColumn(s, id, 3) == "absent" && envColumn(s, id, 4) == "drained"
+	})
 
 	for _, c := range []struct {
 		sig  syscall.Signal
@@ -76,10 +78,11 @@ func TestWatchInATerminalFollowsOtherProcesses(t *testing.T) {
 	}
 }
 
-// phaseOnScreen is the PHASE column of the task's row, "" without a row.
-func phaseOnScreen(screen, id string) string {
-	if f := strings.Fields(strings.TrimPrefix(tmuxtest.Row(screen, id), ">")); len(f) > 3 {
-		return f[3]
+// envColumn is column i of the task's row (3: PHASE, 4: DRAIN), "" without
+// a row.
+func envColumn(screen, id string, i int) string {
+	if f := strings.Fields(strings.TrimPrefix(tmuxtest.Row(screen, id), ">")); len(f) > i {
+		return f[i]
 	}
 	return ""
 }
