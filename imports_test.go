@@ -49,6 +49,7 @@ var allowedImports = map[string][]string{
 	"ssh":                    nil,
 	"vault":                  {"state", "records", "profiles", "internal/fsx"},
 	"internal/sshtest":       nil,
+	"internal/tmuxtest":      nil,
 	"state/statetest":        {"state"},
 }
 

@@ -2,12 +2,7 @@ package watch_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -20,9 +15,11 @@ import (
 )
 
 // The test binary doubles as `kandev-exec watch` in a real terminal
-// (tmux): with KANDEV_WATCH_E2E=1 it runs the watch command as the CLI
-// does, with the executor's actions, instead of running the tests; and
-// `host drain --worker`, which a drain from the view starts.
+// (tmux): with KANDEV_WATCH_E2E=1 it runs the watch command with the
+// executor's actions, which KANDEV_WATCH_E2E_PANIC makes panic, instead
+// of running the tests; and `host drain --worker`, which a drain from the
+// view starts. The view handles its signals itself (tui.Run); the CLI's
+// own wiring is tested on the real binary, in cmd.
 func TestMain(m *testing.M) {
 	if os.Getenv("KANDEV_WATCH_E2E") == "1" {
 		os.Exit(e2eMain())
@@ -31,15 +28,6 @@ func TestMain(m *testing.M) {
 }
 
 func e2eMain() int {
-	// As cmd.Execute: SIGINT and SIGTERM cancel the command's context.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "watch" {
-		if err := os.WriteFile(os.Getenv("KANDEV_WATCH_E2E_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
 	ios := cmdutil.System()
 	f := cmdutil.NewFactory(ios, "e2e")
 	defer f.Close()
@@ -53,11 +41,7 @@ func e2eMain() int {
 		return watch.Run(ctx, o)
 	}), host.NewCmdHost(f))
 	root.SetArgs(os.Args[1:])
-	err := root.ExecuteContext(ctx)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) {
-		err = cmdutil.ErrInterrupted
-	}
-	if err != nil {
+	if err := root.ExecuteContext(context.Background()); err != nil {
 		cmdutil.PrintError(ios, err, false)
 		return cmdutil.Classify(err).Exit
 	}
