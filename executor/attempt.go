@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -23,7 +24,7 @@ type attempt struct {
 	c      *ssh.Client
 	wd     *ssh.Watchdog
 	info   remoteInfo
-	helper remoteHelper
+	helper remote.Helper
 }
 
 func (a *attempt) step(s string) {

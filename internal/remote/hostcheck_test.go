@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"errors"
@@ -42,15 +42,15 @@ func goVerdict(err error) verdict {
 // a host.
 func shVerdict(t *testing.T, call, path string, args ...string) verdict {
 	t.Helper()
-	argv := append([]string{"-c", hostCheckFuncs + call + ` "$@"` + "\necho ok", "sh", path}, args...)
+	argv := append([]string{"-c", HostCheckFuncs + call + ` "$@"` + "\necho ok", "sh", path}, args...)
 	out, err := exec.Command("/bin/sh", argv...).Output()
 	var ee *exec.ExitError
 	switch {
 	case err == nil && string(out) == "ok\n":
 		return ""
-	case errors.As(err, &ee) && ee.ExitCode() == refusedExit:
+	case errors.As(err, &ee) && ee.ExitCode() == RefusedExit:
 		var he *HostPathError
-		if !errors.As(refusal("h", markers(out)), &he) {
+		if !errors.As(Refusal("h", Markers(out)), &he) {
 			t.Fatalf("%s %s: refused without refuse lines: %q", call, path, out)
 		}
 		if he.Path != path && call != "kx_anc" {

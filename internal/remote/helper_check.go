@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"context"
@@ -20,62 +20,63 @@ const sum256 = `sum256() { if command -v sha256sum >/dev/null 2>&1; then sha256s
 	`else echo "neither sha256sum nor shasum is installed" >&2; return 127; fi; }
 `
 
-// remoteHelper is the helper with sha256 sha under the physical workdir
+// Helper is the helper with sha256 sha under the physical workdir
 // root of a host.
-type remoteHelper struct {
+type Helper struct {
 	root, sha string
 }
 
-func (h remoteHelper) dir() string  { return path.Join(h.root, "bin", h.sha) }
-func (h remoteHelper) path() string { return path.Join(h.dir(), helperName) }
+func (h Helper) dir() string  { return path.Join(h.root, "bin", h.sha) }
+func (h Helper) path() string { return path.Join(h.dir(), HelperName) }
 
-type helperState struct {
-	helper remoteHelper
+// HelperState is what a check found of a helper on a host.
+type HelperState struct {
+	Helper Helper
 	cached bool
 	hello  error // a cached copy's answer to the handshake: nil, or *protocolError
 	gzip   bool  // the host has gzip: an upload travels compressed
 }
 
-// usable is a cached copy that speaks this CLI's protocol.
-func (s *helperState) usable() bool { return s != nil && s.cached && s.hello == nil }
+// Usable is a cached copy that speaks this CLI's protocol.
+func (s *HelperState) Usable() bool { return s != nil && s.cached && s.hello == nil }
 
 // checkHelper asks the host, in one round trip, whether a verified copy
 // is in place and which protocol it speaks, creating and checking the
 // directories on its way. Only the marker lines count: anything else (a
 // transport error, a script that died) is an error, never "needs upload".
-func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperState, error) {
-	kv, err := runMarked(ctx, c, helperCheckScript(root, sha))
+func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (HelperState, error) {
+	kv, err := RunMarked(ctx, c, HelperCheckScript(root, sha))
 	if err != nil {
-		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
+		return HelperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
 	}
-	return parseHelperState(kv, c.Target.Label(), sha)
+	return ParseHelperState(kv, c.Target.Label(), sha)
 }
 
-// rootScript makes the workdir root exist (0700, parents too) and checks
+// RootScript makes the workdir root exist (0700, parents too) and checks
 // it and every directory above it; it leaves the physical root in $R and
 // prints it as root=.
-func rootScript(root string) string {
-	return hostCheckFuncs + `umask 077
-kx_root ` + remoteWord(root) + `
+func RootScript(root string) string {
+	return HostCheckFuncs + `umask 077
+kx_root ` + Word(root) + `
 printf 'root=%s\n' "$R"
 `
 }
 
-// helperCheckScript prints root=, gzip= and state= for the helper with
+// HelperCheckScript prints root=, gzip= and state= for the helper with
 // sha under root (helperStateScript), and the handshake's hello= for a
 // verified copy (run only once its whole path is checked); it ends the
 // script, so callers put their own lines before it.
-func helperCheckScript(root, sha string) string {
-	return sum256 + rootScript(root) + helperStateScript(sha) + helloScript(`"$f"`)
+func HelperCheckScript(root, sha string) string {
+	return sum256 + RootScript(root) + helperStateScript(sha) + helloScript(`"$f"`)
 }
 
-// helperStateScript follows rootScript: it creates bin/ and bin/<sha>/
+// helperStateScript follows RootScript: it creates bin/ and bin/<sha>/
 // (0700) and checks them, prints gzip= and state=, and exits unless the
 // helper $f is in place, its whole path checked and its sha256 verified.
 func helperStateScript(sha string) string {
 	return `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
 if command -v gzip >/dev/null 2>&1; then echo gzip=yes; else echo gzip=no; fi
-f=$R/bin/` + sha + `/` + helperName + `
+f=$R/bin/` + sha + `/` + HelperName + `
 if [ ! -e "$f" ] && [ ! -L "$f" ]; then echo state=missing; exit 0; fi
 kx_own "$f" -
 if [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
@@ -85,21 +86,21 @@ echo state=cached
 `
 }
 
-// detectScript prints the platform and home; the bootstrap of every
+// DetectScript prints the platform and home; the bootstrap of every
 // connection that needs the helper starts with it.
-const detectScript = `kx_os=$(uname -s) kx_arch=$(uname -m)
+const DetectScript = `kx_os=$(uname -s) kx_arch=$(uname -m)
 printf 'os=%s\narch=%s\nhome=%s\n' "$kx_os" "$kx_arch" "$HOME"
 `
 
-// warmScript is a launch's one command on a host where the helper with
+// WarmScript is a launch's one command on a host where the helper with
 // sha (built for platform) is cached: detect, the workdir root made and
 // checked, the helper's whole path checked and its sha256 verified
 // (helperStateScript) and then, on a host of that platform, the helper
 // exec'd to serve the launch's requests, which wait on stdin meanwhile
 // (nothing before the helper reads them). Otherwise it ends after its
 // marker lines, and the launch takes the slow path from what they say.
-func warmScript(root, sha, platform string) string {
-	return "exec 3<&0 </dev/null\n" + detectScript + sum256 + rootScript(root) + helperStateScript(sha) +
+func WarmScript(root, sha, platform string) string {
+	return "exec 3<&0 </dev/null\n" + DetectScript + sum256 + RootScript(root) + helperStateScript(sha) +
 		`case $(printf '%s/%s' "$kx_os" "$kx_arch" | tr '[:upper:]' '[:lower:]') in ` + platformPattern(platform) + `) ;; *) exit 0 ;; esac
 echo ` + serveMarker + `
 exec "$f" serve <&3 3<&-
@@ -150,15 +151,15 @@ func parseHello(answer string) error {
 	return nil
 }
 
-// parseHelperState reads the check's marker lines; only they count.
-func parseHelperState(kv map[string]string, host, sha string) (helperState, error) {
-	r, err := physicalRoot(kv, host)
+// ParseHelperState reads the check's marker lines; only they count.
+func ParseHelperState(kv map[string]string, host, sha string) (HelperState, error) {
+	r, err := PhysicalRoot(kv, host)
 	if err != nil {
-		return helperState{}, err
+		return HelperState{}, err
 	}
-	st := helperState{helper: remoteHelper{root: r, sha: sha}, cached: kv["state"] == "cached", gzip: kv["gzip"] != "no"}
+	st := HelperState{Helper: Helper{root: r, sha: sha}, cached: kv["state"] == "cached", gzip: kv["gzip"] != "no"}
 	if s := kv["state"]; s != "cached" && s != "missing" && s != "corrupt" {
-		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
+		return HelperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
 	}
 	if st.cached {
 		st.hello = parseHello(kv["hello"])
@@ -166,9 +167,9 @@ func parseHelperState(kv map[string]string, host, sha string) (helperState, erro
 	return st, nil
 }
 
-// physicalRoot is the root= line: absolute, and nothing a later script
+// PhysicalRoot is the root= line: absolute, and nothing a later script
 // could read as more than one word or line.
-func physicalRoot(kv map[string]string, host string) (string, error) {
+func PhysicalRoot(kv map[string]string, host string) (string, error) {
 	r := kv["root"]
 	if !path.IsAbs(r) || strings.ContainsFunc(r, unicode.IsControl) {
 		return "", fmt.Errorf("check workdir root on %s: no usable absolute path in the reply (%q)", host, r)
@@ -176,18 +177,18 @@ func physicalRoot(kv map[string]string, host string) (string, error) {
 	return r, nil
 }
 
-// runMarked runs a bootstrap script and reads its key=value lines; a
+// RunMarked runs a bootstrap script and reads its key=value lines; a
 // path the script refused is a *HostPathError.
-func runMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
-	return runMarkedInput(ctx, c, script, nil, probeTimeout)
+func RunMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
+	return runMarkedInput(ctx, c, script, nil, ProbeTimeout)
 }
 
-// runMarkedInput is runMarked with stdin and its own time bound.
+// runMarkedInput is RunMarked with stdin and its own time bound.
 func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.Reader, bound time.Duration) (map[string]string, error) {
-	ctx, cancel := withTimeout(ctx, bound)
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	out, stderr, err := c.Run(ctx, script, stdin)
-	kv := markers(out)
+	kv := Markers(out)
 	if err != nil {
 		if re := refused(c.Target.Label(), err, kv); re != nil {
 			return nil, re
@@ -200,7 +201,7 @@ func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.
 	return kv, nil
 }
 
-func markers(out []byte) map[string]string {
+func Markers(out []byte) map[string]string {
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
@@ -210,11 +211,11 @@ func markers(out []byte) map[string]string {
 	return kv
 }
 
-// refused is the *HostPathError of a script that exited refusedExit.
+// refused is the *HostPathError of a script that exited RefusedExit.
 func refused(host string, err error, kv map[string]string) error {
 	var ee *ssh.ExitError
-	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == refusedExit {
-		return refusal(host, kv)
+	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == RefusedExit {
+		return Refusal(host, kv)
 	}
 	return nil
 }
