@@ -23,7 +23,7 @@ type attempt struct {
 
 	c      *ssh.Client
 	wd     *ssh.Watchdog
-	info   remoteInfo
+	info   remote.Info
 	helper remote.Helper
 }
 

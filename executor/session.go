@@ -57,14 +57,6 @@ func (e *Executor) dialHost(ctx context.Context, h *records.Host) (*ssh.Client, 
 	return ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
 }
 
-// remoteInfo is what one round trip learns before anything is written.
-type remoteInfo struct {
-	Platform string
-	Home     string
-	Root     string              // the workdir root, physical (no symlinks), checked
-	helper   *remote.HelperState // set when the host has this machine's platform
-}
-
 // locateHelpers finds the helper binaries on this machine; tests point
 // it at real builds, since a test binary is not the CLI.
 var locateHelpers = sync.OnceValue(helperbin.Default)
@@ -74,50 +66,22 @@ var locateHelpers = sync.OnceValue(helperbin.Default)
 var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
 
 // detect learns the platform and home, makes the workdir root exist and
-// checks it and every directory above it (internal/remote) and, in the same
-// round trip, whether the helper this machine would upload to a host of
-// its own platform is in place.
-func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error) {
-	script := remote.DetectScript
+// checks it and every directory above it and, in the same round trip,
+// whether the helper this machine would upload to a host of its own
+// platform is in place.
+func detect(ctx context.Context, c *ssh.Client, root string) (remote.Info, error) {
 	sha := ""
 	if local, err := locateHelpers().Find(localPlatform, nil); err == nil {
 		sha = local.SHA256
 	}
-	if sha != "" {
-		script += remote.HelperCheckScript(root, sha)
-	} else {
-		script += remote.RootScript(root)
-	}
-	kv, err := remote.RunMarked(ctx, c, script)
-	if err != nil {
-		return remoteInfo{}, err
-	}
-	return detected(kv, c.Target.Label(), sha, localPlatform)
-}
-
-// detected reads a bootstrap's marker lines: platform, home, the physical
-// workdir root and, on a host of platform, the state of the helper with
-// sha (built for it).
-func detected(kv map[string]string, host, sha, platform string) (remoteInfo, error) {
-	if kv["home"] == "" {
-		return remoteInfo{}, errors.New("remote $HOME is empty")
-	}
-	info := remoteInfo{Platform: remote.NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
-	var err error
-	if info.Root, err = remote.PhysicalRoot(kv, host); err != nil {
-		return remoteInfo{}, err
-	}
-	if st, err := remote.ParseHelperState(kv, host, sha); err == nil && sha != "" && info.Platform == platform {
-		info.helper = &st
-	}
-	return info, nil
+	return remote.Detect(ctx, c, root, sha, localPlatform)
 }
 
 // ensureHelper uploads the helper unless detect already found it cached
 // and speaking this CLI's protocol.
-func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteInfo, uploading ...func(sent, total int64)) (remote.Helper, bool, error) {
-	if info.helper.Usable() {
-		return info.helper.Helper, false, nil
+func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remote.Info, uploading ...func(sent, total int64)) (remote.Helper, bool, error) {
+	if info.Helper.Usable() {
+		return info.Helper.Helper, false, nil
 	}
 	return e.installer().Ensure(ctx, c, info.Root, info.Platform, uploading...)
 }
@@ -171,7 +135,7 @@ func (e *Executor) notePlatform(ctx context.Context, h *records.Host, platform s
 // progress follow the launch's steps; the conversation is returned once
 // the helper took the request, even when its answer is a failure.
 func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Host, root string, first []byte, res any,
-	bound time.Duration, step *string, progress func(string)) (*remote.Conversation, remoteInfo, error) {
+	bound time.Duration, step *string, progress func(string)) (*remote.Conversation, remote.Info, error) {
 	serving := func(cv *remote.Conversation, uploaded bool) (*remote.Conversation, error) {
 		if !uploaded {
 			progress(StepHelperCached)
@@ -180,7 +144,7 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 		progress(*step)
 		return cv, cv.Next(bound, res, nil)
 	}
-	var info remoteInfo
+	var info remote.Info
 	sha, platform := warmHelper(h)
 	if sha == "" {
 		var err error
@@ -192,7 +156,7 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 		if err != nil {
 			return nil, info, err
 		}
-		if info, err = detected(cv.KV, c.Target.Label(), sha, platform); err != nil {
+		if info, err = remote.Detected(cv.KV, c.Target.Label(), sha, platform); err != nil {
 			cv.Finish(probeTimeout)
 			return nil, info, err
 		}
@@ -205,7 +169,7 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 			// A stale copy (another protocol), which did nothing: the
 			// slow path passes it over for another.
 			cv.Finish(probeTimeout)
-			info.helper = nil
+			info.Helper = nil
 		}
 	}
 	helper, uploaded, err := e.ensureHelper(ctx, c, info, func(sent, total int64) { progress(UploadProgress(sent, total)) })

@@ -45,32 +45,32 @@ func (s *HelperState) Usable() bool { return s != nil && s.cached && s.hello == 
 // directories on its way. Only the marker lines count: anything else (a
 // transport error, a script that died) is an error, never "needs upload".
 func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (HelperState, error) {
-	kv, err := RunMarked(ctx, c, HelperCheckScript(root, sha))
+	kv, err := runMarked(ctx, c, helperCheckScript(root, sha))
 	if err != nil {
 		return HelperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
 	}
-	return ParseHelperState(kv, c.Target.Label(), sha)
+	return parseHelperState(kv, c.Target.Label(), sha)
 }
 
-// RootScript makes the workdir root exist (0700, parents too) and checks
+// rootScript makes the workdir root exist (0700, parents too) and checks
 // it and every directory above it; it leaves the physical root in $R and
 // prints it as root=.
-func RootScript(root string) string {
+func rootScript(root string) string {
 	return HostCheckFuncs + `umask 077
 kx_root ` + Word(root) + `
 printf 'root=%s\n' "$R"
 `
 }
 
-// HelperCheckScript prints root=, gzip= and state= for the helper with
+// helperCheckScript prints root=, gzip= and state= for the helper with
 // sha under root (helperStateScript), and the handshake's hello= for a
 // verified copy (run only once its whole path is checked); it ends the
 // script, so callers put their own lines before it.
-func HelperCheckScript(root, sha string) string {
-	return sum256 + RootScript(root) + helperStateScript(sha) + helloScript(`"$f"`)
+func helperCheckScript(root, sha string) string {
+	return sum256 + rootScript(root) + helperStateScript(sha) + helloScript(`"$f"`)
 }
 
-// helperStateScript follows RootScript: it creates bin/ and bin/<sha>/
+// helperStateScript follows rootScript: it creates bin/ and bin/<sha>/
 // (0700) and checks them, prints gzip= and state=, and exits unless the
 // helper $f is in place, its whole path checked and its sha256 verified.
 func helperStateScript(sha string) string {
@@ -86,9 +86,9 @@ echo state=cached
 `
 }
 
-// DetectScript prints the platform and home; the bootstrap of every
+// detectScript prints the platform and home; the bootstrap of every
 // connection that needs the helper starts with it.
-const DetectScript = `kx_os=$(uname -s) kx_arch=$(uname -m)
+const detectScript = `kx_os=$(uname -s) kx_arch=$(uname -m)
 printf 'os=%s\narch=%s\nhome=%s\n' "$kx_os" "$kx_arch" "$HOME"
 `
 
@@ -100,7 +100,7 @@ printf 'os=%s\narch=%s\nhome=%s\n' "$kx_os" "$kx_arch" "$HOME"
 // (nothing before the helper reads them). Otherwise it ends after its
 // marker lines, and the launch takes the slow path from what they say.
 func WarmScript(root, sha, platform string) string {
-	return "exec 3<&0 </dev/null\n" + DetectScript + sum256 + RootScript(root) + helperStateScript(sha) +
+	return "exec 3<&0 </dev/null\n" + detectScript + sum256 + rootScript(root) + helperStateScript(sha) +
 		`case $(printf '%s/%s' "$kx_os" "$kx_arch" | tr '[:upper:]' '[:lower:]') in ` + platformPattern(platform) + `) ;; *) exit 0 ;; esac
 echo ` + serveMarker + `
 exec "$f" serve <&3 3<&-
@@ -151,9 +151,9 @@ func parseHello(answer string) error {
 	return nil
 }
 
-// ParseHelperState reads the check's marker lines; only they count.
-func ParseHelperState(kv map[string]string, host, sha string) (HelperState, error) {
-	r, err := PhysicalRoot(kv, host)
+// parseHelperState reads the check's marker lines; only they count.
+func parseHelperState(kv map[string]string, host, sha string) (HelperState, error) {
+	r, err := physicalRoot(kv, host)
 	if err != nil {
 		return HelperState{}, err
 	}
@@ -167,9 +167,9 @@ func ParseHelperState(kv map[string]string, host, sha string) (HelperState, erro
 	return st, nil
 }
 
-// PhysicalRoot is the root= line: absolute, and nothing a later script
+// physicalRoot is the root= line: absolute, and nothing a later script
 // could read as more than one word or line.
-func PhysicalRoot(kv map[string]string, host string) (string, error) {
+func physicalRoot(kv map[string]string, host string) (string, error) {
 	r := kv["root"]
 	if !path.IsAbs(r) || strings.ContainsFunc(r, unicode.IsControl) {
 		return "", fmt.Errorf("check workdir root on %s: no usable absolute path in the reply (%q)", host, r)
@@ -177,13 +177,59 @@ func PhysicalRoot(kv map[string]string, host string) (string, error) {
 	return r, nil
 }
 
-// RunMarked runs a bootstrap script and reads its key=value lines; a
+// Info is what a bootstrap's one round trip learns before anything is
+// written on the host.
+type Info struct {
+	Platform string
+	Home     string
+	Root     string       // the workdir root, physical (no symlinks), checked
+	Helper   *HelperState // set when the host has the platform of the helper checked
+}
+
+// Detect learns the platform and home, makes the workdir root exist and
+// checks it and every directory above it (hostcheck.go) and, in the same
+// round trip, whether the helper with sha, built for platform, is in
+// place; with sha "" no helper is checked.
+func Detect(ctx context.Context, c *ssh.Client, root, sha, platform string) (Info, error) {
+	script := detectScript
+	if sha != "" {
+		script += helperCheckScript(root, sha)
+	} else {
+		script += rootScript(root)
+	}
+	kv, err := runMarked(ctx, c, script)
+	if err != nil {
+		return Info{}, err
+	}
+	return Detected(kv, c.Target.Label(), sha, platform)
+}
+
+// Detected reads a bootstrap's marker lines (Detect's, or WarmScript's
+// through Conversation.KV): platform, home, the physical workdir root
+// and, on a host of platform, the state of the helper with sha (built
+// for it).
+func Detected(kv map[string]string, host, sha, platform string) (Info, error) {
+	if kv["home"] == "" {
+		return Info{}, errors.New("remote $HOME is empty")
+	}
+	info := Info{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
+	var err error
+	if info.Root, err = physicalRoot(kv, host); err != nil {
+		return Info{}, err
+	}
+	if st, err := parseHelperState(kv, host, sha); err == nil && sha != "" && info.Platform == platform {
+		info.Helper = &st
+	}
+	return info, nil
+}
+
+// runMarked runs a bootstrap script and reads its key=value lines; a
 // path the script refused is a *HostPathError.
-func RunMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
+func runMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
 	return runMarkedInput(ctx, c, script, nil, ProbeTimeout)
 }
 
-// runMarkedInput is RunMarked with stdin and its own time bound.
+// runMarkedInput is runMarked with stdin and its own time bound.
 func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.Reader, bound time.Duration) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()

@@ -61,7 +61,7 @@ func uploadHelperRaw(ctx context.Context, c *ssh.Client, gz []byte, h Helper, up
 	if err != nil {
 		return errors.Join(fmt.Errorf("write %s: %w", tmp, err), ctx.Err())
 	}
-	kv, err := RunMarked(ctx, c, installScript(h, tmp, `[ -f "$t" ] && [ ! -L "$t" ] || { echo "$t is not the file just sent" >&2; exit 1; }
+	kv, err := runMarked(ctx, c, installScript(h, tmp, `[ -f "$t" ] && [ ! -L "$t" ] || { echo "$t is not the file just sent" >&2; exit 1; }
 `))
 	if err != nil {
 		return fmt.Errorf("install %s: %w", tmp, err)

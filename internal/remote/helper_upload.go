@@ -32,7 +32,7 @@ type Installer struct {
 // Ensure makes <root>/bin/<sha256>/kandev-exec exist, verified and
 // speaking this CLI's protocol on the host; uploaded reports whether it
 // had to upload. root is the physical workdir root the bootstrap reported
-// (PhysicalRoot), platform the probe's normalised "os/arch". uploading, if
+// (physicalRoot), platform the probe's normalised "os/arch". uploading, if
 // given, hears how many compressed bytes of how many went out.
 //
 // The helper comes from the first local source that has one
