@@ -160,7 +160,7 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 `
 	for i, root := range roots {
 		script += fmt.Sprintf(`printf 'helpers%d='; for f in %s/*/kandev-exec; do [ -x "$f" ] && printf '%%s ' "$(basename "$(dirname "$f")")"; done; echo
-`, i, RemotePath(root.Root, "bin"))
+`, i, remote.Word(strings.TrimSuffix(root.Root, "/")+"/bin"))
 	}
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -189,14 +189,4 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 		}
 	}
 	return nil
-}
-
-// RemotePath renders root/rel as a shell word that expands ~ through
-// $HOME (a quoted ~ would not expand).
-func RemotePath(root, rel string) string {
-	p := strings.TrimSuffix(root, "/") + "/" + rel
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		return `"$HOME"` + ssh.ShellQuote(strings.TrimPrefix(p, "~"))
-	}
-	return ssh.ShellQuote(p)
 }

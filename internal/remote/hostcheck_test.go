@@ -175,3 +175,24 @@ func TestParseLsMode(t *testing.T) {
 		}
 	}
 }
+
+// Word is one shell word that expands a leading ~ through $HOME, and
+// nothing else: spaces, quotes and a ~user stay as written.
+func TestWord(t *testing.T) {
+	home := "/home/o'brien x"
+	for in, want := range map[string]string{
+		"~":              home,
+		"~/.kandev":      home + "/.kandev",
+		"~/a b/$(id)":    home + "/a b/$(id)",
+		"/srv/k k":       "/srv/k k",
+		"~other/.kandev": "~other/.kandev",
+		"/x/~/y":         "/x/~/y",
+	} {
+		cmd := exec.Command("/bin/sh", "-c", `printf %s `+Word(in))
+		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Errorf("Word(%q) expands to %q, %v; want %q", in, out, err, want)
+		}
+	}
+}
