@@ -247,6 +247,7 @@ func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.
 	return kv, nil
 }
 
+// Markers reads the key=value lines of a bootstrap's output.
 func Markers(out []byte) map[string]string {
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {
