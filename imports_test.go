@@ -28,7 +28,8 @@ const module = "github.com/kdlbs/kandev-exec/"
 // allowedImports: the packages of the module each one below the executor
 // may import. The host side (controller, taskdir, reclaim, hostops, the
 // helper binary) never reaches the store, the vault, profiles or ssh; the
-// live view (tui) only records and the store.
+// helper on a host (remote) is reached over ssh, never through the store;
+// the live view (tui) only records and the store.
 var allowedImports = map[string][]string{
 	"controller":             {"internal/fsx", "internal/redact", "taskdir"},
 	"taskdir":                {"internal/fsx", "internal/redact"},
@@ -38,6 +39,7 @@ var allowedImports = map[string][]string{
 	"internal/redact":        nil,
 	"internal/buildinfo":     nil,
 	"internal/helperbin":     {"internal/buildinfo", "internal/fsx"},
+	"internal/remote":        {"internal/fsx", "internal/helperbin", "internal/hostops", "ssh", "taskdir"},
 	"cmd/kandev-exec-helper": {"internal/hostops"},
 	"tui":                    {"records", "state", "internal/fsx", "internal/termsafe"},
 	"internal/termsafe":      nil,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -22,8 +23,8 @@ type attempt struct {
 
 	c      *ssh.Client
 	wd     *ssh.Watchdog
-	info   remoteInfo
-	helper remoteHelper
+	info   remote.Info
+	helper remote.Helper
 }
 
 func (a *attempt) step(s string) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
@@ -24,8 +25,8 @@ type drainWorker struct {
 	e        *Executor
 	host     string
 	progress func(string)
-	helper   *remoteHelper // found on the host once, shared by every session
-	claim    *records.Held // the host's drain
+	helper   *remote.Helper // found on the host once, shared by every session
+	claim    *records.Held  // the host's drain
 }
 
 // held is nil while this worker still holds the drain, else the loss:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -134,20 +135,20 @@ func (e *TaskDirGoneError) Hint() string {
 // script checks the task directory, then runs argv there, or an
 // interactive login shell when there is none, with the profile's shell.
 //
-// The check applies the host check's ownership rules (hostcheck.go):
+// The check applies the host check's ownership rules (remote.HostCheckFuncs):
 // every directory above the task directory the user's or root's and
 // writable by nobody else (unless sticky), the directory itself the
 // user's, a real directory, writable by nobody else. Once that holds,
 // nobody else can swap it before the cd. It runs in the command's own
 // round trip and says it passed with the nonce line, which gate keeps
-// from the output; a refusal exits refusedExit before anything runs.
+// from the output; a refusal exits remote.RefusedExit before anything runs.
 func (in *inTask) script(argv []string) string {
 	cmd := "cd -- \"$D\" && exec " + ssh.ShellQuote(in.shell) + " -l"
 	if len(argv) > 0 {
 		cmd += " -c " + ssh.ShellQuote(shellJoin(argv))
 	}
-	return hostCheckFuncs + `D=` + remoteWord(in.t.TaskDir) + `
-if [ ! -e "$D" ] && [ ! -L "$D" ]; then echo dir=gone; exit ` + refusedExitStr + `; fi
+	return remote.HostCheckFuncs + `D=` + remote.Word(in.t.TaskDir) + `
+if [ ! -e "$D" ] && [ ! -L "$D" ]; then echo dir=gone; exit ` + remote.RefusedExitStr + `; fi
 kx_anc "$D"; kx_own "$D" d
 echo ` + in.nonce + `
 ` + cmd
@@ -180,10 +181,10 @@ func (in *inTask) status(ctx context.Context, err error, out *verdictGate, doing
 // refused is why the command never ran: the directory check refused,
 // found no directory, or did not finish.
 func (in *inTask) refused(ctx context.Context, err error, held string) (int, error) {
-	kv := markers([]byte(strings.ReplaceAll(held, "\r\n", "\n"))) // a terminal ends lines with \r\n
+	kv := remote.Markers([]byte(strings.ReplaceAll(held, "\r\n", "\n"))) // a terminal ends lines with \r\n
 	var ee *ssh.ExitError
-	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == refusedExit {
-		if re := refusal(in.t.Host, kv); re != nil {
+	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == remote.RefusedExit {
+		if re := remote.Refusal(in.t.Host, kv); re != nil {
 			return -1, fmt.Errorf("task %s: %w", in.t.ID, re)
 		}
 		if kv["dir"] == "gone" {

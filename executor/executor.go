@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/vault"
@@ -67,7 +68,8 @@ func (e *Executor) resolveOptions() ssh.ResolveOptions {
 	return ssh.ResolveOptions{ConfigFile: e.cfg.SSHConfig, SSHBinary: e.cfg.SSHBinary}
 }
 
-const probeTimeout = 30 * time.Second
+// probeTimeout bounds a round trip to a host, as for the helper's.
+const probeTimeout = remote.ProbeTimeout
 
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)

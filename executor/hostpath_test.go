@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -24,7 +25,7 @@ func launchRefused(t *testing.T, f *launchFixture, path, reason string) {
 	t.Helper()
 	_, _, err := f.exec.Launch(context.Background(), LaunchOptions{Profile: "web", Command: []string{"true"}})
 	var oe *fsx.OwnershipError
-	var re *RemoteError
+	var re *remote.Error
 	switch {
 	case errors.As(err, &oe):
 		if oe.Path != path || oe.Reason != reason {
@@ -114,7 +115,7 @@ func TestHelperPlantedByAnotherUserNeverRuns(t *testing.T) {
 	mkdir(t, f.root, 0o700, os.Getuid())
 	bin := mkdir(t, filepath.Join(f.root, "bin"), 0o700, os.Getuid())
 	shaDir := mkdir(t, filepath.Join(bin, sha), 0o777, nobody)
-	planted := filepath.Join(shaDir, helperName)
+	planted := filepath.Join(shaDir, remote.HelperName)
 	if err := os.WriteFile(planted, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestCreatedRemoteDirsArePrivate(t *testing.T) {
 	}
 	sha := local.SHA256
 	for _, p := range []string{filepath.Dir(filepath.Dir(root)), filepath.Dir(root), root, filepath.Join(root, "bin"),
-		filepath.Join(root, "bin", sha), filepath.Join(root, "bin", sha, helperName), filepath.Join(root, "tasks"),
+		filepath.Join(root, "bin", sha), filepath.Join(root, "bin", sha, remote.HelperName), filepath.Join(root, "tasks"),
 		task.TaskDir, filepath.Join(task.TaskDir, ".kandev"), filepath.Join(task.TaskDir, ".kandev", "sessions"), s.SessionDir} {
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -186,8 +187,38 @@ func TestCreatedRemoteDirsArePrivate(t *testing.T) {
 	meta := filepath.Join(task.TaskDir, ".kandev")
 	chmodOwn(t, meta, 0o700, nobody)
 	_, _, err = f.exec.Resume(context.Background(), task.ID, []string{"true"}, nil)
-	var re *RemoteError
+	var re *remote.Error
 	if !errors.As(err, &re) || re.Code != taskdir.CodeNotPrivate || !strings.Contains(re.Message, meta+" "+fsx.ReasonOwner) {
 		t.Fatalf("resume with .kandev owned by another user: %v", err)
+	}
+}
+
+// nobody is the uid that plays "another user on the host".
+const nobody = 65534
+
+// needRoot: making a file another user's takes root (CI runs as root).
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test chowns fixtures to another uid and needs root (CI runs as root)")
+	}
+}
+
+func mkdir(t *testing.T, p string, mode fs.FileMode, uid int) string {
+	t.Helper()
+	if err := os.Mkdir(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chmodOwn(t, p, mode, uid)
+	return p
+}
+
+func chmodOwn(t *testing.T, p string, mode fs.FileMode, uid int) {
+	t.Helper()
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(p, uid, -1); err != nil {
+		t.Fatal(err)
 	}
 }

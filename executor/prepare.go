@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -98,14 +99,14 @@ func (e *Executor) recordPrepared(ctx context.Context, tc *taskClaim, t *records
 
 // runPrepareScript runs the profile's prepare script in dir, through the
 // launch's helper.
-func runPrepareScript(cv *conversation, lp *launchPlan, dir string, env map[string]string, redact []string) error {
+func runPrepareScript(cv *remote.Conversation, lp *launchPlan, dir string, env map[string]string, redact []string) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
 		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
-	if err := cv.send(hostops.OpRunScript, req); err != nil {
+	if err := cv.Send(hostops.OpRunScript, req); err != nil {
 		return err
 	}
 	var resp taskdir.RunScriptResult
-	if err := cv.next(stepBound(lp.profile), &resp, nil); err != nil {
+	if err := cv.Next(stepBound(lp.profile), &resp, nil); err != nil {
 		return err
 	}
 	if resp.ExitCode != 0 || resp.TimedOut {

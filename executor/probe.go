@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -159,7 +160,7 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 `
 	for i, root := range roots {
 		script += fmt.Sprintf(`printf 'helpers%d='; for f in %s/*/kandev-exec; do [ -x "$f" ] && printf '%%s ' "$(basename "$(dirname "$f")")"; done; echo
-`, i, RemotePath(root.Root, "bin"))
+`, i, remote.Word(strings.TrimSuffix(root.Root, "/")+"/bin"))
 	}
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -167,8 +168,8 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", c.Target.Label(), err)
 	}
-	kv := markers(out)
-	r.Platform = NormalizePlatform(kv["os"], kv["arch"])
+	kv := remote.Markers(out)
+	r.Platform = remote.NormalizePlatform(kv["os"], kv["arch"])
 	r.Supported = helperbin.Supported(r.Platform)
 	r.Uname, r.GitVersion, r.Helper = kv["uname"], kv["git"], "cached"
 	local, err := locateHelpers().Find(r.Platform, nil)
@@ -188,42 +189,4 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 		}
 	}
 	return nil
-}
-
-// unameArch maps what uname -m says to GOARCH, where they differ.
-var unameArch = map[string]string{"x86_64": "amd64", "aarch64": "arm64"}
-
-// NormalizePlatform maps uname -s / -m to GOOS/GOARCH names.
-func NormalizePlatform(osName, arch string) string {
-	o := strings.ToLower(strings.TrimSpace(osName))
-	a := strings.ToLower(strings.TrimSpace(arch))
-	if goarch, ok := unameArch[a]; ok {
-		a = goarch
-	}
-	return o + "/" + a
-}
-
-// platformPattern is a shell case pattern that matches what
-// `uname -s`/`uname -m`, lowercased, print on a host of platform, as
-// NormalizePlatform reads them.
-func platformPattern(platform string) string {
-	pats := []string{ssh.ShellQuote(platform)}
-	osName, arch, _ := strings.Cut(platform, "/")
-	for u, goarch := range unameArch {
-		if goarch == arch {
-			pats = append(pats, ssh.ShellQuote(osName+"/"+u))
-		}
-	}
-	slices.Sort(pats[1:])
-	return strings.Join(pats, "|")
-}
-
-// RemotePath renders root/rel as a shell word that expands ~ through
-// $HOME (a quoted ~ would not expand).
-func RemotePath(root, rel string) string {
-	p := strings.TrimSuffix(root, "/") + "/" + rel
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		return `"$HOME"` + ssh.ShellQuote(strings.TrimPrefix(p, "~"))
-	}
-	return ssh.ShellQuote(p)
 }

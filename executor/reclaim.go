@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -159,7 +160,7 @@ func (e *Executor) rootsOf(ctx context.Context, h *records.Host) ([]string, erro
 // reclaimConn is a connection to a host with its helper in place.
 type reclaimConn struct {
 	c      *ssh.Client
-	helper remoteHelper
+	helper remote.Helper
 }
 
 // connectHelper dials the host (pinned; quarantine does not block
@@ -171,7 +172,7 @@ func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*reclaim
 	}
 	info, err := detect(ctx, c, h.WorkdirRoot)
 	if err == nil {
-		var helper remoteHelper
+		var helper remote.Helper
 		if helper, _, err = e.ensureHelper(ctx, c, info); err == nil {
 			return &reclaimConn{c: c, helper: helper}, nil
 		}
@@ -192,7 +193,7 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	seen := map[string]bool{}
 	for _, root := range roots {
 		var l reclaim.Listing
-		if err := callHelperOp(ctx, rc.c, h.Name, rc.helper, hostops.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
+		if err := remote.Call(ctx, rc.c, h.Name, rc.helper, hostops.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
 			return nil, fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
 		}
 		if seen[l.Root] {

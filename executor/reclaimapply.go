@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -102,7 +103,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	}
 	defer rc.c.Close()
 	var rep reclaim.Report
-	if err := callHelperOp(ctx, rc.c, host, rc.helper, hostops.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
+	if err := remote.Call(ctx, rc.c, host, rc.helper, hostops.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
 		fail(err)
 		return
 	}

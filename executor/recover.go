@@ -7,6 +7,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -195,7 +196,7 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 	}
 	dir := sessionDirOf(t.TaskDir, s.ID)
 	var files hostops.SessionFiles
-	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: dir}, &files); err != nil {
+	if err := remote.Call(ctx, c, t.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: dir}, &files); err != nil {
 		return cannotTell(err)
 	}
 	if files.PID == 0 {
@@ -215,7 +216,7 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 		}
 	}
 	var id controller.Identity
-	if err := callHelperOp(ctx, c, t.Host, helper, hostops.OpControllerProbe, hostops.SessionRequest{SessionDir: dir}, &id); err != nil {
+	if err := remote.Call(ctx, c, t.Host, helper, hostops.OpControllerProbe, hostops.SessionRequest{SessionDir: dir}, &id); err != nil {
 		return cannotTell(err)
 	}
 	if id.Alive {

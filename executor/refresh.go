@@ -8,6 +8,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -156,9 +157,9 @@ func (e *Executor) refreshHost(ctx context.Context, host string, vs []*SessionVi
 	var rep hostops.SessionsReport
 	info, err := detect(ctx, c, t.Root)
 	if err == nil {
-		var helper remoteHelper
+		var helper remote.Helper
 		if helper, _, err = e.ensureHelper(ctx, c, info); err == nil {
-			err = callHelperOp(ctx, c, host, helper, hostops.OpSessionsProbe, req, &rep)
+			err = remote.Call(ctx, c, host, helper, hostops.OpSessionsProbe, req, &rep)
 		}
 	}
 	if err == nil && len(rep.Sessions) != len(vs) {

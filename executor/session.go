@@ -9,11 +9,13 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -55,64 +57,44 @@ func (e *Executor) dialHost(ctx context.Context, h *records.Host) (*ssh.Client, 
 	return ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
 }
 
-// remoteInfo is what one round trip learns before anything is written.
-type remoteInfo struct {
-	Platform string
-	Home     string
-	Root     string       // the workdir root, physical (no symlinks), checked
-	helper   *helperState // set when the host has this machine's platform
-}
+// locateHelpers finds the helper binaries on this machine; tests point
+// it at real builds, since a test binary is not the CLI.
+var locateHelpers = sync.OnceValue(helperbin.Default)
 
-// localPlatform is this binary's platform, as NormalizePlatform names it.
+// localPlatform is this binary's platform, as remote.NormalizePlatform
+// names it.
 var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
 
 // detect learns the platform and home, makes the workdir root exist and
-// checks it and every directory above it (hostcheck.go) and, in the same
-// round trip, whether the helper this machine would upload to a host of
-// its own platform is in place.
-func detect(ctx context.Context, c *ssh.Client, root string) (remoteInfo, error) {
-	script := detectScript
+// checks it and every directory above it and, in the same round trip,
+// whether the helper this machine would upload to a host of its own
+// platform is in place.
+func detect(ctx context.Context, c *ssh.Client, root string) (remote.Info, error) {
 	sha := ""
 	if local, err := locateHelpers().Find(localPlatform, nil); err == nil {
 		sha = local.SHA256
 	}
-	if sha != "" {
-		script += helperCheckScript(root, sha)
-	} else {
-		script += rootScript(root)
-	}
-	kv, err := runMarked(ctx, c, script)
-	if err != nil {
-		return remoteInfo{}, err
-	}
-	return detected(kv, c.Target.Label(), sha, localPlatform)
-}
-
-// detected reads a bootstrap's marker lines: platform, home, the physical
-// workdir root and, on a host of platform, the state of the helper with
-// sha (built for it).
-func detected(kv map[string]string, host, sha, platform string) (remoteInfo, error) {
-	if kv["home"] == "" {
-		return remoteInfo{}, errors.New("remote $HOME is empty")
-	}
-	info := remoteInfo{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
-	var err error
-	if info.Root, err = physicalRoot(kv, host); err != nil {
-		return remoteInfo{}, err
-	}
-	if st, err := parseHelperState(kv, host, sha); err == nil && sha != "" && info.Platform == platform {
-		info.helper = &st
-	}
-	return info, nil
+	return remote.Detect(ctx, c, root, sha, localPlatform)
 }
 
 // ensureHelper uploads the helper unless detect already found it cached
 // and speaking this CLI's protocol.
-func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remoteInfo, uploading ...func(sent, total int64)) (remoteHelper, bool, error) {
-	if info.helper.usable() {
-		return info.helper.helper, false, nil
+func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remote.Info, uploading ...func(sent, total int64)) (remote.Helper, bool, error) {
+	if info.Helper.Usable() {
+		return info.Helper.Helper, false, nil
 	}
-	return e.EnsureHelper(ctx, c, info.Root, info.Platform, uploading...)
+	return e.installer().Ensure(ctx, c, info.Root, info.Platform, uploading...)
+}
+
+// installer puts helpers found on this machine in place, under this
+// state directory's upload locks.
+func (e *Executor) installer() remote.Installer {
+	return remote.Installer{Helpers: func() *helperbin.Locator { return locateHelpers() }, LocksDir: e.locksDir}
+}
+
+// UploadProgress renders bytes sent of total for people.
+func UploadProgress(sent, total int64) string {
+	return fmt.Sprintf("%s (%.1f of %.1f MB)", StepUploading, float64(sent)/1e6, float64(total)/1e6)
 }
 
 // warmHelper is the helper a launch expects cached on h: the local one
@@ -146,23 +128,23 @@ func (e *Executor) notePlatform(ctx context.Context, h *records.Host, platform s
 // openLaunch starts a launch's conversation with the helper, sending
 // first (the prepare request) with the command, and reads its answer
 // into res. Where the helper is cached this is the launch's one command
-// (warmScript): detect, checks, helper and prepare in one round trip.
+// (remote.WarmScript): detect, checks, helper and prepare in one round trip.
 // Otherwise the markers that command printed say what to do: the helper
 // is put in place (uploaded if need be, or another local copy when the
 // cached one speaks another protocol) and first sent to it then. step and
 // progress follow the launch's steps; the conversation is returned once
 // the helper took the request, even when its answer is a failure.
 func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Host, root string, first []byte, res any,
-	bound time.Duration, step *string, progress func(string)) (*conversation, remoteInfo, error) {
-	serving := func(cv *conversation, uploaded bool) (*conversation, error) {
+	bound time.Duration, step *string, progress func(string)) (*remote.Conversation, remote.Info, error) {
+	serving := func(cv *remote.Conversation, uploaded bool) (*remote.Conversation, error) {
 		if !uploaded {
 			progress(StepHelperCached)
 		}
 		*step = StepPreparing
 		progress(*step)
-		return cv, cv.next(bound, res, nil)
+		return cv, cv.Next(bound, res, nil)
 	}
-	var info remoteInfo
+	var info remote.Info
 	sha, platform := warmHelper(h)
 	if sha == "" {
 		var err error
@@ -170,38 +152,38 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 			return nil, info, err
 		}
 	} else {
-		cv, err := converse(ctx, c, h.Name, warmScript(root, sha, platform), hostops.OpPrepare, first, probeTimeout)
+		cv, err := remote.Converse(ctx, c, h.Name, remote.WarmScript(root, sha, platform), hostops.OpPrepare, first, probeTimeout)
 		if err != nil {
 			return nil, info, err
 		}
-		if info, err = detected(cv.kv, c.Target.Label(), sha, platform); err != nil {
-			cv.finish(probeTimeout)
+		if info, err = remote.Detected(cv.KV, c.Target.Label(), sha, platform); err != nil {
+			cv.Finish(probeTimeout)
 			return nil, info, err
 		}
-		if cv.served {
+		if cv.Served {
 			cv, err := serving(cv, false)
-			var re *RemoteError
+			var re *remote.Error
 			if !errors.As(err, &re) || re.Code != hostops.CodeProtocol {
 				return cv, info, err
 			}
 			// A stale copy (another protocol), which did nothing: the
 			// slow path passes it over for another.
-			cv.finish(probeTimeout)
-			info.helper = nil
+			cv.Finish(probeTimeout)
+			info.Helper = nil
 		}
 	}
 	helper, uploaded, err := e.ensureHelper(ctx, c, info, func(sent, total int64) { progress(UploadProgress(sent, total)) })
 	if err != nil {
-		if !errors.As(err, new(*UnsupportedPlatformError)) {
+		if !errors.As(err, new(*helperbin.UnsupportedPlatformError)) {
 			*step = StepUploading
 		}
 		return nil, info, err
 	}
-	cv, err := converse(ctx, c, h.Name, serveScript(helper), hostops.OpPrepare, first, probeTimeout)
+	cv, err := remote.Converse(ctx, c, h.Name, remote.ServeScript(helper), hostops.OpPrepare, first, probeTimeout)
 	if err != nil {
 		return nil, info, err
 	}
-	if !cv.served {
+	if !cv.Served {
 		return nil, info, fmt.Errorf("%s on %s: the helper was not started", hostops.OpPrepare, h.Name)
 	}
 	cv, err = serving(cv, uploaded)
@@ -267,7 +249,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	var prepared taskdir.PrepareResult
 	cv, info, err := e.openLaunch(ctx, c, lp.host, t.Root, first, &prepared, stepBound(lp.profile), &step, progress)
 	if cv != nil {
-		defer cv.finish(probeTimeout)
+		defer cv.Finish(probeTimeout)
 	}
 	e.notePlatform(ctx, lp.host, info.Platform)
 	if err != nil {
@@ -317,12 +299,12 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	// The helper proves the controller answers: for this nonce, with the
 	// token made here, checked here (proven).
 	nonce := controller.NewNonce()
-	if err := cv.send(hostops.OpControllerStart, hostops.ControllerStart{StartRequest: req, Nonce: nonce}); err != nil {
+	if err := cv.Send(hostops.OpControllerStart, hostops.ControllerStart{StartRequest: req, Nonce: nonce}); err != nil {
 		return fail(err)
 	}
-	cv.closeInput()
+	cv.CloseInput()
 	var started hostops.Started
-	err = cv.next(controllerStartBound, &started, func(p hostops.Progress) {
+	err = cv.Next(controllerStartBound, &started, func(p hostops.Progress) {
 		if p.Step == hostops.StepProof {
 			step = StepConnectingCtrl
 		}
@@ -374,7 +356,7 @@ func proven(started hostops.Started, sessionID, token, nonce string) error {
 // lost link, a killed helper) leaves that open.
 func startRefused(err error) bool {
 	var ee *ssh.ExitError
-	var re *RemoteError
+	var re *remote.Error
 	return errors.As(err, &re) || errors.As(err, &ee) && ee.Signal == ""
 }
 

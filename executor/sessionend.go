@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -87,7 +88,7 @@ func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Ses
 		return nil, 0, err
 	}
 	var files hostops.SessionFiles
-	if err := callHelperOp(ctx, a.c, a.s.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
+	if err := remote.Call(ctx, a.c, a.s.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
 		return nil, 0, err
 	}
 	if endedOnHost(files) {

@@ -12,6 +12,7 @@ import (
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/logview"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -25,7 +26,7 @@ type attach struct {
 	c      *ssh.Client
 	wd     *ssh.Watchdog
 	ctrl   *controller.Client // nil when this state dir holds no token
-	helper *remoteHelper
+	helper *remote.Helper
 	orphan int // the agent's live process group, once its controller is found gone
 }
 
@@ -184,17 +185,17 @@ func (e *Executor) probeController(ctx context.Context, a *attach, op string) (c
 	if err != nil {
 		return id, err
 	}
-	err = callHelperOp(ctx, a.c, a.s.Host, helper, op, hostops.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
+	err = remote.Call(ctx, a.c, a.s.Host, helper, op, hostops.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
 	return id, err
 }
 
-func (e *Executor) helperOnHost(ctx context.Context, a *attach) (remoteHelper, error) {
+func (e *Executor) helperOnHost(ctx context.Context, a *attach) (remote.Helper, error) {
 	if a.helper != nil {
 		return *a.helper, nil
 	}
 	info, err := detect(ctx, a.c, a.t.Root)
 	if err != nil {
-		return remoteHelper{}, err
+		return remote.Helper{}, err
 	}
 	h, _, err := e.ensureHelper(ctx, a.c, info)
 	if err == nil {

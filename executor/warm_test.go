@@ -15,6 +15,7 @@ import (
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -38,7 +39,7 @@ func (f *launchFixture) plant(t *testing.T, bin string) {
 	if err := os.Chmod(f.root, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, helperName), b, 0o700); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, remote.HelperName), b, 0o700); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,7 +128,7 @@ func TestWarmLaunchPassesOverStaleHelper(t *testing.T) {
 	if !uploads(steps) {
 		t.Fatalf("the good helper was not uploaded: %q", steps)
 	}
-	sameContent(t, good, filepath.Join(f.root, "bin", sha256Of(t, good), helperName))
+	sameContent(t, good, filepath.Join(f.root, "bin", sha256Of(t, good), remote.HelperName))
 	if want := filepath.Join(f.root, "tasks", task.DirName); task.TaskDir != want || task.Phase != records.PhaseReady {
 		t.Fatalf("task %+v", task)
 	}

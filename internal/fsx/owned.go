@@ -23,7 +23,7 @@ import (
 //     user, writable by nobody else, and never a symbolic link.
 //
 // The bootstrap script that runs before the helper can be trusted applies
-// the same rules in /bin/sh (see the executor's hostcheck.go); a test
+// the same rules in /bin/sh (see internal/remote's hostcheck.go); a test
 // holds the two to the same verdicts.
 
 // Ownership reasons, shared word for word with the shell twin.

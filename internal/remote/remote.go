@@ -1,4 +1,11 @@
-package executor
+// Package remote is the kandev-exec helper on a host: its path checked,
+// put in place, and talked to. Before the helper can be trusted only
+// /bin/sh checks the host (hostcheck.go); the helper's state and
+// handshake are read from marker lines (helper_check.go); a missing or
+// stale copy is uploaded under a local lock per host and binary
+// (helper_upload.go, helper_sftp.go); then the helper serves the
+// hostops protocol over one SSH command (converse.go, Call).
+package remote
 
 import (
 	"bytes"
@@ -11,8 +18,8 @@ import (
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
-// RemoteError is a failure the helper reported on the host.
-type RemoteError struct {
+// Error is a failure the helper reported on the host.
+type Error struct {
 	Host, Op, Code, Message string
 }
 
@@ -28,7 +35,7 @@ var remoteCodes = map[string]string{
 	taskdir.CodeNotPrivate:     "refusing a path another user could change",
 }
 
-func (e *RemoteError) Error() string {
+func (e *Error) Error() string {
 	msg := e.Message
 	if words := remoteCodes[e.Code]; words != "" {
 		msg = words + ": " + msg
@@ -48,9 +55,9 @@ func (e *helperExit) Error() string {
 }
 func (e *helperExit) Unwrap() error { return e.Err }
 
-// callHelperOp runs one operation of the helper protocol (hostops) on
+// Call runs one operation of the helper protocol (hostops) on
 // the host; progress, if not nil, gets the helper's progress lines.
-func callHelperOp(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, req, resp any, progress ...func(hostops.Progress)) error {
+func Call(ctx context.Context, c *ssh.Client, host string, helper Helper, op string, req, resp any, progress ...func(hostops.Progress)) error {
 	in, err := hostops.EncodeRequest(op, req)
 	if err != nil {
 		return err
@@ -65,28 +72,28 @@ func callHelperOp(ctx context.Context, c *ssh.Client, host string, helper remote
 // runHelper runs the helper with in on stdin (where secrets may travel:
 // never argv, never disk) and decodes its one JSON answer; what names the
 // step in errors. The whole path to the helper is checked on the host
-// first, in the same command (serveScript).
-func runHelper(ctx context.Context, c *ssh.Client, host string, helper remoteHelper, op string, in []byte, resp any, progress func(hostops.Progress)) error {
-	cv, err := converse(ctx, c, host, serveScript(helper), op, in, probeTimeout)
+// first, in the same command (ServeScript).
+func runHelper(ctx context.Context, c *ssh.Client, host string, helper Helper, op string, in []byte, resp any, progress func(hostops.Progress)) error {
+	cv, err := Converse(ctx, c, host, ServeScript(helper), op, in, ProbeTimeout)
 	if err != nil {
 		return err
 	}
-	if !cv.served {
+	if !cv.Served {
 		return fmt.Errorf("%s on %s: the helper was not started", op, host)
 	}
-	cv.closeInput()
-	err = cv.next(0, resp, progress)
-	if ferr := cv.finish(probeTimeout); err == nil && ferr != nil {
+	cv.CloseInput()
+	err = cv.Next(0, resp, progress)
+	if ferr := cv.Finish(ProbeTimeout); err == nil && ferr != nil {
 		err = cv.failed(op, ferr)
 	}
 	return err
 }
 
-// serveScript checks the whole path to the helper (hostcheck.go) and
+// ServeScript checks the whole path to the helper (hostcheck.go) and
 // execs it to serve requests: once every directory on the path is the
 // login user's alone, nobody else can swap the file between the check
 // and the exec.
-func serveScript(h remoteHelper) string {
+func ServeScript(h Helper) string {
 	return `f=` + ssh.ShellQuote(h.path()) + "\n" + guardScript(h, `"$f"`) + "echo " + serveMarker + "\nexec \"$f\" serve\n"
 }
 

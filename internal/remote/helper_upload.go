@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -18,37 +17,39 @@ import (
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
-// helperName is the helper's file name inside <root>/bin/<sha256>/.
-const helperName = "kandev-exec"
+// HelperName is the helper's file name inside <root>/bin/<sha256>/.
+const HelperName = "kandev-exec"
 
-// locateHelpers finds the helper binaries on this machine; tests point
-// it at real builds, since a test binary is not the CLI.
-var locateHelpers = sync.OnceValue(helperbin.Default)
+// Installer puts the helper in place on hosts. Its caller says where the
+// local helpers come from and where the per-host upload locks live.
+type Installer struct {
+	// Helpers finds the helper binaries on this machine.
+	Helpers func() *helperbin.Locator
+	// LocksDir is the directory of the upload locks (made on demand).
+	LocksDir func() (string, error)
+}
 
-// UnsupportedPlatformError is a host whose os/arch has no helper build.
-type UnsupportedPlatformError = helperbin.UnsupportedPlatformError
-
-// EnsureHelper makes <root>/bin/<sha256>/kandev-exec exist, verified and
+// Ensure makes <root>/bin/<sha256>/kandev-exec exist, verified and
 // speaking this CLI's protocol on the host; uploaded reports whether it
 // had to upload. root is the physical workdir root the bootstrap reported
-// (detect), platform the probe's normalised "os/arch". uploading, if
+// (physicalRoot), platform the probe's normalised "os/arch". uploading, if
 // given, hears how many compressed bytes of how many went out.
 //
 // The helper comes from the first local source that has one
 // (internal/helperbin); one the host finds speaking another protocol (a
 // stale cached copy) is passed over for the next source, and when none
 // is left the error names them and `helper fetch`.
-func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platform string, uploading ...func(sent, total int64)) (remoteHelper, bool, error) {
+func (in Installer) Ensure(ctx context.Context, c *ssh.Client, root, platform string, uploading ...func(sent, total int64)) (Helper, bool, error) {
 	refused := map[string]string{} // sha256 -> why the host refused it
 	for {
-		local, err := locateHelpers().Find(platform, func(h helperbin.Helper) (string, bool) {
+		local, err := in.Helpers().Find(platform, func(h helperbin.Helper) (string, bool) {
 			why, ok := refused[h.SHA256]
 			return why, ok
 		})
 		if err != nil {
-			return remoteHelper{}, false, err
+			return Helper{}, false, err
 		}
-		h, uploaded, err := e.ensureOne(ctx, c, root, local, uploading)
+		h, uploaded, err := in.ensureOne(ctx, c, root, local, uploading)
 		var pe *protocolError
 		if errors.As(err, &pe) {
 			refused[local.SHA256] = pe.Error()
@@ -62,17 +63,17 @@ func (e *Executor) EnsureHelper(ctx context.Context, c *ssh.Client, root, platfo
 // trip. Otherwise a local lock per host and binary serialises concurrent
 // launches, and the check is repeated under it, so a host gets at most
 // one upload from this machine.
-func (e *Executor) ensureOne(ctx context.Context, c *ssh.Client, root string, local helperbin.Helper, uploading []func(sent, total int64)) (remoteHelper, bool, error) {
+func (in Installer) ensureOne(ctx context.Context, c *ssh.Client, root string, local helperbin.Helper, uploading []func(sent, total int64)) (Helper, bool, error) {
 	st, err := checkHelper(ctx, c, root, local.SHA256)
 	if err != nil {
-		return remoteHelper{}, false, err
+		return Helper{}, false, err
 	}
 	if st.cached {
-		return st.helper, false, st.hello
+		return st.Helper, false, st.hello
 	}
-	unlock, err := e.lockHelper(ctx, c.Target.Addr(), local.SHA256)
+	unlock, err := in.lockHelper(ctx, c.Target.Addr(), local.SHA256)
 	if err != nil {
-		return remoteHelper{}, false, err
+		return Helper{}, false, err
 	}
 	defer unlock()
 	// Another launch may have uploaded it while this one waited.
@@ -80,24 +81,24 @@ func (e *Executor) ensureOne(ctx context.Context, c *ssh.Client, root string, lo
 		if err == nil {
 			err = st.hello
 		}
-		return st.helper, false, err
+		return st.Helper, false, err
 	}
 	gz, err := local.Compressed()
 	if err != nil {
-		return remoteHelper{}, false, fmt.Errorf("read helper %s: %w", local.Where(), err)
+		return Helper{}, false, fmt.Errorf("read helper %s: %w", local.Where(), err)
 	}
 	upload := uploadHelper
 	if !st.gzip {
 		upload = uploadHelperRaw
 	}
-	if err := upload(ctx, c, gz, st.helper, uploading); err != nil {
+	if err := upload(ctx, c, gz, st.Helper, uploading); err != nil {
 		var pe *protocolError
 		if errors.As(err, &pe) {
-			return remoteHelper{}, false, pe
+			return Helper{}, false, pe
 		}
-		return remoteHelper{}, false, fmt.Errorf("upload helper %s to %s: %w", local.Where(), c.Target.Label(), err)
+		return Helper{}, false, fmt.Errorf("upload helper %s to %s: %w", local.Where(), c.Target.Label(), err)
 	}
-	return st.helper, true, nil
+	return st.Helper, true, nil
 }
 
 // uploadHelper streams gz, the helper gzip-compressed, into h's directory
@@ -105,8 +106,8 @@ func (e *Executor) ensureOne(ctx context.Context, c *ssh.Client, root string, lo
 // there) in one round trip: the host decompresses it into a fresh temp
 // file (gzip -dc) and installs it (installScript). A host without gzip
 // gets it uncompressed over SFTP instead (uploadHelperRaw).
-func uploadHelper(ctx context.Context, c *ssh.Client, gz []byte, h remoteHelper, uploading []func(sent, total int64)) error {
-	tmp := path.Join(h.dir(), "."+helperName+".tmp."+rand.Text())
+func uploadHelper(ctx context.Context, c *ssh.Client, gz []byte, h Helper, uploading []func(sent, total int64)) error {
+	tmp := path.Join(h.dir(), "."+HelperName+".tmp."+rand.Text())
 	script := installScript(h, tmp, `command -v gzip >/dev/null 2>&1 || { echo "gzip is not installed on the host (the helper travels compressed)" >&2; exit 127; }
 (set -C; : >"$t") || exit 1
 gzip -dc >"$t" || exit 1
@@ -127,7 +128,7 @@ gzip -dc >"$t" || exit 1
 // the umask, checks the whole path again, verifies the sha256 of what
 // arrived, asks it the protocol handshake and only then renames it into
 // place atomically. The temp file goes on any failure.
-func installScript(h remoteHelper, tmp, receive string) string {
+func installScript(h Helper, tmp, receive string) string {
 	return sum256 + guardDirScript(h) + `t=` + ssh.ShellQuote(tmp) + ` f=` + ssh.ShellQuote(h.path()) + `
 trap 'rm -f "$t"' EXIT
 umask 077
@@ -147,7 +148,7 @@ echo installed=yes
 
 // installed reads installScript's marker lines: the sha256 the host
 // computed, the handshake's answer, and the rename.
-func installed(kv map[string]string, h remoteHelper, tmp string) error {
+func installed(kv map[string]string, h Helper, tmp string) error {
 	if kv["sha"] != h.sha {
 		return fmt.Errorf("verify %s: sha256 on the host is %q, want %s", tmp, kv["sha"], h.sha)
 	}
@@ -194,22 +195,17 @@ func (p *progressReader) emit() {
 	}
 }
 
-// UploadProgress renders bytes sent of total for people.
-func UploadProgress(sent, total int64) string {
-	return fmt.Sprintf("%s (%.1f of %.1f MB)", StepUploading, float64(sent)/1e6, float64(total)/1e6)
-}
-
 // helperUploadWait bounds the wait for another upload of the same helper
 // to the same host, and one upload: longer than any should take over a
 // slow link.
 const helperUploadWait = 10 * time.Minute
 
-// lockHelper takes <state>/locks/helper-<addr>-<sha>.lock, the one lock
+// lockHelper takes <locks>/helper-<addr>-<sha>.lock, the one lock
 // of internal/fsx: it dies with its holder, so a crashed launch never
 // leaves a host locked; the wait is bounded and cancellable, and names
 // who holds it.
-func (e *Executor) lockHelper(ctx context.Context, addr, sha string) (unlock func(), err error) {
-	dir, err := e.locksDir()
+func (in Installer) lockHelper(ctx context.Context, addr, sha string) (unlock func(), err error) {
+	dir, err := in.LocksDir()
 	if err != nil {
 		return nil, err
 	}

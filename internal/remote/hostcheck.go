@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"fmt"
@@ -19,11 +19,11 @@ import (
 //
 // ls -ldn is the portable stat: POSIX, and the same columns on GNU,
 // BusyBox and macOS (mode, links, uid, gid, ...). A refusal prints the
-// refuse* lines and exits refusedExit, so that no caller mistakes it for
+// refuse* lines and exits RefusedExit, so that no caller mistakes it for
 // the helper's own answer or failure.
-const hostCheckFuncs = `kx_uid=$(id -u)
+const HostCheckFuncs = `kx_uid=$(id -u)
 kx_stat() { kx_m= kx_o=; set -f; set -- $(ls -ldn -- "$1" 2>/dev/null); set +f; kx_m=${1-} kx_o=${3-}; [ -n "$kx_m" ]; }
-kx_refuse() { printf 'refuse=%s\nrefuse_uid=%s\nrefuse_mode=%s\nrefuse_reason=%s\n' "$1" "$kx_o" "$kx_m" "$2"; exit ` + refusedExitStr + `; }
+kx_refuse() { printf 'refuse=%s\nrefuse_uid=%s\nrefuse_mode=%s\nrefuse_reason=%s\n' "$1" "$kx_o" "$kx_m" "$2"; exit ` + RefusedExitStr + `; }
 kx_own() {
   kx_stat "$1" || kx_refuse "$1" "does not exist"
   case $kx_m in l*) kx_refuse "$1" "` + fsx.ReasonSymlink + `" ;; esac
@@ -56,10 +56,10 @@ kx_root() {
 }
 `
 
-// refusedExit is the bootstrap's exit status for a refused path.
+// RefusedExit is the bootstrap's exit status for a refused path.
 const (
-	refusedExit    = 86
-	refusedExitStr = "86"
+	RefusedExit    = 86
+	RefusedExitStr = "86"
 )
 
 // HostPathError is a path on the host that fails the ownership rules.
@@ -74,9 +74,9 @@ func (e *HostPathError) Error() string {
 
 func (e *HostPathError) Unwrap() error { return e.OwnershipError }
 
-// refusal reads the refuse* lines of a refused bootstrap; nil when the
+// Refusal reads the refuse* lines of a refused bootstrap; nil when the
 // output holds none.
-func refusal(host string, kv map[string]string) error {
+func Refusal(host string, kv map[string]string) error {
 	p, ok := kv["refuse"]
 	if !ok {
 		return nil
@@ -117,9 +117,9 @@ func parseLsMode(s string) fs.FileMode {
 	return m
 }
 
-// remoteWord renders a path as one shell word that expands a leading ~
+// Word renders a path as one shell word that expands a leading ~
 // through $HOME (a quoted ~ would not expand).
-func remoteWord(p string) string {
+func Word(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		return `"$HOME"` + ssh.ShellQuote(strings.TrimPrefix(p, "~"))
 	}
@@ -130,15 +130,15 @@ func remoteWord(p string) string {
 // in h's directory) under h's physical root, as the bootstrap reported
 // it: every directory above the root, the root, bin, bin/<sha256>, the
 // file.
-func guardScript(h remoteHelper, file string) string {
+func guardScript(h Helper, file string) string {
 	return guardDirScript(h) + `kx_own ` + file + ` -
 `
 }
 
 // guardDirScript is guardScript up to h's directory, for a script that
 // creates the file there itself (and checks it before any use).
-func guardDirScript(h remoteHelper) string {
-	return hostCheckFuncs + `R=` + ssh.ShellQuote(h.root) + `
+func guardDirScript(h Helper) string {
+	return HostCheckFuncs + `R=` + ssh.ShellQuote(h.root) + `
 kx_anc "$R"; kx_own "$R" d; kx_own "$R/bin" d; kx_own "$R/bin/` + h.sha + `" d
 `
 }

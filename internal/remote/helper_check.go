@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"context"
@@ -20,33 +20,34 @@ const sum256 = `sum256() { if command -v sha256sum >/dev/null 2>&1; then sha256s
 	`else echo "neither sha256sum nor shasum is installed" >&2; return 127; fi; }
 `
 
-// remoteHelper is the helper with sha256 sha under the physical workdir
+// Helper is the helper with sha256 sha under the physical workdir
 // root of a host.
-type remoteHelper struct {
+type Helper struct {
 	root, sha string
 }
 
-func (h remoteHelper) dir() string  { return path.Join(h.root, "bin", h.sha) }
-func (h remoteHelper) path() string { return path.Join(h.dir(), helperName) }
+func (h Helper) dir() string  { return path.Join(h.root, "bin", h.sha) }
+func (h Helper) path() string { return path.Join(h.dir(), HelperName) }
 
-type helperState struct {
-	helper remoteHelper
+// HelperState is what a check found of a helper on a host.
+type HelperState struct {
+	Helper Helper
 	cached bool
 	hello  error // a cached copy's answer to the handshake: nil, or *protocolError
 	gzip   bool  // the host has gzip: an upload travels compressed
 }
 
-// usable is a cached copy that speaks this CLI's protocol.
-func (s *helperState) usable() bool { return s != nil && s.cached && s.hello == nil }
+// Usable is a cached copy that speaks this CLI's protocol.
+func (s *HelperState) Usable() bool { return s != nil && s.cached && s.hello == nil }
 
 // checkHelper asks the host, in one round trip, whether a verified copy
 // is in place and which protocol it speaks, creating and checking the
 // directories on its way. Only the marker lines count: anything else (a
 // transport error, a script that died) is an error, never "needs upload".
-func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperState, error) {
+func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (HelperState, error) {
 	kv, err := runMarked(ctx, c, helperCheckScript(root, sha))
 	if err != nil {
-		return helperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
+		return HelperState{}, fmt.Errorf("check helper on %s: %w", c.Target.Label(), err)
 	}
 	return parseHelperState(kv, c.Target.Label(), sha)
 }
@@ -55,8 +56,8 @@ func checkHelper(ctx context.Context, c *ssh.Client, root, sha string) (helperSt
 // it and every directory above it; it leaves the physical root in $R and
 // prints it as root=.
 func rootScript(root string) string {
-	return hostCheckFuncs + `umask 077
-kx_root ` + remoteWord(root) + `
+	return HostCheckFuncs + `umask 077
+kx_root ` + Word(root) + `
 printf 'root=%s\n' "$R"
 `
 }
@@ -75,7 +76,7 @@ func helperCheckScript(root, sha string) string {
 func helperStateScript(sha string) string {
 	return `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
 if command -v gzip >/dev/null 2>&1; then echo gzip=yes; else echo gzip=no; fi
-f=$R/bin/` + sha + `/` + helperName + `
+f=$R/bin/` + sha + `/` + HelperName + `
 if [ ! -e "$f" ] && [ ! -L "$f" ]; then echo state=missing; exit 0; fi
 kx_own "$f" -
 if [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
@@ -91,14 +92,14 @@ const detectScript = `kx_os=$(uname -s) kx_arch=$(uname -m)
 printf 'os=%s\narch=%s\nhome=%s\n' "$kx_os" "$kx_arch" "$HOME"
 `
 
-// warmScript is a launch's one command on a host where the helper with
+// WarmScript is a launch's one command on a host where the helper with
 // sha (built for platform) is cached: detect, the workdir root made and
 // checked, the helper's whole path checked and its sha256 verified
 // (helperStateScript) and then, on a host of that platform, the helper
 // exec'd to serve the launch's requests, which wait on stdin meanwhile
 // (nothing before the helper reads them). Otherwise it ends after its
 // marker lines, and the launch takes the slow path from what they say.
-func warmScript(root, sha, platform string) string {
+func WarmScript(root, sha, platform string) string {
 	return "exec 3<&0 </dev/null\n" + detectScript + sum256 + rootScript(root) + helperStateScript(sha) +
 		`case $(printf '%s/%s' "$kx_os" "$kx_arch" | tr '[:upper:]' '[:lower:]') in ` + platformPattern(platform) + `) ;; *) exit 0 ;; esac
 echo ` + serveMarker + `
@@ -151,14 +152,14 @@ func parseHello(answer string) error {
 }
 
 // parseHelperState reads the check's marker lines; only they count.
-func parseHelperState(kv map[string]string, host, sha string) (helperState, error) {
+func parseHelperState(kv map[string]string, host, sha string) (HelperState, error) {
 	r, err := physicalRoot(kv, host)
 	if err != nil {
-		return helperState{}, err
+		return HelperState{}, err
 	}
-	st := helperState{helper: remoteHelper{root: r, sha: sha}, cached: kv["state"] == "cached", gzip: kv["gzip"] != "no"}
+	st := HelperState{Helper: Helper{root: r, sha: sha}, cached: kv["state"] == "cached", gzip: kv["gzip"] != "no"}
 	if s := kv["state"]; s != "cached" && s != "missing" && s != "corrupt" {
-		return helperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
+		return HelperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
 	}
 	if st.cached {
 		st.hello = parseHello(kv["hello"])
@@ -176,18 +177,64 @@ func physicalRoot(kv map[string]string, host string) (string, error) {
 	return r, nil
 }
 
+// Info is what a bootstrap's one round trip learns before anything is
+// written on the host.
+type Info struct {
+	Platform string
+	Home     string
+	Root     string       // the workdir root, physical (no symlinks), checked
+	Helper   *HelperState // set when the host has the platform of the helper checked
+}
+
+// Detect learns the platform and home, makes the workdir root exist and
+// checks it and every directory above it (hostcheck.go) and, in the same
+// round trip, whether the helper with sha, built for platform, is in
+// place; with sha "" no helper is checked.
+func Detect(ctx context.Context, c *ssh.Client, root, sha, platform string) (Info, error) {
+	script := detectScript
+	if sha != "" {
+		script += helperCheckScript(root, sha)
+	} else {
+		script += rootScript(root)
+	}
+	kv, err := runMarked(ctx, c, script)
+	if err != nil {
+		return Info{}, err
+	}
+	return Detected(kv, c.Target.Label(), sha, platform)
+}
+
+// Detected reads a bootstrap's marker lines (Detect's, or WarmScript's
+// through Conversation.KV): platform, home, the physical workdir root
+// and, on a host of platform, the state of the helper with sha (built
+// for it).
+func Detected(kv map[string]string, host, sha, platform string) (Info, error) {
+	if kv["home"] == "" {
+		return Info{}, errors.New("remote $HOME is empty")
+	}
+	info := Info{Platform: NormalizePlatform(kv["os"], kv["arch"]), Home: kv["home"]}
+	var err error
+	if info.Root, err = physicalRoot(kv, host); err != nil {
+		return Info{}, err
+	}
+	if st, err := parseHelperState(kv, host, sha); err == nil && sha != "" && info.Platform == platform {
+		info.Helper = &st
+	}
+	return info, nil
+}
+
 // runMarked runs a bootstrap script and reads its key=value lines; a
 // path the script refused is a *HostPathError.
 func runMarked(ctx context.Context, c *ssh.Client, script string) (map[string]string, error) {
-	return runMarkedInput(ctx, c, script, nil, probeTimeout)
+	return runMarkedInput(ctx, c, script, nil, ProbeTimeout)
 }
 
 // runMarkedInput is runMarked with stdin and its own time bound.
 func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.Reader, bound time.Duration) (map[string]string, error) {
-	ctx, cancel := withTimeout(ctx, bound)
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	out, stderr, err := c.Run(ctx, script, stdin)
-	kv := markers(out)
+	kv := Markers(out)
 	if err != nil {
 		if re := refused(c.Target.Label(), err, kv); re != nil {
 			return nil, re
@@ -200,7 +247,8 @@ func runMarkedInput(ctx context.Context, c *ssh.Client, script string, stdin io.
 	return kv, nil
 }
 
-func markers(out []byte) map[string]string {
+// Markers reads the key=value lines of a bootstrap's output.
+func Markers(out []byte) map[string]string {
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
@@ -210,11 +258,11 @@ func markers(out []byte) map[string]string {
 	return kv
 }
 
-// refused is the *HostPathError of a script that exited refusedExit.
+// refused is the *HostPathError of a script that exited RefusedExit.
 func refused(host string, err error, kv map[string]string) error {
 	var ee *ssh.ExitError
-	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == refusedExit {
-		return refusal(host, kv)
+	if errors.As(err, &ee) && ee.Signal == "" && ee.Code == RefusedExit {
+		return Refusal(host, kv)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"bufio"
@@ -23,14 +23,14 @@ const serveMarker = "serve=yes"
 // could send one without end).
 const maxMarkerLine = 64 << 10
 
-// conversation is one helper process on a host serving requests in order
+// Conversation is one helper process on a host serving requests in order
 // (hostops), reached through one SSH command: a bootstrap script that
 // prints its marker lines, checks the path to the helper and execs it.
 // The command and the first request leave together (ssh.StreamEager).
-type conversation struct {
+type Conversation struct {
 	host    string
-	kv      map[string]string // the bootstrap's marker lines
-	served  bool              // the helper was exec'd: answers follow
+	KV      map[string]string // the bootstrap's marker lines
+	Served  bool              // the helper was exec'd: answers follow
 	answers *hostops.Answers
 	op      string // the operation whose answer comes next
 
@@ -42,15 +42,15 @@ type conversation struct {
 	stderr lockedBuffer
 }
 
-// converse runs script on c with first as the first request on its
+// Converse runs script on c with first as the first request on its
 // stdin, and reads the bootstrap's markers until the helper takes over
-// (served) or the script ends (not served; kv then says why). The markers
+// (Served) or the script ends (not served; KV then says why). The markers
 // must come within bound; a refused path is a *HostPathError.
-func converse(ctx context.Context, c *ssh.Client, host, script, op string, first []byte, bound time.Duration) (*conversation, error) {
+func Converse(ctx context.Context, c *ssh.Client, host, script, op string, first []byte, bound time.Duration) (*Conversation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	cv := &conversation{host: host, kv: map[string]string{}, op: op, msgs: make(chan []byte, 4), cancel: cancel, done: make(chan struct{})}
+	cv := &Conversation{host: host, KV: map[string]string{}, op: op, msgs: make(chan []byte, 4), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		err := c.StreamEager(ctx, script, inR, outW, &cv.stderr, bound)
 		cv.err = err
@@ -75,22 +75,22 @@ func converse(ctx context.Context, c *ssh.Client, host, script, op string, first
 	for {
 		line, err := readMarker(br)
 		if line == serveMarker {
-			cv.served = true
+			cv.Served = true
 			break
 		}
 		if k, v, ok := strings.Cut(line, "="); ok {
-			cv.kv[k] = v
+			cv.KV[k] = v
 		}
 		if err != nil {
 			break
 		}
 	}
 	inTime := expired.Stop()
-	if cv.served && inTime {
+	if cv.Served && inTime {
 		cv.answers = hostops.NewAnswers(br)
 		return cv, nil
 	}
-	cv.finish(bound) // its output ended: so does the command
+	cv.Finish(bound) // its output ended: so does the command
 	switch {
 	case !inTime:
 		return nil, fmt.Errorf("%s on %s: the host did not answer within %s", bootstrapStep, host, bound)
@@ -119,8 +119,8 @@ func readMarker(br *bufio.Reader) (string, error) {
 	}
 }
 
-// send writes the next request; its answer is read by next.
-func (cv *conversation) send(op string, req any) error {
+// Send writes the next request; its answer is read by next.
+func (cv *Conversation) Send(op string, req any) error {
 	b, err := hostops.EncodeRequest(op, req)
 	if err != nil {
 		return err
@@ -133,18 +133,18 @@ func (cv *conversation) send(op string, req any) error {
 	return nil
 }
 
-// closeInput ends the helper's stdin: it serves what it has and exits.
-func (cv *conversation) closeInput() {
+// CloseInput ends the helper's stdin: it serves what it has and exits.
+func (cv *Conversation) CloseInput() {
 	if !cv.closed {
 		cv.closed = true
 		close(cv.msgs)
 	}
 }
 
-// next reads the answer to the last request into res, passing its
+// Next reads the answer to the last request into res, passing its
 // progress lines on; bound (0: none) limits the wait, after which the
-// command is killed. A failure the helper reports is a *RemoteError.
-func (cv *conversation) next(bound time.Duration, res any, progress func(hostops.Progress)) error {
+// command is killed. A failure the helper reports is a *Error.
+func (cv *Conversation) Next(bound time.Duration, res any, progress func(hostops.Progress)) error {
 	answered := make(chan error, 1)
 	go func() { answered <- cv.answers.Next(res, progress) }()
 	var expired <-chan time.Time
@@ -166,7 +166,7 @@ func (cv *conversation) next(bound time.Duration, res any, progress func(hostops
 	case aerr == nil:
 		return nil
 	case errors.As(aerr, &he):
-		return &RemoteError{Host: cv.host, Op: cv.op, Code: he.Code, Message: he.Message}
+		return &Error{Host: cv.host, Op: cv.op, Code: he.Code, Message: he.Message}
 	}
 	// No answer: how the command ended says why.
 	<-cv.done
@@ -179,8 +179,8 @@ func (cv *conversation) next(bound time.Duration, res any, progress func(hostops
 // failed explains a command that ended with err during what: a path the
 // bootstrap refused, the last words of the script or the helper, or the
 // transport.
-func (cv *conversation) failed(what string, err error) error {
-	if re := refused(cv.host, err, cv.kv); re != nil {
+func (cv *Conversation) failed(what string, err error) error {
+	if re := refused(cv.host, err, cv.KV); re != nil {
 		return re
 	}
 	tail := strings.TrimPrefix(lastLines(strings.TrimSpace(cv.stderr.String()), 5), "error: ")
@@ -194,11 +194,11 @@ func (cv *conversation) failed(what string, err error) error {
 	return fmt.Errorf("%s on %s: %w", what, cv.host, err)
 }
 
-// finish ends the conversation: the helper's stdin is closed, and a
+// Finish ends the conversation: the helper's stdin is closed, and a
 // command still running after grace is killed. It returns how the
 // command ended.
-func (cv *conversation) finish(grace time.Duration) error {
-	cv.closeInput()
+func (cv *Conversation) Finish(grace time.Duration) error {
+	cv.CloseInput()
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {

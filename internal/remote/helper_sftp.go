@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // proved private, then one script checks and installs it exactly as for
 // a compressed upload (installScript). Two round trips, and the whole
 // binary on the wire: the fallback, not the way.
-func uploadHelperRaw(ctx context.Context, c *ssh.Client, gz []byte, h remoteHelper, uploading []func(sent, total int64)) (err error) {
+func uploadHelperRaw(ctx context.Context, c *ssh.Client, gz []byte, h Helper, uploading []func(sent, total int64)) (err error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		return fmt.Errorf("decompress the helper: %w", err)
@@ -39,7 +39,7 @@ func uploadHelperRaw(ctx context.Context, c *ssh.Client, gz []byte, h remoteHelp
 	// SFTP calls take no context: closing the client is what ends them.
 	stop := context.AfterFunc(ctx, func() { sc.Close() })
 	defer stop()
-	tmp := path.Join(h.dir(), "."+helperName+".tmp."+rand.Text())
+	tmp := path.Join(h.dir(), "."+HelperName+".tmp."+rand.Text())
 	dst, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return errors.Join(fmt.Errorf("create %s: %w", tmp, err), ctx.Err())

@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/ssh"
-	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -27,7 +26,7 @@ import (
 type uploadFixture struct {
 	srv    *sshtest.Server
 	target *ssh.Target
-	exec   *Executor
+	inst   Installer
 	root   string
 }
 
@@ -46,13 +45,7 @@ func newUploadFixture(t *testing.T, opts ...sshtest.Option) *uploadFixture {
 		t.Fatal(err)
 	}
 	t.Setenv("SSH_AUTH_SOCK", "")
-	dir := t.TempDir()
-	st, err := state.Open(dir, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return &uploadFixture{srv: srv, target: tg, exec: New(Config{Store: st, StateDir: dir}), root: filepath.Join(t.TempDir(), "kandev root")}
+	return &uploadFixture{srv: srv, target: tg, inst: testInstaller(t.TempDir()), root: filepath.Join(t.TempDir(), "kandev root")}
 }
 
 func (f *uploadFixture) dial(t *testing.T) *ssh.Client {
@@ -65,7 +58,19 @@ func (f *uploadFixture) dial(t *testing.T) *ssh.Client {
 	return c
 }
 
-// useLocator points the executor's helper lookup at l.
+// localPlatform is this test binary's platform, as NormalizePlatform
+// names it.
+var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
+
+// locateHelpers is where the tests' installers find helpers.
+var locateHelpers = sync.OnceValue(helperbin.Default)
+
+// testInstaller keeps its upload locks in locks.
+func testInstaller(locks string) Installer {
+	return Installer{Helpers: func() *helperbin.Locator { return locateHelpers() }, LocksDir: func() (string, error) { return locks, nil }}
+}
+
+// useLocator points the tests' helper lookup at l.
 func useLocator(t *testing.T, l *helperbin.Locator) {
 	t.Helper()
 	old := locateHelpers
@@ -90,7 +95,7 @@ func buildHelper(t *testing.T, ldflags ...string) string {
 	if len(ldflags) > 0 {
 		args = append(args, "-ldflags", "-X "+strings.Join(ldflags, " -X "))
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "../cmd/kandev-exec-helper")...)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "../../cmd/kandev-exec-helper")...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -103,7 +108,7 @@ func buildHelper(t *testing.T, ldflags ...string) string {
 func buildCLI(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kandev-exec")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "..")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -143,7 +148,7 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	ctx := context.Background()
 
 	var progress [][2]int64
-	h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
+	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
 	if err != nil || !uploaded {
 		t.Fatalf("first EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
@@ -166,7 +171,7 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 		t.Fatalf("progress = %v for a %d-byte helper", progress, raw)
 	}
 
-	again, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	again, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 	if err != nil || uploaded || again != h {
 		t.Fatalf("second EnsureHelper = %q, %v, %v", again, uploaded, err)
 	}
@@ -188,7 +193,7 @@ func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
 	useHelper(t, bin)
 	c := f.dial(t)
 	var progress [][2]int64
-	h, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
+	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
 	if err != nil || !uploaded {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
@@ -203,7 +208,7 @@ func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Dir(h.path())); len(entries) != 1 {
 		t.Fatalf("leftovers beside the helper: %v", entries)
 	}
-	if _, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform); err != nil || uploaded {
+	if _, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform); err != nil || uploaded {
 		t.Fatalf("second EnsureHelper: uploaded %v, %v", uploaded, err)
 	}
 }
@@ -214,7 +219,7 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 	useHelper(t, bin)
 	c := f.dial(t)
 	ctx := context.Background()
-	h, _, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	h, _, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +231,7 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 		if err := damage(); err != nil {
 			t.Fatal(err)
 		}
-		got, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+		got, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 		if err != nil || !uploaded || got != h {
 			t.Fatalf("%s: EnsureHelper = %+v, %v, %v", name, got, uploaded, err)
 		}
@@ -258,7 +263,7 @@ func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, up, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
+			p, up, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -280,10 +285,9 @@ func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 }
 
 func TestEnsureHelperUnsupportedPlatform(t *testing.T) {
-	e := New(Config{})
-	_, uploaded, err := e.EnsureHelper(context.Background(), nil, "~/.kandev", "freebsd/amd64")
+	_, uploaded, err := testInstaller(t.TempDir()).Ensure(context.Background(), nil, "~/.kandev", "freebsd/amd64")
 	want := `unsupported remote platform "freebsd/amd64" — kandev-exec supports linux/{amd64,arm64} and darwin/{amd64,arm64}`
-	var upe *UnsupportedPlatformError
+	var upe *helperbin.UnsupportedPlatformError
 	if uploaded || err == nil || err.Error() != want || !errors.As(err, &upe) {
 		t.Fatalf("error = %v", err)
 	}
@@ -295,8 +299,8 @@ func TestEnsureHelperTransportFailure(t *testing.T) {
 	useHelper(t, buildHelper(t))
 	c := f.dial(t)
 	c.Close()
-	remote, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
-	if err == nil || uploaded || remote != (remoteHelper{}) {
+	remote, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
+	if err == nil || uploaded || remote != (Helper{}) {
 		t.Fatalf("EnsureHelper on a closed client = %+v, %v, %v", remote, uploaded, err)
 	}
 	if _, err := os.Stat(f.root); !errors.Is(err, os.ErrNotExist) {
@@ -320,7 +324,7 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 	c := f.dial(t)
 	ctx := context.Background()
 
-	_, _, err := f.exec.EnsureHelper(ctx, c, f.root, other)
+	_, _, err := f.inst.Ensure(ctx, c, f.root, other)
 	var me *helperbin.MissingError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "run `kandev-exec helper fetch --platform "+other+"`") {
 		t.Fatalf("no helper for %s: %v", other, err)
@@ -335,7 +339,7 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 		if err := os.WriteFile(p, append(b, byte(i)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, other)
+		h, uploaded, err := f.inst.Ensure(ctx, c, f.root, other)
 		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", sha256Of(t, p), "kandev-exec") {
 			t.Fatalf("with %s: %+v, %v, %v", p, h, uploaded, err)
 		}
@@ -364,7 +368,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 
 	// Only the stale one: refused after upload, never installed.
 	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), Version: "1.2.3"})
-	_, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	_, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 	var me *helperbin.MissingError
 	if !errors.As(err, &me) || uploaded || !strings.Contains(err.Error(), fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", hostops.Protocol())) ||
 		!strings.Contains(err.Error(), stale) || !strings.Contains(err.Error(), "helper fetch --platform "+localPlatform) {
@@ -376,7 +380,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 
 	// Beside the CLI (stale) then the cache (good): the good one replaces it.
 	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
-	h, uploaded, err := f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 	if err != nil || !uploaded || h.sha != goodSHA {
 		t.Fatalf("stale beside, good in cache: %+v, %v, %v", h, uploaded, err)
 	}
@@ -384,7 +388,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 
 	// The stale one already cached on the host (by an older CLI) is
 	// refused there too, and the good one is used.
-	planted := filepath.Join(f.root, "bin", staleSHA, helperName)
+	planted := filepath.Join(f.root, "bin", staleSHA, HelperName)
 	b, _ := os.ReadFile(stale)
 	if err := os.WriteFile(planted, b, 0o700); err != nil {
 		t.Fatal(err)
@@ -394,7 +398,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 	if err != nil || !st.cached || !errors.As(st.hello, &pe) || pe.theirs != 99 {
 		t.Fatalf("check of the stale copy: %+v, %v", st, err)
 	}
-	h, uploaded, err = f.exec.EnsureHelper(ctx, c, f.root, localPlatform)
+	h, uploaded, err = f.inst.Ensure(ctx, c, f.root, localPlatform)
 	if err != nil || uploaded || h.sha != goodSHA {
 		t.Fatalf("stale cached on the host: %+v, %v, %v", h, uploaded, err)
 	}
@@ -407,7 +411,7 @@ func TestEnsureHelperCLIItself(t *testing.T) {
 	cli := buildCLI(t)
 	useLocator(t, &helperbin.Locator{Executable: cli, Version: "dev"})
 	c := f.dial(t)
-	h, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
+	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
 	if err != nil || !uploaded || h.sha != sha256Of(t, cli) {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
@@ -444,9 +448,9 @@ func gitRepo(t *testing.T) (bare, head string) {
 }
 
 // runHelperOp runs one helper request on the host, the way launches do.
-func runHelperOp(t *testing.T, c *ssh.Client, helper remoteHelper, op string, req, res any) error {
+func runHelperOp(t *testing.T, c *ssh.Client, helper Helper, op string, req, res any) error {
 	t.Helper()
-	return callHelperOp(context.Background(), c, "test host", helper, op, req, res)
+	return Call(context.Background(), c, "test host", helper, op, req, res)
 }
 
 // The uploaded helper prepares a task directory on the host from JSON on
@@ -455,7 +459,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	f := newUploadFixture(t)
 	useHelper(t, buildHelper(t))
 	c := f.dial(t)
-	helper, uploaded, err := f.exec.EnsureHelper(context.Background(), c, f.root, localPlatform)
+	helper, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
 	if err != nil || !uploaded {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", helper, uploaded, err)
 	}
@@ -479,7 +483,7 @@ func TestHelperEndToEnd(t *testing.T) {
 
 	req.Owner.TaskID = "task-2"
 	err = runHelperOp(t, c, helper, hostops.OpPrepare, req, &res)
-	var he *RemoteError
+	var he *Error
 	if !errors.As(err, &he) || he.Code != taskdir.CodeOwnerMismatch {
 		t.Fatalf("other task's prepare: %v", err)
 	}

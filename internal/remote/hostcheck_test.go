@@ -1,4 +1,4 @@
-package executor
+package remote
 
 import (
 	"errors"
@@ -42,15 +42,15 @@ func goVerdict(err error) verdict {
 // a host.
 func shVerdict(t *testing.T, call, path string, args ...string) verdict {
 	t.Helper()
-	argv := append([]string{"-c", hostCheckFuncs + call + ` "$@"` + "\necho ok", "sh", path}, args...)
+	argv := append([]string{"-c", HostCheckFuncs + call + ` "$@"` + "\necho ok", "sh", path}, args...)
 	out, err := exec.Command("/bin/sh", argv...).Output()
 	var ee *exec.ExitError
 	switch {
 	case err == nil && string(out) == "ok\n":
 		return ""
-	case errors.As(err, &ee) && ee.ExitCode() == refusedExit:
+	case errors.As(err, &ee) && ee.ExitCode() == RefusedExit:
 		var he *HostPathError
-		if !errors.As(refusal("h", markers(out)), &he) {
+		if !errors.As(Refusal("h", Markers(out)), &he) {
 			t.Fatalf("%s %s: refused without refuse lines: %q", call, path, out)
 		}
 		if he.Path != path && call != "kx_anc" {
@@ -172,6 +172,27 @@ func TestParseLsMode(t *testing.T) {
 	} {
 		if got := parseLsMode(in); got != want {
 			t.Errorf("parseLsMode(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// Word is one shell word that expands a leading ~ through $HOME, and
+// nothing else: spaces, quotes and a ~user stay as written.
+func TestWord(t *testing.T) {
+	home := "/home/o'brien x"
+	for in, want := range map[string]string{
+		"~":              home,
+		"~/.kandev":      home + "/.kandev",
+		"~/a b/$(id)":    home + "/a b/$(id)",
+		"/srv/k k":       "/srv/k k",
+		"~other/.kandev": "~other/.kandev",
+		"/x/~/y":         "/x/~/y",
+	} {
+		cmd := exec.Command("/bin/sh", "-c", `printf %s `+Word(in))
+		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Errorf("Word(%q) expands to %q, %v; want %q", in, out, err, want)
 		}
 	}
 }
