@@ -3,10 +3,8 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,13 +132,6 @@ git -C %[1]s/seed push -q %[1]s/app.git main`, work))
 // runErr is run returning stderr (the launch's progress lines).
 func (e *env) runErr(args ...string) string {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, args...)
-	cmd.Env = append(os.Environ(), "KANDEV_EXEC_STATE_DIR="+filepath.Join(e.work, "state"),
-		"KANDEV_EXEC_SSH_CONFIG="+e.sshCfg, "SSH_AUTH_SOCK=", "NO_COLOR=1")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		e.t.Fatalf("kandev-exec %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return errb.String()
+	_, stderr := runCLI(e.t, e.bin, e.vars(), args...)
+	return stderr
 }

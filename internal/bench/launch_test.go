@@ -29,15 +29,29 @@ type env struct {
 
 func (e *env) run(args ...string) string {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, args...)
-	cmd.Env = append(os.Environ(), "KANDEV_EXEC_STATE_DIR="+filepath.Join(e.work, "state"),
-		"KANDEV_EXEC_SSH_CONFIG="+e.sshCfg, "SSH_AUTH_SOCK=", "NO_COLOR=1")
+	out, _ := runCLI(e.t, e.bin, e.vars(), args...)
+	return out
+}
+
+// vars is the environment that points the CLI at this env's state and
+// ssh config.
+func (e *env) vars() []string {
+	return []string{"KANDEV_EXEC_STATE_DIR=" + filepath.Join(e.work, "state"),
+		"KANDEV_EXEC_SSH_CONFIG=" + e.sshCfg, "SSH_AUTH_SOCK=", "NO_COLOR=1"}
+}
+
+// runCLI runs the CLI with vars added to this process's environment and
+// returns its stdout and stderr; a failure ends the test.
+func runCLI(t *testing.T, bin string, vars []string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), vars...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		e.t.Fatalf("kandev-exec %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+		t.Fatalf("kandev-exec %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
 	}
-	return out.String()
+	return out.String(), errb.String()
 }
 
 // buildCLI builds the CLI once per test, as a release does (no cgo).

@@ -110,7 +110,7 @@ func TestStoreBench(t *testing.T) {
 				runs = 3
 			}
 			return dur(timeIt(runs, nil, func() {
-				out := cli(t, bin, cliEnv[b.name], "task", "ls", "--json", "--limit", "0")
+				out, _ := runCLI(t, bin, cliEnv[b.name], "task", "ls", "--json", "--limit", "0")
 				if got := strings.Count(out, `"id":`); got != size {
 					t.Fatalf("task ls --json printed %d tasks, want %d", got, size)
 				}
@@ -219,18 +219,6 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
-}
-
-// cli runs the CLI with env added and returns its standard output.
-func cli(t *testing.T, bin string, env []string, args ...string) string {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kandev-exec %s: %v\n%s", strings.Join(args, " "), err, errb.String())
-	}
-	return out.String()
 }
 
 // watchLatency is the median time from the start of a write to a running
