@@ -246,7 +246,7 @@ func TestPrepareRefusesSymlinks(t *testing.T) {
 	}
 }
 
-// Regression (issue 11): without repositories (a profile whose prepare
+// Regression: without repositories (a profile whose prepare
 // script fills the directory) the task directory is made and claimed,
 // and nothing is checked out.
 func TestPrepareWithoutRepositories(t *testing.T) {

@@ -122,7 +122,7 @@ func TestScriptOutputTailAcrossWrites(t *testing.T) {
 	}
 }
 
-// Regression (item 6): a prepare script printing one line of a multi-line
+// Regression: a prepare script printing one line of a multi-line
 // secret gets it masked in the tail too.
 func TestRunScriptMasksLinesOfMultiLineSecret(t *testing.T) {
 	key := "-----BEGIN TEST KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\nab\n-----END TEST KEY-----"
