@@ -239,16 +239,16 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	if !alive(t, st.AgentPID) || !alive(t, gc) {
 		t.Fatal("agent or grandchild not running")
 	}
-	t0 := time.Now()
 	st, err := s.c.Stop(ctxFor(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(t0); el > 3*time.Second {
-		t.Fatalf("stop took %s; SIGTERM should have been enough", el)
-	}
 	if st.State != StateStopped || st.Signal != "SIGTERM" || st.ExitCode != nil {
 		t.Fatalf("status after stop %+v", st)
+	}
+	// SIGTERM was enough: the grace never ran out into a kill.
+	if log := readLog(t, s); strings.Contains(log, "SIGKILL") {
+		t.Fatalf("stop escalated to SIGKILL:\n%s", log)
 	}
 	if alive(t, st.AgentPID) || alive(t, gc) {
 		t.Fatalf("agent alive %v, grandchild alive %v after stop", alive(t, st.AgentPID), alive(t, gc))
@@ -275,8 +275,9 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(t0); el < time.Second || el > 4*time.Second {
-		t.Fatalf("stop took %s, want the 1s grace then a kill", el)
+	// The grace is honoured before the kill.
+	if el := time.Since(t0); el < time.Second {
+		t.Fatalf("stop returned after %s, before the 1s grace", el)
 	}
 	if st.State != StateStopped || st.Signal != "SIGKILL" {
 		t.Fatalf("status after stop %+v", st)
@@ -284,8 +285,10 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	if alive(t, gc) || groupAlive(st.AgentPID) {
 		t.Fatal("process group survived SIGKILL")
 	}
-	if log := readLog(t, s); !strings.Contains(log, "SIGKILL to agent process group") {
-		t.Fatalf("log does not record the kill:\n%s", log)
+	log := readLog(t, s)
+	term, kill := strings.Index(log, "SIGTERM to agent process group"), strings.Index(log, "SIGKILL to agent process group")
+	if term < 0 || kill < term {
+		t.Fatalf("log does not record SIGTERM then SIGKILL:\n%s", log)
 	}
 }
 

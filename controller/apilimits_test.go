@@ -37,7 +37,7 @@ func relay(t *testing.T, port int, edit func(*Health)) int {
 	return srv.Listener.Addr().(*net.TCPAddr).Port
 }
 
-// Regression (item 10): recovery records the pid and start time from a
+// Regression: recovery records the pid and start time from a
 // health answer, so the proof binds them: an answer whose pid, start time
 // or session id was changed on the way does not verify.
 func TestHealthRejectsForgedIdentity(t *testing.T) {
@@ -60,7 +60,7 @@ func TestHealthRejectsForgedIdentity(t *testing.T) {
 	}
 }
 
-// Regression (item 10): connections over the cap, such as another local
+// Regression: connections over the cap, such as another local
 // user's idle ones, get the owner refused at once with a clear error,
 // never kept waiting; once one of them goes, the owner is served.
 func TestAPIConnectionCapRefusesRatherThanStarves(t *testing.T) {
@@ -104,7 +104,7 @@ func TestAPIConnectionCapRefusesRatherThanStarves(t *testing.T) {
 	})
 }
 
-// Regression (item 10): oversized headers and bodies are refused before
+// Regression: oversized headers and bodies are refused before
 // anything acts on them.
 func TestAPIRefusesOversizedRequests(t *testing.T) {
 	t.Parallel()

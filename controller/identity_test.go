@@ -36,9 +36,12 @@ func TestProbeAndKillRefuseStranger(t *testing.T) {
 	if id, err = KillIfOurs(fake, startTime); err != nil || id.Ours {
 		t.Fatalf("KillIfOurs of a stranger: %+v %v", id, err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if !alive(t, pid) || stranger.ProcessState != nil {
-		t.Fatal("the stranger was signalled")
+	// A process dies of the first fatal signal sent to it: had KillIfOurs
+	// signalled the stranger, ours would not be the one it ends by.
+	_ = stranger.Process.Signal(syscall.SIGUSR1)
+	_ = stranger.Wait()
+	if ws, _ := stranger.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGUSR1 {
+		t.Fatalf("the stranger was signalled: it ended with %v", stranger.ProcessState)
 	}
 	if _, err := Probe(t.TempDir(), startTime); !os.IsNotExist(err) {
 		t.Fatalf("Probe without a pid file: %v", err)

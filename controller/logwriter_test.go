@@ -139,7 +139,7 @@ func touch(t *testing.T, path string) {
 	}
 }
 
-// Regression (item 7): agent output the log could not take (disk full)
+// Regression: agent output the log could not take (disk full)
 // is counted, shown in status (API and status.json), and reported in the
 // log by a "bytes lost" line once writing works again.
 func TestAgentLogLossCountedAndReported(t *testing.T) {
@@ -226,7 +226,7 @@ func statusFileSays(t *testing.T, dir string) Status {
 	return st
 }
 
-// Regression (item 7): an exited agent whose final status write failed
+// Regression: an exited agent whose final status write failed
 // is recorded once the disk has room again, while the controller runs
 // (status.json is what recovery reads once it is gone: "running" there
 // means lost).
@@ -257,7 +257,7 @@ func TestFinalStatusWriteRetried(t *testing.T) {
 	}
 }
 
-// Regression (item 7): a controller told to exit while its final status
+// Regression: a controller told to exit while its final status
 // write still fails keeps trying (bounded) before it goes.
 func TestFinalStatusWrittenAtExit(t *testing.T) {
 	t.Parallel()

@@ -41,7 +41,7 @@ printf 'end:%s' "$X" | dd bs=1 2>/dev/null`
 	}
 }
 
-// Regression (item 6): a line of a multi-line secret printed on its own
+// Regression: a line of a multi-line secret printed on its own
 // is masked, not only the whole value; lines too short to mask stay.
 func TestAgentOutputMasksLinesOfMultiLineSecret(t *testing.T) {
 	t.Parallel()

@@ -18,13 +18,10 @@ func swapRunCommand(t *testing.T, script string) {
 
 func TestStartReportsEarlyExit(t *testing.T) {
 	swapRunCommand(t, "exit 4")
-	t0 := time.Now()
+	// The exit ends the wait, not the ready deadline (that error says "not ready after").
 	_, err := Start(newRequest(t, "true"))
 	if err == nil || !strings.Contains(err.Error(), "exited before reporting ready") || !strings.Contains(err.Error(), "exit status 4") {
 		t.Fatalf("Start: %v", err)
-	}
-	if el := time.Since(t0); el > 3*time.Second {
-		t.Fatalf("Start took %s to notice", el)
 	}
 }
 
@@ -34,13 +31,9 @@ func TestStartKillsControllerThatIsNeverReady(t *testing.T) {
 	old := readyTimeout
 	readyTimeout = 300 * time.Millisecond
 	t.Cleanup(func() { readyTimeout = old })
-	t0 := time.Now()
 	_, err := Start(newRequest(t, "true"))
 	if err == nil || !strings.Contains(err.Error(), "not ready after 300ms") {
 		t.Fatalf("Start: %v", err)
-	}
-	if el := time.Since(t0); el > 3*time.Second {
-		t.Fatalf("Start took %s", el)
 	}
 	if pid := readPIDFile(t, pidPath); alive(t, pid) {
 		t.Fatal("a controller that never became ready was left running")

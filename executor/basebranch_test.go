@@ -11,7 +11,7 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 )
 
-// Regression (issue 11, bugs): `task launch --branch dev` wins over the
+// Regression: `task launch --branch dev` wins over the
 // branch the profile's repository names, and the task records the branch
 // and the commit it started from.
 func TestLaunchBranchFlagWinsOverProfile(t *testing.T) {
@@ -47,7 +47,7 @@ func TestLaunchBranchFlagWinsOverProfile(t *testing.T) {
 	}
 }
 
-// Regression (issue 11): a profile with a prepare script and no
+// Regression: a profile with a prepare script and no
 // repository launches: the task directory is made and claimed, the
 // script fills it, and the agent runs in it.
 func TestLaunchWithOnlyAPrepareScript(t *testing.T) {

@@ -99,7 +99,7 @@ func TestListHostsSharesJumpLookupsAndRereadsConfig(t *testing.T) {
 	}
 }
 
-// Regression (issue 11): host ls resolves its hosts at the same time. Each
+// Regression: host ls resolves its hosts at the same time. Each
 // `ssh -G` waits at a gate until another one is there too, so a listing
 // that resolved one host after the other would hold its first lookup
 // alone until the gate gave up.

@@ -75,7 +75,7 @@ func loggedOps(t *testing.T, log string) []string {
 	return ops
 }
 
-// Regression (issue 11, "Fresh and filterable"): a refresh asks each host
+// Regression: a refresh asks each host
 // involved once, in one helper call for all of its sessions, and records
 // each answer: an agent that exited while its controller lingers, a
 // controller killed behind its back (lost), one still running (checked
@@ -160,7 +160,7 @@ func TestRefreshSessionsOneHelperCallPerHost(t *testing.T) {
 	relay.Pass()
 }
 
-// Regression (issue 11): session ls --refresh asks its hosts at the same
+// Regression: session ls --refresh asks its hosts at the same
 // time. The helper each host runs waits at a gate until the other host's
 // is there too, so a refresh that asked one host after the other would
 // hold its first host's helper alone until the gate gave up.

@@ -17,7 +17,7 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 )
 
-// Regression (issue 7 item 7): output the host could not write to the
+// Regression: output the host could not write to the
 // session's log is counted in the session record, from the controller's
 // status, so `session show` can say so.
 func TestSessionRecordsLostLogBytes(t *testing.T) {

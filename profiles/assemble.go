@@ -33,7 +33,8 @@ func ManagedAgentDefaults() []Definition {
 // the profile's env and repository bindings, the --env entries, the agent
 // preset's env, and last the managed agent defaults for keys nothing else
 // defined. p and agent may be nil. Every entry becomes a definition, an
-// empty literal included: "" in a file is an explicit value (DEPARTURES.md).
+// empty literal included: "" in a file is an explicit value (DECISIONS.md,
+// "Empty and whitespace values").
 func Assemble(runtime map[string]string, p *Profile, agent *AgentPreset, launch []EnvEntry) []Definition {
 	var defs []Definition
 	add := func(origin string, es []EnvEntry) {

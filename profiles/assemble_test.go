@@ -33,15 +33,15 @@ func TestAssemble(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %v\nwant %v", got, want)
 	}
-	// A8: definitions are values; a later edit of the profile is not seen.
+	// Definitions are values; a later edit of the profile is not seen.
 	p.Env[0].Literal = "edited"
 	if got[2].Literal != "b" {
 		t.Fatal("assembled definitions alias the profile")
 	}
 }
 
-// AC-4a, AC-17: a default dropped at assembly produces no record, and a
-// reference meant to replace a default is not vetoed by it.
+// A default dropped at assembly produces no record, and a reference meant
+// to replace a default is not vetoed by it.
 func TestAssembleDefaultsFillGapsOnly(t *testing.T) {
 	agent := &AgentPreset{Name: "a", Command: []string{"x"}, Env: []EnvEntry{{Key: "TERM", Literal: "dumb"}}}
 	env, records, err := Resolve(Assemble(nil, nil, agent, nil), nil)
@@ -55,46 +55,47 @@ func TestAssembleDefaultsFillGapsOnly(t *testing.T) {
 	}
 }
 
-// Assembled vectors A1-A3 and A5-A6 of the digest, as decided in
-// DEPARTURES.md.
-func TestAssembledVectors(t *testing.T) {
+// Entries are assembled as the file writes them: an empty literal is a
+// value, a secret is kept, and a duplicate or reserved key never gets
+// through (DECISIONS.md, "Empty and whitespace values").
+func TestAssembleTakesEntriesAsWritten(t *testing.T) {
 	agent := &AgentPreset{Name: "a", Command: []string{"x"}, Env: []EnvEntry{{Key: "K", Literal: "agent"}}}
 
-	// A1 (departure): an explicit "" is a literal, so it wins by tier.
+	// An explicit "" is a literal, so it wins by tier.
 	p := mustProfile(t, "name: p\nhost: h\nenv: {K: \"\"}\n")
 	env, records, err := Resolve(Assemble(nil, p, agent, nil), nil)
 	if err != nil || env["K"] != "" || !reflect.DeepEqual(records, []Override{rec("K", []string{EP}, 1, OriginTier{AP, 2})}) {
-		t.Fatalf("A1: %v %v %v", env, records, err)
+		t.Fatalf("explicit empty value: %v %v %v", env, records, err)
 	}
-	// A2 (departure): alone, it sets K to "".
+	// Alone, it sets K to "".
 	env, _, err = Resolve(Assemble(nil, p, nil, nil), nil)
 	if v, ok := env["K"]; err != nil || !ok || v != "" {
-		t.Fatalf("A2: %v %v", env, err)
+		t.Fatalf("explicit empty value alone: %v %v", env, err)
 	}
-	// A1 as the spec meant it: a key left out of the profile lets the agent win.
+	// A key left out of the profile lets the agent win.
 	env, records, err = Resolve(Assemble(nil, mustProfile(t, "name: p\nhost: h\n"), agent, nil), nil)
 	if err != nil || env["K"] != "agent" || records != nil {
-		t.Fatalf("A1 without the key: %v %v %v", env, records, err)
+		t.Fatalf("key left out: %v %v %v", env, records, err)
 	}
-	// A3: a secret-backed entry is kept.
+	// A secret-backed entry is kept.
 	p = mustProfile(t, "name: p\nhost: h\nenv: {TOKEN: {secret: s1}}\n")
 	if defs := Assemble(nil, p, nil, nil); len(defs) != 3 || defs[0] != sec("TOKEN", EP, "s1") {
-		t.Fatalf("A3: %v", defs)
+		t.Fatalf("secret-backed entry: %v", defs)
 	}
-	// A5: one profile cannot give a key twice; the decoder refuses it.
+	// One profile cannot give a key twice; the decoder refuses it.
 	if _, err := DecodeProfile("p.yaml", []byte("name: p\nhost: h\nenv:\n  TOKEN: a\n  TOKEN: b\n")); err == nil {
-		t.Fatal("A5: duplicate key accepted")
+		t.Fatal("duplicate key accepted")
 	}
-	// A6, AC-40: a reserved key is refused at decode time, and if it got
+	// A reserved key is refused at decode time, and if it got
 	// through anyway it would conflict with the runtime, never replace it.
 	if _, err := DecodeProfile("p.yaml", []byte("name: p\nhost: h\nenv: {KANDEV_FOO: x}\n")); err == nil {
-		t.Fatal("A6: reserved key accepted")
+		t.Fatal("reserved key accepted")
 	}
 	bypass := &Profile{Env: []EnvEntry{{Key: "KANDEV_FOO", Literal: "profile-value"}}}
 	var ce *ConflictError
 	_, _, err = Resolve(Assemble(map[string]string{"KANDEV_FOO": "managed-value"}, bypass, nil, nil), nil)
 	if !errors.As(err, &ce) || !reflect.DeepEqual(ce.Origins, []string{EP, MR}) {
-		t.Fatalf("A6: %v", err)
+		t.Fatalf("reserved key past the decoder: %v", err)
 	}
 }
 

@@ -13,7 +13,7 @@ type Tier int
 const (
 	// managed runtime, executor profile, repositories, and launch: --env is a
 	// peer, so it conflicts with a differing profile value rather than
-	// overriding it (docs/profiles.md; DEPARTURES.md §5.15).
+	// overriding it (docs/profiles.md; DECISIONS.md, "Out of scope").
 	TierAuthoritative  Tier = 1
 	TierProfileDefault Tier = 2 // agent profile
 	TierAgentDefault   Tier = 3 // managed agent defaults

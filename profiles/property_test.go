@@ -133,9 +133,9 @@ func TestResolveProperties(t *testing.T) {
 	}
 }
 
-// oracle is a deliberately naive reading of spec §1.4: maps, sha256
-// identities and repeated scans, no shared code with Resolve. It is the
-// differential check of AC-16.
+// oracle is a deliberately naive reading of the selection rules in
+// docs/profiles.md: maps, sha256 identities and repeated scans, no shared
+// code with Resolve. It is the differential check of Resolve's selection.
 func oracle(defs []Definition) outcome {
 	identity := func(d Definition) string {
 		if d.Ref.Kind != "" {

@@ -13,7 +13,7 @@ type Definition struct {
 	Origin  string
 	Literal string
 	// Ref set makes the definition reference-backed: its identity and its
-	// value come from the reference and Literal is ignored (spec §5.6).
+	// value come from the reference and Literal is ignored.
 	Ref Ref
 }
 
@@ -115,18 +115,19 @@ type identityGroup struct {
 	tier Tier // strongest tier of its origins
 }
 
-// selectDefinitions runs the spec's procedure (§1.4) and returns one choice
-// per key in byte order of keys, or the conflict of the smallest key. It
-// sorts once (n log n) and then works per key on contiguous runs.
+// selectDefinitions runs the selection of docs/profiles.md ("Which value
+// wins") and returns one choice per key in byte order of keys, or the
+// conflict of the smallest key. It sorts once (n log n) and then works per
+// key on contiguous runs.
 func selectDefinitions(defs []Definition) ([]choice, error) {
 	ds := make([]Definition, 0, len(defs))
 	for _, d := range defs {
-		if strings.TrimSpace(d.Key) != "" { // blank keys are skipped (AC-32)
+		if strings.TrimSpace(d.Key) != "" { // blank keys are skipped
 			ds = append(ds, d)
 		}
 	}
-	// The total order of spec §1.4, with the reference as kind then name in
-	// place of SecretID and no WorkspaceID column (no workspaces here).
+	// One total order (DECISIONS.md, "Origins and references"): key, origin,
+	// the reference as kind then name, literal.
 	slices.SortFunc(ds, func(a, b Definition) int {
 		return cmp.Or(
 			strings.Compare(a.Key, b.Key),
@@ -198,7 +199,8 @@ func decide(ds []Definition, tiers []Tier, lo, hi int, groups []identityGroup, b
 	}
 	// Every reference kind vetoes, not only secrets: from_env and from_file
 	// are read at launch too, so equal plaintext can never be shown here and
-	// a tier must never silently drop one (DEPARTURES.md).
+	// a tier must never silently drop one (DECISIONS.md, "Origins and
+	// references").
 	top, atTop, vetoed := groups[0].tier, 0, false
 	for _, g := range groups {
 		vetoed = vetoed || ds[g.rep].Ref.IsSet()
@@ -244,8 +246,8 @@ func originsOf(ds []Definition, lo, hi, rep int, sameAsRep bool, out []string) [
 }
 
 // compareIdentity orders identities: references by kind and name, then
-// literals by their bytes. The spec's identity is sha256 of the literal;
-// byte equality is the same relation without hashing every value.
+// literals by their bytes: the same relation as comparing sha256 hashes
+// of the literals, without hashing every value.
 func compareIdentity(a, b *Definition) int {
 	ar, br := a.Ref.IsSet(), b.Ref.IsSet()
 	switch {

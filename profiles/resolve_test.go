@@ -8,9 +8,8 @@ import (
 	"testing"
 )
 
-// Short origin names as in the digest's test vectors (§3). "managed
-// credentials" has no constant here: it is an unknown origin, so Tier 1,
-// which is exactly its tier in the spec.
+// Short origin names for the table below. "managed credentials" has no
+// constant here: it is an unknown origin, so tier 1.
 const (
 	EP  = OriginExecutorProfile
 	AP  = OriginAgentProfile
@@ -64,105 +63,106 @@ type vector struct {
 	reveals  []Ref        // exact reveal calls, when checked
 }
 
-// vectors are rows R1-R34 of the digest (§3), adapted where noted.
+// vectors are the resolver's cases: the rules of docs/profiles.md ("Which
+// value wins") and the choices in DECISIONS.md.
 var vectors = []vector{
-	{name: "R1 AC-1 executor profile beats agent profile",
+	{name: "executor profile beats agent profile",
 		defs:    []Definition{lit("ANTHROPIC_BASE_URL", EP, "http://gpu:3456"), lit("ANTHROPIC_BASE_URL", AP, "http://localhost:3456")},
 		want:    map[string]string{"ANTHROPIC_BASE_URL": "http://gpu:3456"},
 		records: []Override{rec("ANTHROPIC_BASE_URL", []string{EP}, 1, OriginTier{AP, 2})}},
-	{name: "R2 AC-2 managed runtime beats agent profile",
+	{name: "managed runtime beats agent profile",
 		defs: []Definition{lit("K", MR, "a"), lit("K", AP, "b")}, want: map[string]string{"K": "a"},
 		records: []Override{rec("K", []string{MR}, 1, OriginTier{AP, 2})}},
-	{name: "R3 AC-3 managed credentials beats agent profile",
+	{name: "an unknown origin (managed credentials) beats agent profile",
 		defs: []Definition{lit("K", MC, "cred"), lit("K", AP, "lit")}, want: map[string]string{"K": "cred"},
 		records: []Override{rec("K", []string{MC}, 1, OriginTier{AP, 2})}},
-	{name: "R4 AC-4 agent profile beats managed agent defaults",
+	{name: "agent profile beats managed agent defaults",
 		defs: []Definition{lit("K", AP, "p"), lit("K", MAD, "d")}, want: map[string]string{"K": "p"},
 		records: []Override{rec("K", []string{AP}, 2, OriginTier{MAD, 3})}},
-	{name: "R5 AC-5 AC-40 two tier-1 literals conflict",
+	{name: "two tier-1 literals conflict",
 		defs:     []Definition{lit("K", EP, "a"), lit("K", MR, "b")},
 		conflict: &ConflictError{Key: "K", Origins: []string{EP, MR}}},
-	{name: "R6 AC-5a merged identity counts as tier 1",
+	{name: "merged identity counts as tier 1",
 		defs:     []Definition{lit("AGENT_MODEL", EP, "x"), lit("AGENT_MODEL", AP, "x"), lit("AGENT_MODEL", MR, "y")},
 		conflict: &ConflictError{Key: "AGENT_MODEL", Origins: []string{AP, EP, MR}}},
-	{name: "R7 AC-5b merged identity spans tiers and wins",
+	{name: "merged identity spans tiers and wins",
 		defs: []Definition{lit("K", EP, "x"), lit("K", AP, "x"), lit("K", MAD, "z")}, want: map[string]string{"K": "x"},
 		records: []Override{rec("K", []string{AP, EP}, 1, OriginTier{MAD, 3})}},
-	{name: "R8 AC-6 AC-6a same origin differing values conflict",
+	{name: "same origin differing values conflict",
 		defs:     []Definition{lit("K", EP, "a"), lit("K", EP, "b")},
 		conflict: &ConflictError{Key: "K", Origins: []string{EP}}},
-	{name: "R9 AC-7 AC-8 AC-14 single definition",
+	{name: "a single definition",
 		defs: []Definition{lit("K", AP, "v")}, want: map[string]string{"K": "v"}},
-	{name: "R10 AC-8a merged tier-1 pair beats tier 2",
+	{name: "merged tier-1 pair beats tier 2",
 		defs: []Definition{lit("K", MR, "s"), lit("K", MC, "s"), lit("K", AP, "p")}, want: map[string]string{"K": "s"},
 		records: []Override{rec("K", []string{MC, MR}, 1, OriginTier{AP, 2})}},
-	{name: "R11 AC-8b differing tier-1 pair plus tier 2 conflict",
+	{name: "differing tier-1 pair plus tier 2 conflict",
 		defs:     []Definition{lit("K", MR, "a"), lit("K", MC, "b"), lit("K", AP, "c")},
 		conflict: &ConflictError{Key: "K", Origins: []string{AP, MC, MR}}},
-	{name: "R12 AC-8c tier 1 beats tier 2 and tier 3",
+	{name: "tier 1 beats tier 2 and tier 3",
 		defs: []Definition{lit("K", MR, "a"), lit("K", AP, "b"), lit("K", MAD, "c")}, want: map[string]string{"K": "a"},
 		records: []Override{rec("K", []string{MR}, 1, OriginTier{AP, 2}, OriginTier{MAD, 3})}},
-	{name: "R13 AC-8d losing origins one per origin",
+	{name: "losing origins one per origin",
 		defs: []Definition{lit("K", MR, "a"), lit("K", AP, "b"), lit("K", AP, "c")}, want: map[string]string{"K": "a"},
 		records: []Override{rec("K", []string{MR}, 1, OriginTier{AP, 2})}},
-	{name: "R14 AC-8e winning origins one per origin",
+	{name: "winning origins one per origin",
 		defs: []Definition{lit("K", MR, "s"), lit("K", MR, "s"), lit("K", AP, "o")}, want: map[string]string{"K": "s"},
 		records: []Override{rec("K", []string{MR}, 1, OriginTier{AP, 2})}},
-	{name: "R15 AC-6 ambiguous top tier 2 conflicts",
+	{name: "ambiguous top tier 2 conflicts",
 		defs:     []Definition{lit("K", AP, "a"), lit("K", AP, "b"), lit("K", MAD, "c")},
 		conflict: &ConflictError{Key: "K", Origins: []string{AP, MAD}}},
-	{name: "R16 AC-9 AC-10 secret executor profile vetoes literal agent profile",
+	{name: "secret executor profile vetoes literal agent profile",
 		defs:     []Definition{sec("K", EP, "s1"), lit("K", AP, "l")},
 		conflict: &ConflictError{Key: "K", Origins: []string{AP, EP}}},
-	{name: "R17 AC-11 veto is symmetric",
+	{name: "veto is symmetric",
 		defs:     []Definition{lit("K", EP, "l"), sec("K", AP, "s1")},
 		conflict: &ConflictError{Key: "K", Origins: []string{AP, EP}}},
-	{name: "R18 AC-12 repository secret vs managed runtime",
+	{name: "repository secret vs managed runtime",
 		defs:     []Definition{sec("K", "repository app", "s1"), lit("K", MR, "x")},
 		conflict: &ConflictError{Key: "K", Origins: []string{MR, "repository app"}}},
-	{name: "R19 AC-12a every origin of a merged secret identity",
+	{name: "every origin of a merged secret identity",
 		defs:     []Definition{sec("K", "repository app", "s1"), sec("K", EP, "s1"), lit("K", AP, "l")},
 		conflict: &ConflictError{Key: "K", Origins: []string{AP, EP, "repository app"}}},
-	{name: "R20 AC-15 same secret from two repositories is revealed once",
+	{name: "same secret from two repositories is revealed once",
 		defs: []Definition{sec("NPM_TOKEN", "repository app", "s1"), sec("NPM_TOKEN", "repository tools", "s1")},
 		want: map[string]string{"NPM_TOKEN": "plain-s1"}, reveals: []Ref{{RefSecret, "s1"}}},
-	{name: "R21 two repositories with different secrets conflict",
+	{name: "two repositories with different secrets conflict",
 		defs:     []Definition{sec("NPM_TOKEN", "repository app", "s1"), sec("NPM_TOKEN", "repository tools", "s2")},
 		conflict: &ConflictError{Key: "NPM_TOKEN", Origins: []string{"repository app", "repository tools"}}},
-	{name: "R22 AC-9 two secrets from one origin conflict",
+	{name: "two secrets from one origin conflict",
 		defs:     []Definition{sec("K", EP, "s1"), sec("K", EP, "s2")},
 		conflict: &ConflictError{Key: "K", Origins: []string{EP}}},
-	{name: "R23 AC-15 one secret from two origins merges",
+	{name: "one secret from two origins merges",
 		defs: []Definition{sec("K", EP, "s1"), sec("K", AP, "s1")},
 		want: map[string]string{"K": "plain-s1"}, reveals: []Ref{{RefSecret, "s1"}}},
-	{name: "R24 AC-15 equal literals merge without a record",
+	{name: "equal literals merge without a record",
 		defs: []Definition{lit("K", EP, "v"), lit("K", AP, "v")}, want: map[string]string{"K": "v"}},
-	{name: "R25 AC-20a(a) a conflict drops an earlier override",
+	{name: "a conflict drops an earlier override",
 		defs:     []Definition{lit("A", EP, "a1"), lit("A", AP, "a2"), lit("B", MR, "b1"), lit("B", EP, "b2")},
 		conflict: &ConflictError{Key: "B", Origins: []string{EP, MR}}},
-	{name: "R26 AC-20a(b) AC-34 a failed reveal drops an earlier override",
+	{name: "a failed reveal drops an earlier override",
 		defs:   []Definition{lit("A", EP, "a1"), lit("A", AP, "a2"), sec("B", "repository app", "bad")},
 		secret: &SecretError{Key: "B", Origin: "repository app"}},
-	{name: "R27 AC-36 the first conflicting key is reported",
+	{name: "the first conflicting key is reported",
 		defs:     []Definition{lit("ZKEY", EP, "a"), lit("ZKEY", MR, "b"), lit("AKEY", EP, "a"), lit("AKEY", MR, "b")},
 		conflict: &ConflictError{Key: "AKEY", Origins: []string{EP, MR}}},
-	{name: "R28 AC-31 empty input", defs: []Definition{}, want: map[string]string{}},
-	{name: "R28 AC-31 nil input", defs: nil, want: map[string]string{}},
-	{name: "R29 AC-32 blank keys are skipped",
+	{name: "empty input", defs: []Definition{}, want: map[string]string{}},
+	{name: "nil input", defs: nil, want: map[string]string{}},
+	{name: "blank keys are skipped",
 		defs: []Definition{lit("", AP, "v"), lit("   ", AP, "v"), lit("\t", AP, "w"), lit("K", AP, "v")},
 		want: map[string]string{"K": "v"}},
-	{name: "R30 AC-33 nil reveal", defs: []Definition{sec("K", EP, "s1")}, nilFunc: true,
+	{name: "nil reveal", defs: []Definition{sec("K", EP, "s1")}, nilFunc: true,
 		secret: &SecretError{Key: "K", Origin: EP}},
-	{name: "R31' AC-29b the first origin in order represents a merged secret",
+	{name: "the first origin in order represents a merged secret",
 		defs:   []Definition{sec("K", "repository web", "bad"), sec("K", "repository app", "bad")},
 		secret: &SecretError{Key: "K", Origin: "repository app"}},
-	{name: "R32 AC-35 repositoryapp is an unknown tier-1 peer",
+	{name: "repositoryapp is an unknown tier-1 peer",
 		defs:     []Definition{lit("K", "repositoryapp", "a"), lit("K", EP, "b")},
 		conflict: &ConflictError{Key: "K", Origins: []string{EP, "repositoryapp"}}},
-	{name: "R33 AC-35 an empty origin beats tier 2",
+	{name: "an empty origin beats tier 2",
 		defs: []Definition{lit("K", "", "a"), lit("K", AP, "b")}, want: map[string]string{"K": "a"},
 		records: []Override{rec("K", []string{""}, 1, OriginTier{AP, 2})}},
-	{name: "R34 repository literals (resolver level) merge and win",
+	{name: "repository literals (resolver level) merge and win",
 		defs: []Definition{lit("K", "repository app", "x"), lit("K", "repository web", "x"), lit("K", AP, "y")},
 		want: map[string]string{"K": "x"}, records: []Override{rec("K", []string{"repository app", "repository web"}, 1, OriginTier{AP, 2})}},
 
@@ -185,17 +185,17 @@ var vectors = []vector{
 	{name: "equal from_env references merge",
 		defs: []Definition{{Key: "K", Origin: EP, Ref: Ref{RefFromEnv, "V"}}, {Key: "K", Origin: AP, Ref: Ref{RefFromEnv, "V"}}},
 		want: map[string]string{"K": "plain-env"}, reveals: []Ref{{RefFromEnv, "V"}}},
-	{name: "§5.6 a reference with a literal is reference-backed",
+	{name: "a reference with a literal is reference-backed",
 		defs: []Definition{{Key: "K", Origin: EP, Literal: "ignored", Ref: Ref{RefSecret, "s1"}}},
 		want: map[string]string{"K": "plain-s1"}},
-	{name: "§5.5 a whitespace literal is a value and wins by tier",
+	{name: "a whitespace literal is a value and wins by tier",
 		defs: []Definition{lit("K", EP, " "), lit("K", AP, "a")}, want: map[string]string{"K": " "},
 		records: []Override{rec("K", []string{EP}, 1, OriginTier{AP, 2})}},
-	{name: "AC-37 only the winner of each key is revealed, in key order",
+	{name: "only the winner of each key is revealed, in key order",
 		defs:    []Definition{sec("B", EP, "s2"), sec("A", EP, "s1"), lit("C", MR, "c")},
 		want:    map[string]string{"A": "plain-s1", "B": "plain-s2", "C": "c"},
 		reveals: []Ref{{RefSecret, "s1"}, {RefSecret, "s2"}}},
-	{name: "AC-28 records are ordered by key",
+	{name: "records are ordered by key",
 		defs:    []Definition{lit("Z", EP, "1"), lit("Z", AP, "2"), lit("A", MR, "1"), lit("A", MAD, "2")},
 		want:    map[string]string{"A": "1", "Z": "1"},
 		records: []Override{rec("A", []string{MR}, 1, OriginTier{MAD, 3}), rec("Z", []string{EP}, 1, OriginTier{AP, 2})}},
@@ -228,7 +228,7 @@ func runVector(t *testing.T, v vector, defs []Definition) {
 			t.Fatalf("reveal calls = %v, want %v", s.calls, v.reveals)
 		}
 		if err := ValidateDefinitions(defs); err != nil {
-			t.Fatalf("ValidateDefinitions rejects what Resolve accepts (AC-18): %v", err)
+			t.Fatalf("ValidateDefinitions rejects what Resolve accepts: %v", err)
 		}
 		return
 	}
@@ -245,7 +245,7 @@ func runVector(t *testing.T, v vector, defs []Definition) {
 			t.Fatalf("revealed %d references despite a conflict", len(s.calls))
 		}
 		if !reflect.DeepEqual(ValidateDefinitions(defs), err) {
-			t.Fatalf("ValidateDefinitions verdict differs from Resolve (AC-18)")
+			t.Fatalf("ValidateDefinitions verdict differs from Resolve")
 		}
 	case v.secret != nil:
 		var se *SecretError
@@ -266,7 +266,7 @@ func TestResolveVectors(t *testing.T) {
 			runVector(t, v, v.defs)
 			rev := slices.Clone(v.defs)
 			slices.Reverse(rev)
-			runVector(t, v, rev) // AC-30: input order never matters
+			runVector(t, v, rev) // input order never matters
 		})
 	}
 }
@@ -302,7 +302,7 @@ func TestConflictErrorMessage(t *testing.T) {
 	}
 }
 
-// AC-21: an override record has no field that could hold a value.
+// An override record has no field that could hold a value.
 func TestOverrideRecordHasNoValueField(t *testing.T) {
 	var got []string
 	for _, typ := range []reflect.Type{reflect.TypeFor[Override](), reflect.TypeFor[OriginTier]()} {
@@ -317,7 +317,7 @@ func TestOverrideRecordHasNoValueField(t *testing.T) {
 	}
 }
 
-// AC-27: the same set twice gives deeply identical results.
+// The same set twice gives deeply identical results.
 func TestResolveDeterministic(t *testing.T) {
 	defs := []Definition{lit("A", MR, "1"), lit("A", AP, "2"), lit("A", MAD, "3"), sec("B", EP, "s1"), sec("B", "repository x", "s1")}
 	e1, r1, err1 := Resolve(defs, newStore().reveal)
@@ -339,7 +339,7 @@ func TestResolveLeavesInputAlone(t *testing.T) {
 	}
 }
 
-// A7, AC-43: the preflight accepts a set that the full set later rejects.
+// The preflight accepts a set that the full set later rejects.
 func TestPreflightAcceptsWhatLaterConflicts(t *testing.T) {
 	preflight := []Definition{lit("SHARED", EP, "x"), lit(EnvTaskID, MR, "t1")}
 	if err := ValidateDefinitions(preflight); err != nil {
@@ -356,7 +356,7 @@ func TestPreflightAcceptsWhatLaterConflicts(t *testing.T) {
 func TestTierForOrigin(t *testing.T) {
 	for origin, want := range map[string]Tier{
 		MR: 1, EP: 1, LA: 1, AP: 2, MAD: 3, "repository app": 1, "repository": 1,
-		// Unknown origins fail closed to Tier 1 (AC-35).
+		// Unknown origins fail closed to tier 1.
 		"": 1, "repositoryapp": 1, "Executor Profile": 1, "managed/runtime": 1, " agent profile": 1, MC: 1,
 	} {
 		if got := TierForOrigin(origin); got != want {
@@ -376,7 +376,7 @@ func TestIsRepositoryOrigin(t *testing.T) {
 		if got := IsRepositoryOrigin(origin); got != want {
 			t.Errorf("IsRepositoryOrigin(%q) = %v, want %v", origin, got, want)
 		}
-		// The one normative rule (§1.2): the first field is "repository".
+		// The rule: the first field is "repository".
 		f := strings.Fields(origin)
 		if rule := len(f) > 0 && f[0] == "repository"; rule != want {
 			t.Errorf("case %q disagrees with the strings.Fields rule", origin)

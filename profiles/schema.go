@@ -1,7 +1,7 @@
 // Package profiles is the executor-profile and agent-preset schema: a strict
 // YAML decoder, validation, secret references, and the pure
-// environment-precedence resolver (Kandev's env-precedence spec, adapted to
-// the origins of docs/profiles.md; DEPARTURES.md records each difference).
+// environment-precedence resolver (the rules are in docs/profiles.md;
+// DECISIONS.md records the choices behind them).
 // Nothing here does I/O: secrets are revealed by a function the caller
 // injects.
 package profiles

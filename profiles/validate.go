@@ -32,7 +32,7 @@ func ValidName(s string) bool { return len(s) <= maxNameLen && nameRE.MatchStrin
 func ValidEnvKey(key string) bool { return len(key) <= maxKeyLen && envKeyRE.MatchString(key) }
 
 // IsReserved reports whether key belongs to the runtime: no user-authored
-// origin may set it, the executor profile included (closing spec §5.12).
+// origin may set it, the executor profile included.
 // Keys keep their case, so kandev_x is not reserved.
 func IsReserved(key string) bool {
 	return strings.HasPrefix(key, "KANDEV_") || key == "TASK_DESCRIPTION"
@@ -167,7 +167,7 @@ func keyProblem(key string) string {
 
 // entryProblem says what is wrong with an entry's value, or "". It never
 // quotes the value or the reference name. Empty and whitespace literals are
-// values, not blanks to drop (DEPARTURES.md §5.5, AC-38).
+// values, not blanks to drop (DECISIONS.md, "Empty and whitespace values").
 func entryProblem(e EnvEntry, secretOnly bool) string {
 	if !e.Ref.IsSet() {
 		switch {

@@ -159,7 +159,8 @@ func TestApplyRemoteMovedSinceFetch(t *testing.T) {
 	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Remove, Removed, "")
 }
 
-// The wire format: the field names the lead's JSON and CONTRACT use.
+// The wire format between the CLI and the helper: the field names both
+// sides read.
 func TestReportJSON(t *testing.T) {
 	rep := Report{Results: []Result{{Path: "/r/tasks/t-1", TaskID: "task-1", Action: Remove, Outcome: Removed,
 		Identity: &Identity{Dev: 1, Ino: 2}, Bytes: 3, AgeSeconds: 4}}, GitProcesses: 2}

@@ -139,14 +139,10 @@ func TestHandshakeDeadline(t *testing.T) {
 	tg := targetFor(t, s)
 	tg.Port = relay.Port()
 	relay.Blackhole()
-	start := time.Now()
 	_, err := Dial(context.Background(), tg, DialOptions{Mode: Record, Timeout: 500 * time.Millisecond})
 	var e *Error
 	if !errors.As(err, &e) || e.Class != ClassTimeout {
 		t.Fatalf("want timeout, got %v", err)
-	}
-	if time.Since(start) > 30*time.Second {
-		t.Fatalf("dial was not bounded")
 	}
 
 	// Behind a healthy bastion: the channel through it has no deadline of

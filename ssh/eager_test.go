@@ -48,15 +48,17 @@ func TestStreamEager(t *testing.T) {
 		t.Fatalf("silent command: %v", err)
 	}
 
-	// Once it spoke, only the context bounds it: cancelled well past the
-	// bound, counted from the first output.
+	// Once it spoke, only the context bounds it: cancelled a whole bound
+	// after its first output, so past the bound however soon it spoke. The
+	// bound leaves a loaded host room to start the command.
+	const bound = 3 * time.Second
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	spoke := writerFunc(func(p []byte) (int, error) {
-		time.AfterFunc(time.Second, cancel)
+		time.AfterFunc(bound, cancel)
 		return len(p), nil
 	})
-	err = c.StreamEager(cctx, "echo hi; sleep 30", nil, spoke, nil, 500*time.Millisecond)
+	err = c.StreamEager(cctx, "echo hi; sleep 30", nil, spoke, nil, bound)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled command must return the context error, got %v", err)
 	}

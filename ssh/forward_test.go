@@ -75,6 +75,7 @@ func TestForwardCancelClosesOpenConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
+	reached := make(chan struct{}, 1)
 	go func() { // a service that never closes its side
 		for {
 			conn, err := svc.Accept()
@@ -82,6 +83,9 @@ func TestForwardCancelClosesOpenConnections(t *testing.T) {
 				return
 			}
 			defer conn.Close()
+			if _, err := io.ReadFull(conn, make([]byte, 1)); err == nil {
+				reached <- struct{}{}
+			}
 		}
 	}()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -97,7 +101,11 @@ func TestForwardCancelClosesOpenConnections(t *testing.T) {
 	}
 	defer idle.Close()
 	idle.Write([]byte("x"))
-	time.Sleep(300 * time.Millisecond) // let the channel open
+	select { // the byte crossed the forward's channel to the service
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's byte never reached the service through the forward")
+	}
 	cancel()
 	select {
 	case <-done:

@@ -3,6 +3,10 @@ package ssh
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +16,7 @@ import (
 // A frozen link becomes a LostError (a timeout, exit 7) instead of a hang,
 // and a blocked command on it returns.
 func TestKeepaliveDeclaresSilentLinkLost(t *testing.T) {
-	s := sshtest.NewServer(t)
+	s := sshtest.NewServer(t, sshtest.WithLogLevel("DEBUG1"))
 	relay := sshtest.NewRelay(t, s.Addr())
 	tg := targetFor(t, s)
 	tg.Port = relay.Port()
@@ -21,20 +25,30 @@ func TestKeepaliveDeclaresSilentLinkLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w := c.StartKeepalive(100*time.Millisecond, 600*time.Millisecond)
+	const interval, deadline = 100 * time.Millisecond, 600 * time.Millisecond
+	w := c.StartKeepalive(interval, deadline)
 	defer w.Stop()
 
-	// A healthy link stays up across several probes.
-	time.Sleep(time.Second)
+	// A healthy link stays up across several probes. A probe goes out only
+	// once the one before it was answered and an interval has passed, so
+	// the probes sshd has seen span more than the deadline.
+	probes := int(deadline/interval) + 2
+	waitUntil(t, fmt.Sprintf("sshd answering %d keepalives", probes), func() bool {
+		return strings.Count(s.Log(), "rtype keepalive@openssh.com") >= probes
+	})
 	if w.Err() != nil {
 		t.Fatalf("healthy link declared lost: %v", w.Err())
 	}
+	running := filepath.Join(t.TempDir(), "running")
 	runDone := make(chan error, 1)
 	go func() {
-		_, _, err := c.Run(context.Background(), "sleep 60", nil)
+		_, _, err := c.Run(context.Background(), "touch "+ShellQuote(running)+"; exec sleep 60", nil)
 		runDone <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitUntil(t, "the command running on the host", func() bool {
+		_, err := os.Stat(running)
+		return err == nil
+	})
 	relay.Freeze()
 	select {
 	case err := <-runDone:
@@ -84,5 +98,15 @@ func TestKeepaliveCheck(t *testing.T) {
 	var lost *LostError
 	if err := w.Check(); !errors.As(err, &lost) {
 		t.Fatalf("frozen link: want LostError, got %v", err)
+	}
+}
+
+// waitUntil polls cond until it holds, failing after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 10s", what)
+		}
 	}
 }

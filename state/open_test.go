@@ -98,7 +98,7 @@ func TestOpenUnwritableParent(t *testing.T) {
 	}
 }
 
-// Regression (issue 11, "reads write"): a store directory that does not
+// Regression: a store directory that does not
 // exist is not created by opening or reading it; it reads as empty, and
 // the first write creates it.
 func TestOpenAbsentStoreReadsEmpty(t *testing.T) {

@@ -246,7 +246,7 @@ func TestPrepareRefusesSymlinks(t *testing.T) {
 	}
 }
 
-// Regression (issue 11): without repositories (a profile whose prepare
+// Regression: without repositories (a profile whose prepare
 // script fills the directory) the task directory is made and claimed,
 // and nothing is checked out.
 func TestPrepareWithoutRepositories(t *testing.T) {
@@ -335,12 +335,8 @@ func TestPrepareTimeoutKillsGit(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	gitT(t, res.TaskDirAbs, "config", "remote.origin.uploadpack", "echo $$ >"+pidFile+"; exec sleep 300 #")
 	req.TimeoutSeconds = 1
-	start := time.Now()
 	_, err := Prepare(context.Background(), req)
 	wantCode(t, err, CodeTimeout)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("took %v", d)
-	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,6 @@ func TestRunScriptExitCodeAndRedactedTail(t *testing.T) {
 func TestRunScriptTimeoutKillsGroup(t *testing.T) {
 	dir := emptyTaskDir(t)
 	pidFile := filepath.Join(dir, "child.pid")
-	start := time.Now()
 	res, err := RunScript(context.Background(), RunScriptRequest{
 		Dir: dir, Shell: "/bin/sh", TimeoutSeconds: 1,
 		Script: `sleep 300 & echo $! > child.pid; echo started; wait`,
@@ -60,9 +59,6 @@ func TestRunScriptTimeoutKillsGroup(t *testing.T) {
 	}
 	if !res.TimedOut || res.ExitCode != 128+int(syscall.SIGKILL) || !strings.Contains(res.OutputTail, "started") {
 		t.Fatalf("result = %+v", res)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("took %v", d)
 	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -126,7 +122,7 @@ func TestScriptOutputTailAcrossWrites(t *testing.T) {
 	}
 }
 
-// Regression (item 6): a prepare script printing one line of a multi-line
+// Regression: a prepare script printing one line of a multi-line
 // secret gets it masked in the tail too.
 func TestRunScriptMasksLinesOfMultiLineSecret(t *testing.T) {
 	key := "-----BEGIN TEST KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\nab\n-----END TEST KEY-----"

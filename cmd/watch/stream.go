@@ -18,7 +18,7 @@ import (
 // or an unreachable store is noticed in time.
 const followWait = 5 * time.Second
 
-// Line is one event of `watch --json` (CONTRACT: epoch, seq, at, kind,
+// Line is one event of `watch --json` (docs/contract.md: epoch, seq, at, kind,
 // host, task_id, phase, detail; name and type say which record and what
 // happened). host and task_id come from the event's detail, else from
 // the record it names; detail is the event's detail as journaled ({}
