@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // Pin is a trusted host key: its type and SHA256 fingerprint.
@@ -88,7 +90,7 @@ func (r *keyRecorder) all() []Observed {
 }
 
 // callback builds the host key check for one hop.
-func (r *keyRecorder) callback(hop *Target, pin Pin, mode TrustMode) xssh.HostKeyCallback {
+func (r *keyRecorder) callback(hop *sshconfig.Target, pin Pin, mode TrustMode) xssh.HostKeyCallback {
 	return func(_ string, _ net.Addr, key xssh.PublicKey) error {
 		got := PinOf(key)
 		r.add(Observed{Hop: hop.Label(), Addr: hop.Addr(), Pin: got})
