@@ -25,7 +25,7 @@ type DialOptions struct {
 	Mode    TrustMode
 	Timeout time.Duration // per hop: TCP connect + handshake
 	Debug   io.Writer     // dial chain diagnostics; nil = silent
-	// Host names what the user asked for, for errors (defaults to Target.Name).
+	// Host names what the user asked for, for errors (defaults to the Target's Name).
 	Host string
 	// Algorithms restricts the host key algorithms of unpinned hops, by
 	// address (to reach a particular key of a server that has several).

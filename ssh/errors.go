@@ -34,7 +34,7 @@ const (
 // hop that failed (the same when there is no jump).
 type Error struct {
 	Host  string // the host the user asked for
-	Hop   string // the hop that failed, as Target.Label()
+	Hop   string // the hop that failed, as sshconfig.Target.Label()
 	Class Class
 	// ViaHop is set when a jump host failed rather than the target.
 	ViaHop bool

@@ -27,7 +27,7 @@ func PinOf(key xssh.PublicKey) Pin {
 
 // Observed is a host key a hop presented during a dial.
 type Observed struct {
-	Hop  string `json:"hop"`     // Target.Label()
+	Hop  string `json:"hop"`     // sshconfig.Target.Label()
 	Addr string `json:"address"` // host:port dialled
 	Pin
 }
