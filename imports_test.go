@@ -29,7 +29,9 @@ const module = "github.com/kdlbs/kandev-exec/"
 // may import. The host side (controller, taskdir, reclaim, hostops, the
 // helper binary) never reaches the store, the vault, profiles or ssh; the
 // helper on a host (remote) is reached over ssh, never through the store;
-// the live view (tui) only records and the store.
+// the live view (tui) only records and the store; the transport (ssh)
+// dials what ssh/sshconfig resolved, and sshconfig only reads OpenSSH's
+// configuration.
 var allowedImports = map[string][]string{
 	"controller":             {"internal/fsx", "internal/redact", "taskdir"},
 	"taskdir":                {"internal/fsx", "internal/redact"},
@@ -48,7 +50,8 @@ var allowedImports = map[string][]string{
 	"state":                  {"state/statetest", "internal/fsx"},
 	"profiles":               {"internal/suggest"},
 	"internal/suggest":       nil,
-	"ssh":                    nil,
+	"ssh":                    {"ssh/sshconfig"},
+	"ssh/sshconfig":          nil,
 	"vault":                  {"state", "records", "profiles", "internal/fsx"},
 	"internal/sshtest":       nil,
 	"internal/tmuxtest":      nil,

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/vault"
 )
@@ -83,7 +83,7 @@ func checkSSHConfig(ctx context.Context, file string) Check {
 	if where == "" {
 		where = "~/.ssh/config"
 	}
-	if _, err := ssh.Resolve(ctx, "kandev-exec-doctor.invalid", ssh.Overrides{}, ssh.ResolveOptions{ConfigFile: file}); err != nil {
+	if _, err := sshconfig.Resolve(ctx, "kandev-exec-doctor.invalid", sshconfig.Overrides{}, sshconfig.ResolveOptions{ConfigFile: file}); err != nil {
 		c.Status, c.Detail = "fail", err.Error()
 		return c
 	}

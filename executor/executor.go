@@ -11,7 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/internal/remote"
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/vault"
 )
@@ -64,8 +64,8 @@ func (e *Executor) localDir(name string) (string, error) {
 // Store exposes the store to callers that only read (watch, completion).
 func (e *Executor) Store() state.Store { return e.cfg.Store }
 
-func (e *Executor) resolveOptions() ssh.ResolveOptions {
-	return ssh.ResolveOptions{ConfigFile: e.cfg.SSHConfig, SSHBinary: e.cfg.SSHBinary}
+func (e *Executor) resolveOptions() sshconfig.ResolveOptions {
+	return sshconfig.ResolveOptions{ConfigFile: e.cfg.SSHConfig, SSHBinary: e.cfg.SSHBinary}
 }
 
 // probeTimeout bounds a round trip to a host, as for the helper's.

@@ -10,11 +10,12 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
 // targetPin is the pin of the host itself (the last hop).
-func targetPin(h *records.Host, t *ssh.Target) ssh.Pin {
+func targetPin(h *records.Host, t *sshconfig.Target) ssh.Pin {
 	for _, p := range h.Pins {
 		if p.Address == t.Addr() {
 			return pinOf(p)
@@ -33,8 +34,8 @@ func hostPins(h *records.Host) ssh.Pins {
 	return out
 }
 
-func hostOverrides(h *records.Host) ssh.Overrides {
-	return ssh.Overrides{HostName: h.HostName, Port: h.Port, User: h.User,
+func hostOverrides(h *records.Host) sshconfig.Overrides {
+	return sshconfig.Overrides{HostName: h.HostName, Port: h.Port, User: h.User,
 		IdentityFiles: h.IdentityFiles, IdentitiesOnly: h.IdentitiesOnly, ProxyJump: h.ProxyJump}
 }
 
@@ -102,12 +103,12 @@ func (e *Executor) getHost(ctx context.Context, name string) (*records.Host, sta
 	return records.Get[records.Host](ctx, e.cfg.Store, records.KindHost, name)
 }
 
-func (e *Executor) resolveHost(ctx context.Context, h *records.Host) (*ssh.Target, error) {
+func (e *Executor) resolveHost(ctx context.Context, h *records.Host) (*sshconfig.Target, error) {
 	return e.resolveHostWith(ctx, h, e.resolveOptions())
 }
 
-func (e *Executor) resolveHostWith(ctx context.Context, h *records.Host, opts ssh.ResolveOptions) (*ssh.Target, error) {
-	t, err := ssh.Resolve(ctx, h.Alias, hostOverrides(h), opts)
+func (e *Executor) resolveHostWith(ctx context.Context, h *records.Host, opts sshconfig.ResolveOptions) (*sshconfig.Target, error) {
+	t, err := sshconfig.Resolve(ctx, h.Alias, hostOverrides(h), opts)
 	if err != nil {
 		return nil, &ssh.Error{Host: h.Name, Hop: h.Alias, Class: ssh.ClassConfig, Err: err,
 			Hint: fmt.Sprintf("fix the ssh config, or `kandev-exec host rm %s` and add it again", h.Name)}
@@ -120,7 +121,7 @@ func (e *Executor) view(ctx context.Context, h *records.Host, rec state.Record) 
 }
 
 // viewWith is view resolving with opts (a listing shares one lookup cache).
-func (e *Executor) viewWith(ctx context.Context, h *records.Host, rec state.Record, opts ssh.ResolveOptions) HostView {
+func (e *Executor) viewWith(ctx context.Context, h *records.Host, rec state.Record, opts sshconfig.ResolveOptions) HostView {
 	// A quarantine whose --ttl ran out is over: the status says so.
 	v := HostView{Name: h.Name, Alias: h.Alias, WorkdirRoot: h.WorkdirRoot, Pins: h.Pins, Status: string(h.EffectiveStatus(time.Now())),
 		StatusReason: h.StatusReason, StatusBy: h.StatusBy, StatusAt: h.StatusAt, CreatedAt: h.CreatedAt, Drain: h.Drain,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -32,7 +32,7 @@ type AddHostOptions struct {
 // other settings it is a *HostExistsError naming them.
 func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (v HostView, created bool, err error) {
 	if err := ValidateHostName(o.Name); err != nil {
-		return HostView{}, false, &ssh.ConfigError{Msg: err.Error()}
+		return HostView{}, false, &sshconfig.ConfigError{Msg: err.Error()}
 	}
 	explicitAlias := o.Alias != ""
 	if !explicitAlias {
@@ -69,19 +69,19 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (v HostView, c
 // resolveSpec checks a host's settings before they are stored: the port
 // and root are valid, the ssh config resolves them, and an alias given
 // explicitly without --hostname is one the config defines.
-func (e *Executor) resolveSpec(ctx context.Context, h *records.Host, explicitAlias bool) (*ssh.Target, error) {
+func (e *Executor) resolveSpec(ctx context.Context, h *records.Host, explicitAlias bool) (*sshconfig.Target, error) {
 	if h.Port < 0 || h.Port > 65535 {
-		return nil, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: bad port %d (1-65535)", h.Name, h.Port)}
+		return nil, &sshconfig.ConfigError{Msg: fmt.Sprintf("host %q: bad port %d (1-65535)", h.Name, h.Port)}
 	}
 	if err := ValidateWorkdirRoot(h.WorkdirRoot); err != nil {
-		return nil, &ssh.ConfigError{Msg: fmt.Sprintf("host %q: %v", h.Name, err)}
+		return nil, &sshconfig.ConfigError{Msg: fmt.Sprintf("host %q: %v", h.Name, err)}
 	}
 	t, err := e.resolveHost(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	if explicitAlias && h.HostName == "" {
-		defined, err := ssh.AliasDefined(ctx, h.Alias, e.resolveOptions())
+		defined, err := sshconfig.AliasDefined(ctx, h.Alias, e.resolveOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func (e *Executor) resolveSpec(ctx context.Context, h *records.Host, explicitAli
 			if where == "" {
 				where = "~/.ssh/config"
 			}
-			return nil, &ssh.ConfigError{File: where,
+			return nil, &sshconfig.ConfigError{File: where,
 				Msg: fmt.Sprintf("alias %q is not defined (no Host or Match block sets anything for it); add a Host block, or use --hostname", h.Alias)}
 		}
 	}
@@ -111,7 +111,7 @@ func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
 		return nil, err
 	}
 	opts := e.resolveOptions()
-	opts.Cache = ssh.NewLookupCache()
+	opts.Cache = sshconfig.NewLookupCache()
 	out := make([]HostView, len(recs))
 	sem := make(chan struct{}, resolveParallel)
 	var wg sync.WaitGroup

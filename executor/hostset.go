@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -148,7 +148,7 @@ func (c HostChanges) apply(h *records.Host) {
 }
 
 // route is the addresses a dial goes through, jump hosts first.
-func route(t *ssh.Target) []string {
+func route(t *sshconfig.Target) []string {
 	var out []string
 	for _, hop := range t.Hops() {
 		out = append(out, hop.Addr())

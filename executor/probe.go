@@ -14,6 +14,7 @@ import (
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // ErrorView is a failure inside a per-item result row.
@@ -118,7 +119,7 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 	return r
 }
 
-func (r *TestResult) fillKeys(obs []ssh.Observed, t *ssh.Target, pin ssh.Pin) {
+func (r *TestResult) fillKeys(obs []ssh.Observed, t *sshconfig.Target, pin ssh.Pin) {
 	r.Hops = append([]ssh.Observed{}, obs...)
 	for _, o := range obs {
 		if o.Addr == t.Addr() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -50,7 +51,7 @@ type TrustResult struct {
 // user named fingerprints, each unpinned hop whose default key is not one
 // of them is dialled again per key type until it presents the named key,
 // so the key checked out of band is the one pinned, with its algorithm.
-func (e *Executor) observeForTrust(ctx context.Context, t *ssh.Target, pins ssh.Pins, o TrustOptions) ([]ssh.Observed, error) {
+func (e *Executor) observeForTrust(ctx context.Context, t *sshconfig.Target, pins ssh.Pins, o TrustOptions) ([]ssh.Observed, error) {
 	opts := ssh.DialOptions{Pins: pins, Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: o.Name,
 		Algorithms: map[string][]string{}}
 	dial := func() ([]ssh.Observed, error) {

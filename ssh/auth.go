@@ -12,6 +12,8 @@ import (
 
 	xssh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // authPlan is the ordered list of signers to offer one hop, plus what was
@@ -27,7 +29,7 @@ type authPlan struct {
 // agent when it holds the key, so no passphrase is needed), then the other
 // agent keys unless IdentitiesOnly, which keeps a full agent from
 // exhausting the server's MaxAuthTries.
-func planAuth(t *Target) (*authPlan, error) {
+func planAuth(t *sshconfig.Target) (*authPlan, error) {
 	p := &authPlan{closer: func() {}}
 	agentSigners, closer := agentSigners(t.IdentityAgent)
 	p.closer = closer

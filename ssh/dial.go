@@ -11,6 +11,8 @@ import (
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // DefaultTimeout bounds TCP connect plus handshake per hop when neither
@@ -23,7 +25,7 @@ type DialOptions struct {
 	Mode    TrustMode
 	Timeout time.Duration // per hop: TCP connect + handshake
 	Debug   io.Writer     // dial chain diagnostics; nil = silent
-	// Host names what the user asked for, for errors (defaults to Target.Name).
+	// Host names what the user asked for, for errors (defaults to the Target's Name).
 	Host string
 	// Algorithms restricts the host key algorithms of unpinned hops, by
 	// address (to reach a particular key of a server that has several).
@@ -35,7 +37,7 @@ type DialOptions struct {
 // reason the hops are closed too.
 type Client struct {
 	*xssh.Client
-	Target   *Target
+	Target   *sshconfig.Target
 	Observed []Observed
 	hops     []*xssh.Client
 
@@ -56,7 +58,7 @@ func (c *Client) Close() error {
 // against opts.Pins. A failure is an *Error naming the host and the hop;
 // its Observed keys are reported even on failure (so `host test` can show
 // a changed key).
-func Dial(ctx context.Context, t *Target, opts DialOptions) (*Client, error) {
+func Dial(ctx context.Context, t *sshconfig.Target, opts DialOptions) (*Client, error) {
 	host := opts.Host
 	if host == "" {
 		host = t.Name
@@ -95,7 +97,7 @@ func Dial(ctx context.Context, t *Target, opts DialOptions) (*Client, error) {
 	return &Client{Client: target, Target: t, Observed: rec.all(), hops: hops}, nil
 }
 
-func timeoutFor(hop *Target, opts DialOptions) time.Duration {
+func timeoutFor(hop *sshconfig.Target, opts DialOptions) time.Duration {
 	switch {
 	case opts.Timeout > 0:
 		return opts.Timeout
@@ -105,7 +107,7 @@ func timeoutFor(hop *Target, opts DialOptions) time.Duration {
 	return DefaultTimeout
 }
 
-func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptions, rec *keyRecorder) (*xssh.Client, error) {
+func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts DialOptions, rec *keyRecorder) (*xssh.Client, error) {
 	timeout := timeoutFor(hop, opts)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -120,12 +122,7 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptio
 	defer auth.closer()
 	debugf(opts.Debug, "  offering %d key(s) (%s), identities_only=%v", len(auth.signers), keyTypes(auth.signers), hop.IdentitiesOnly)
 
-	var conn net.Conn
-	if prev == nil {
-		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
-	} else {
-		conn, err = prev.DialContext(ctx, "tcp", hop.Addr())
-	}
+	conn, err := hopConn(ctx, prev, hop)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &timeoutError{what: "connect to " + hop.Addr(), d: timeout.String()}
@@ -165,12 +162,21 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *Target, opts DialOptio
 	return c, nil
 }
 
+// hopConn is the connection a hop's SSH session runs over: TCP to the
+// first hop, a direct-tcpip channel through the one before it after that.
+func hopConn(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target) (net.Conn, error) {
+	if prev == nil {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
+	}
+	return prev.DialContext(ctx, "tcp", hop.Addr())
+}
+
 func isAuthFailure(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Class == ClassAuth
 	}
-	return classify("", &Target{}, err).Class == ClassAuth
+	return classify("", &sshconfig.Target{}, err).Class == ClassAuth
 }
 
 // handshake runs the SSH handshake under a deadline: x/crypto has none of

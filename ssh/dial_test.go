@@ -13,10 +13,11 @@ import (
 	xssh "golang.org/x/crypto/ssh"
 
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // targetFor resolves a fixture server directly, without any ssh config.
-func targetFor(t *testing.T, s *sshtest.Server, jumps ...*sshtest.Server) *Target {
+func targetFor(t *testing.T, s *sshtest.Server, jumps ...*sshtest.Server) *sshconfig.Target {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "empty")
 	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
@@ -27,8 +28,8 @@ func targetFor(t *testing.T, s *sshtest.Server, jumps ...*sshtest.Server) *Targe
 		spec = append(spec, fmt.Sprintf("%s@127.0.0.1:%d", j.User(), j.Port()))
 		j.AuthorizeKey(s.UserPublicKey)
 	}
-	ov := Overrides{Port: s.Port(), User: s.User(), IdentityFiles: []string{s.UserKeyPath}, IdentitiesOnly: true, ProxyJump: strings.Join(spec, ",")}
-	tg, err := Resolve(context.Background(), "127.0.0.1", ov, ResolveOptions{ConfigFile: cfg})
+	ov := sshconfig.Overrides{Port: s.Port(), User: s.User(), IdentityFiles: []string{s.UserKeyPath}, IdentitiesOnly: true, ProxyJump: strings.Join(spec, ",")}
+	tg, err := sshconfig.Resolve(context.Background(), "127.0.0.1", ov, sshconfig.ResolveOptions{ConfigFile: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func targetFor(t *testing.T, s *sshtest.Server, jumps ...*sshtest.Server) *Targe
 	return tg
 }
 
-func pinsOf(t *Target, keys map[string]xssh.PublicKey) Pins {
+func pinsOf(t *sshconfig.Target, keys map[string]xssh.PublicKey) Pins {
 	p := Pins{}
 	for addr, k := range keys {
 		p[addr] = PinOf(k)

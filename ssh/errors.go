@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // Class is the kind of a transport failure. Classification follows a fixed
@@ -32,7 +34,7 @@ const (
 // hop that failed (the same when there is no jump).
 type Error struct {
 	Host  string // the host the user asked for
-	Hop   string // the hop that failed, as Target.Label()
+	Hop   string // the hop that failed, as sshconfig.Target.Label()
 	Class Class
 	// ViaHop is set when a jump host failed rather than the target.
 	ViaHop bool
@@ -58,23 +60,6 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-// ConfigError is a problem in the user's ssh configuration or flags.
-type ConfigError struct {
-	File string // may be empty
-	Line int    // 0 when unknown
-	Msg  string
-}
-
-func (e *ConfigError) Error() string {
-	switch {
-	case e.File != "" && e.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	case e.File != "":
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	}
-	return e.Msg
-}
 
 // TrustRequiredError: the hop has no pinned key yet.
 type TrustRequiredError struct {
@@ -116,14 +101,14 @@ func (e *timeoutError) Timeout() bool { return true }
 
 // classify wraps err for hop in the order config, timeout, host_key, auth,
 // network, unknown.
-func classify(host string, hop *Target, err error) *Error {
+func classify(host string, hop *sshconfig.Target, err error) *Error {
 	var already *Error
 	if errors.As(err, &already) {
 		return already
 	}
 	e := &Error{Host: host, Hop: hop.Label(), Err: err}
 	var (
-		cfg  *ConfigError
+		cfg  *sshconfig.ConfigError
 		tr   *TrustRequiredError
 		hk   *HostKeyChangedError
 		pp   *PassphraseKeyError

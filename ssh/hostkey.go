@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
 
 // Pin is a trusted host key: its type and SHA256 fingerprint.
@@ -25,7 +27,7 @@ func PinOf(key xssh.PublicKey) Pin {
 
 // Observed is a host key a hop presented during a dial.
 type Observed struct {
-	Hop  string `json:"hop"`     // Target.Label()
+	Hop  string `json:"hop"`     // sshconfig.Target.Label()
 	Addr string `json:"address"` // host:port dialled
 	Pin
 }
@@ -88,7 +90,7 @@ func (r *keyRecorder) all() []Observed {
 }
 
 // callback builds the host key check for one hop.
-func (r *keyRecorder) callback(hop *Target, pin Pin, mode TrustMode) xssh.HostKeyCallback {
+func (r *keyRecorder) callback(hop *sshconfig.Target, pin Pin, mode TrustMode) xssh.HostKeyCallback {
 	return func(_ string, _ net.Addr, key xssh.PublicKey) error {
 		got := PinOf(key)
 		r.add(Observed{Hop: hop.Label(), Addr: hop.Addr(), Pin: got})

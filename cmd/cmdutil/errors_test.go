@@ -20,6 +20,7 @@ import (
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/taskdir"
 	"github.com/kdlbs/kandev-exec/vault"
@@ -45,7 +46,7 @@ var typedErrors = []struct {
 	{errors.New("plain"), 1, "error"},
 
 	// ssh
-	{&ssh.ConfigError{Msg: "x"}, 2, "usage"},
+	{&sshconfig.ConfigError{Msg: "x"}, 2, "usage"},
 	{&ssh.Error{Class: ssh.ClassConfig, Err: errors.New("x")}, 2, "usage"},
 	{&ssh.Error{Class: ssh.ClassTimeout, Err: errors.New("x")}, 7, "unreachable"},
 	{&ssh.Error{Class: ssh.ClassNetwork, Err: errors.New("x")}, 7, "unreachable"},

@@ -9,6 +9,7 @@ import (
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/vault"
 )
@@ -59,7 +60,7 @@ var exitRules = []exitRule{
 	{is(context.Canceled), ExitInterrupted, ""},
 	{as[*FlagError], ExitUsage, ""},
 	{as[*ConfigError], ExitUsage, ""},
-	{as[*ssh.ConfigError], ExitUsage, ""},
+	{as[*sshconfig.ConfigError], ExitUsage, ""},
 	{as[*profiles.DecodeError], ExitUsage, ""},
 	{as[*executor.UsageError], ExitUsage, ""},
 	{as[*records.NameError], ExitUsage, ""},

@@ -18,6 +18,7 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -25,7 +26,7 @@ import (
 // is not chmod'ed explicitly would come out 0700.
 type uploadFixture struct {
 	srv    *sshtest.Server
-	target *ssh.Target
+	target *sshconfig.Target
 	inst   Installer
 	root   string
 }
@@ -39,8 +40,8 @@ func newUploadFixture(t *testing.T, opts ...sshtest.Option) *uploadFixture {
 	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ov := ssh.Overrides{Port: srv.Port(), User: srv.User(), IdentityFiles: []string{srv.UserKeyPath}, IdentitiesOnly: true}
-	tg, err := ssh.Resolve(context.Background(), "127.0.0.1", ov, ssh.ResolveOptions{ConfigFile: cfg})
+	ov := sshconfig.Overrides{Port: srv.Port(), User: srv.User(), IdentityFiles: []string{srv.UserKeyPath}, IdentitiesOnly: true}
+	tg, err := sshconfig.Resolve(context.Background(), "127.0.0.1", ov, sshconfig.ResolveOptions{ConfigFile: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ssh
+package sshconfig
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestParserDifferential(t *testing.T) {
 			viaG := describeResult(Resolve(context.Background(), alias, ov, ResolveOptions{ConfigFile: cfg}))
 			viaParser := describeResult(Resolve(context.Background(), alias, ov, ResolveOptions{ConfigFile: cfg, SSHBinary: "-"}))
 			if viaG != viaParser {
-				t.Fatalf("seed %d (replay: go test ./ssh -run TestParserDifferential -sshcfg.seed=%d -sshcfg.n=1), alias %q, overrides %+v:\nssh -G: %s\nparser: %s\n%s",
+				t.Fatalf("seed %d (replay: go test ./ssh/sshconfig -run TestParserDifferential -sshcfg.seed=%d -sshcfg.n=1), alias %q, overrides %+v:\nssh -G: %s\nparser: %s\n%s",
 					seed, seed, alias, ov, viaG, viaParser, g.dump())
 			}
 		}

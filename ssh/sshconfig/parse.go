@@ -1,4 +1,4 @@
-package ssh
+package sshconfig
 
 import (
 	"errors"
@@ -158,7 +158,7 @@ func (p *cfgParser) readAll(files []cfgFile) error {
 }
 
 // commandLine applies the explicit settings first, as `ssh -l -p -o -J`
-// would (resolve.go's commandLine builds the same for `ssh -G`).
+// would (sshg.go's commandLine builds the same for `ssh -G`).
 func (p *cfgParser) commandLine(ov Overrides) error {
 	if ov.User != "" {
 		p.s["user"] = []string{ov.User}

@@ -1,7 +1,4 @@
-// Package ssh is kandev-exec's transport: it resolves targets the way
-// OpenSSH does, authenticates with ssh-agent or key files, pins host keys
-// per hop, dials ProxyJump chains with deadlines, and classifies failures.
-package ssh
+package sshconfig
 
 import (
 	"fmt"
@@ -51,4 +48,21 @@ func (t *Target) JumpSpec() string {
 		parts = append(parts, j.Name)
 	}
 	return strings.Join(parts, ",")
+}
+
+// ConfigError is a problem in the user's ssh configuration or flags.
+type ConfigError struct {
+	File string // may be empty
+	Line int    // 0 when unknown
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.File != "" && e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.File != "":
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return e.Msg
 }
