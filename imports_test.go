@@ -46,7 +46,7 @@ var allowedImports = map[string][]string{
 	"records":                {"state", "profiles", "internal/fsx", "internal/crashpoint"},
 	"internal/crashpoint":    nil,
 	"state":                  {"state/statetest", "internal/fsx"},
-	"profiles":               {"internal/suggest"},
+	"profiles":               {"internal/suggest", "internal/redact"},
 	"internal/suggest":       nil,
 	"ssh":                    nil,
 	"vault":                  {"state", "records", "profiles", "internal/fsx"},
