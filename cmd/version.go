@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -34,7 +35,7 @@ type versionOptions struct {
 	Commit  string
 }
 
-func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.Command {
+func newCmdVersion(f *cmdutil.Factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -43,7 +44,7 @@ func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := &versionOptions{IO: f.IO, JSON: f.JSON(), Version: f.Version, Commit: buildinfo.CommitID()}
 			if runF != nil {
-				return runF(opts)
+				return runF(c.Context(), opts)
 			}
 			return versionRun(opts)
 		},
