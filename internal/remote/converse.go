@@ -24,8 +24,9 @@ const serveMarker = "serve=yes"
 const maxMarkerLine = 64 << 10
 
 // Conversation is one helper process on a host serving requests in order
-// (helper/protocol), reached through one SSH command: a bootstrap script that
-// prints its marker lines, checks the path to the helper and execs it.
+// (helper/protocol), reached through one SSH command: a bootstrap script
+// that prints its marker lines, checks the path to the helper and execs
+// it.
 // The command and the first request leave together (ssh.StreamEager).
 type Conversation struct {
 	host    string
