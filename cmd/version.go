@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -57,7 +57,7 @@ func versionRun(o *versionOptions) error {
 		return err
 	}
 	info := VersionInfo{Version: o.Version, Commit: o.Commit, GoVersion: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH, SchemaVersion: state.SchemaVersion, Protocol: hostops.Protocol(), Helpers: helpers}
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, SchemaVersion: state.SchemaVersion, Protocol: protocol.Protocol(), Helpers: helpers}
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, info)
 	}
