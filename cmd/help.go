@@ -83,7 +83,9 @@ change); "kandev-exec profile show NAME" prints it back in this form, and
 would get. The profile commands: "kandev-exec profile --help".
 
 The file is strict YAML: an unknown key, a wrong type or a duplicate is an
-error naming file, line and key (exit 2), with the key you probably meant.
+error naming file, line and key (exit 2), with the key you probably meant;
+a syntax error names the line and column to change (a tab used to indent
+is named as a tab: YAML indents with spaces only).
 
 PROFILE KEYS
 
