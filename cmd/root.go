@@ -38,7 +38,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	// No other command sets a persistent pre-run: this one runs for all.
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupJQ() }
 	f.AddGlobalFlags(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
+	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(host.NewCmdHost(f))
 	root.AddCommand(profile.NewCmdProfile(f))
 	root.AddCommand(agent.NewCmdAgent(f))

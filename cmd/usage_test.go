@@ -97,7 +97,7 @@ func TestEveryCommandRefusesBadArgumentsAsUsage(t *testing.T) {
 func TestJSONAfterABadFlag(t *testing.T) {
 	t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
 	code, out, errs := runArgs(t, "host", "ls", "--nope", "--json")
-	if code != 2 || out != "" || errs != `{"error":{"code":"usage","message":"unknown flag: --nope"}}`+"\n" {
+	if code != 2 || out != "" || errs != `{"error":{"code":"usage","message":"unknown flag: --nope","hint":"`+"`kandev-exec host ls --help`"+` lists its flags"}}`+"\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	root := NewCmdRoot(cmdutil.NewFactory(&cmdutil.IOStreams{}, "test"))
