@@ -39,7 +39,8 @@ func ConfirmDestructive(ios *IOStreams, yes bool, question, doing string) error 
 		return nil
 	}
 	if !ios.CanPrompt() {
-		return FlagErrorf("--yes required to %s when not running interactively", doing)
+		return WithHint(FlagErrorf("--yes required to %s when not running interactively", doing),
+			"nothing was asked, as there is no terminal: run the same command with --yes (or KANDEV_EXEC_YES=1) once you are sure")
 	}
 	ok, err := ios.Confirm(question)
 	if err != nil {
