@@ -108,7 +108,7 @@ func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Res
 	if err := a.connect(ctx, t); err != nil {
 		return nil, err
 	}
-	inst, err := a.e.installationID(ctx)
+	inst, err := records.InstallationID(ctx, a.e.cfg.Store, newID("i"))
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func (e *Executor) reclaimHosts(ctx context.Context, name string) ([]*records.Ho
 
 // localView is this installation and the phase of every task it knows.
 func (e *Executor) localView(ctx context.Context) (reclaim.LocalView, error) {
-	inst, err := e.installationID(ctx)
+	inst, err := records.InstallationID(ctx, e.cfg.Store, newID("i"))
 	if err != nil {
 		return reclaim.LocalView{}, err
 	}

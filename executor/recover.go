@@ -235,8 +235,8 @@ func (e *Executor) adopt(ctx context.Context, id, dir string, port int, hl contr
 		if x.State != records.SessionStarting {
 			return errSettled
 		}
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = records.SessionRunning, hl.PID, hl.StartTime, port, dir
-		return nil
+		x.PID, x.StartTime, x.RemotePort, x.SessionDir = hl.PID, hl.StartTime, port, dir
+		return x.Move(records.SessionRunning)
 	})
 	return err
 }
@@ -249,17 +249,17 @@ func (e *Executor) settleGone(ctx context.Context, id, dir string, st controller
 			return errSettled
 		}
 		x.SessionDir, x.EndedAt = dir, st.EndedAt
-		switch st.State {
-		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode = records.SessionState(st.State), st.ExitCode
-		default:
-			x.State, x.Error = records.SessionLost, "launch interrupted; its controller is gone and recorded no end"
-		}
 		if x.EndedAt == nil {
 			now := time.Now().UTC().Truncate(time.Second)
 			x.EndedAt = &now
 		}
-		return nil
+		switch st.State {
+		case controller.StateExited, controller.StateStopped:
+			x.ExitCode = st.ExitCode
+			return x.Move(records.SessionState(st.State))
+		}
+		x.Error = "launch interrupted; its controller is gone and recorded no end"
+		return x.Move(records.SessionLost)
 	})
 	return err
 }

@@ -3,7 +3,6 @@ package executor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -273,8 +272,8 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 		}
 	}
 	if _, err := tc.update(ctx, "task.ready", func(x *records.Task) error {
-		x.Phase, x.Error = records.PhaseReady, ""
-		return nil
+		x.Error = ""
+		return x.Move(records.PhaseReady)
 	}); err != nil {
 		return fail(err)
 	}
@@ -319,8 +318,8 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 		return s, launchErr(fmt.Errorf("%w (a controller may have started; the host will tell)", err))
 	}
 	running, err := e.updateSession(ctx, s.ID, "session.running", func(x *records.Session) error {
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = records.SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
-		return nil
+		x.PID, x.StartTime, x.RemotePort, x.SessionDir = started.PID, started.StartTime, started.Port, req.SessionDir
+		return x.Move(records.SessionRunning)
 	})
 	if err != nil {
 		// Still starting in the store: settled like an interrupted launch.
@@ -374,8 +373,8 @@ func (e *Executor) markFailed(ctx context.Context, tc *taskClaim, sessionID, msg
 		if x.State != records.SessionStarting {
 			return errSettled
 		}
-		x.State, x.Error, x.EndedAt = records.SessionFailed, msg, &now
-		return nil
+		x.Error, x.EndedAt = msg, &now
+		return x.Move(records.SessionFailed)
 	}); err != nil {
 		return
 	}
@@ -416,27 +415,4 @@ func redactions(defs []profiles.Definition, env map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// installationID names this state directory on every host it touches
-// (the ownership marker), created once.
-func (e *Executor) installationID(ctx context.Context) (string, error) {
-	const kind, name = state.Kind("installation"), "id"
-	rec, err := e.cfg.Store.Get(ctx, kind, name)
-	if errors.Is(err, state.ErrNotFound) {
-		data, _ := json.Marshal(map[string]string{"id": newID("i")})
-		if rec, err = e.cfg.Store.Create(ctx, kind, name, data, state.Event{Type: "installation.created"}); err != nil {
-			// Another process may have created it first: read theirs.
-			if rec, err = e.cfg.Store.Get(ctx, kind, name); err != nil {
-				return "", err
-			}
-		}
-	} else if err != nil {
-		return "", err
-	}
-	var v struct{ ID string }
-	if err := json.Unmarshal(rec.Data, &v); err != nil || v.ID == "" {
-		return "", fmt.Errorf("installation id: corrupt record in the state store")
-	}
-	return v.ID, nil
 }

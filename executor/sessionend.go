@@ -36,33 +36,14 @@ const StaleAfter = time.Minute
 // known to have ended.
 func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*records.Session, error) {
 	now := time.Now().UTC().Truncate(time.Second)
-	apply := func(x *records.Session) {
-		x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
-		switch st.State {
-		case controller.StateRunning, controller.StateStarting:
-			x.State = records.SessionRunning
-			return
-		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode, x.Signal = records.SessionState(st.State), st.ExitCode, st.Signal
-			if st.EndedAt != nil {
-				x.EndedAt = st.EndedAt
-			}
-		default:
-			if isFinal(x.State) && x.State != records.SessionLost {
-				return
-			}
-			x.State, x.Error = records.SessionLost, lostWhy
-		}
-		if x.EndedAt == nil {
-			x.EndedAt = &now
-		}
-	}
 	cur, _, err := records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return nil, err
 	}
 	next := *cur
-	apply(&next)
+	if err := applyFinal(&next, st, lostWhy, now); err != nil {
+		return nil, err
+	}
 	changed := !reflect.DeepEqual(&next, cur)
 	if !changed && cur.CheckedAt != nil && now.Sub(*cur.CheckedAt) < StaleAfter {
 		return cur, nil
@@ -72,10 +53,35 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 		event = "session.checked"
 	}
 	return e.updateSession(ctx, id, event, func(x *records.Session) error {
-		apply(x)
 		x.CheckedAt = &now
-		return nil
+		return applyFinal(x, st, lostWhy, now)
 	})
+}
+
+// applyFinal moves x to what the host said of its session at now (see
+// recordFinal).
+func applyFinal(x *records.Session, st controller.Status, lostWhy string, now time.Time) error {
+	x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
+	var to records.SessionState
+	switch st.State {
+	case controller.StateRunning, controller.StateStarting:
+		return x.Move(records.SessionRunning)
+	case controller.StateExited, controller.StateStopped:
+		x.ExitCode, x.Signal = st.ExitCode, st.Signal
+		if st.EndedAt != nil {
+			x.EndedAt = st.EndedAt
+		}
+		to = records.SessionState(st.State)
+	default:
+		if isFinal(x.State) && x.State != records.SessionLost {
+			return nil
+		}
+		x.Error, to = lostWhy, records.SessionLost
+	}
+	if x.EndedAt == nil {
+		x.EndedAt = &now
+	}
+	return x.Move(to)
 }
 
 // finalFromHost reads status.json on the host once liveness found the
