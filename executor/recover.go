@@ -7,7 +7,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -181,22 +180,14 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 	if err != nil {
 		return cannotTell(err)
 	}
-	c, err := e.dialHost(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return cannotTell(err)
 	}
-	defer c.Close()
-	info, err := detect(ctx, c, t.Root)
-	if err != nil {
-		return cannotTell(err)
-	}
-	helper, _, err := e.ensureHelper(ctx, c, info)
-	if err != nil {
-		return cannotTell(err)
-	}
+	defer hc.Close()
 	dir := sessionDirOf(t.TaskDir, s.ID)
 	var files hostops.SessionFiles
-	if err := remote.Call(ctx, c, t.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: dir}, &files); err != nil {
+	if err := hc.call(ctx, t.Root, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: dir}, &files); err != nil {
 		return cannotTell(err)
 	}
 	if files.PID == 0 {
@@ -209,14 +200,12 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 		return nil
 	}
 	if token, err := e.vault.LoadToken(s.ID); err == nil && files.Port > 0 {
-		probe := *s
-		probe.RemotePort = files.Port
-		if hl, err := e.controllerClient(c, &probe, token).Health(ctx); err == nil {
+		if hl, err := hc.controller(files.Port, token).Health(ctx); err == nil {
 			return ignoreSettled(e.adopt(ctx, s.ID, dir, files.Port, hl))
 		}
 	}
 	var id controller.Identity
-	if err := remote.Call(ctx, c, t.Host, helper, hostops.OpControllerProbe, hostops.SessionRequest{SessionDir: dir}, &id); err != nil {
+	if err := hc.call(ctx, t.Root, hostops.OpControllerProbe, hostops.SessionRequest{SessionDir: dir}, &id); err != nil {
 		return cannotTell(err)
 	}
 	if id.Alive {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/hostops"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -89,12 +88,8 @@ func applyFinal(x *records.Session, st controller.Status, lostWhy string, now ti
 // process group lives on, its id comes back as orphan: the agent runs
 // unsupervised.
 func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Session, orphan int, err error) {
-	helper, err := e.helperOnHost(ctx, a)
-	if err != nil {
-		return nil, 0, err
-	}
 	var files hostops.SessionFiles
-	if err := remote.Call(ctx, a.c, a.s.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
+	if err := a.call(ctx, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
 		return nil, 0, err
 	}
 	if endedOnHost(files) {
