@@ -146,27 +146,32 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if slices.Equal(newPins, h.Pins) {
 		return res, nil
 	}
+	return res, e.pinHost(ctx, h, rec.Revision, newPins, res.Changes)
+}
+
+// pinHost writes pins on h, the host as read at revision rev before the
+// dial, journaling the changes. It pins only the host that was dialled:
+// any write since changed it, and a host removed and added again starts
+// again at revision 1, so its content is compared.
+func (e *Executor) pinHost(ctx context.Context, h *records.Host, rev uint64, pins []records.HopPin, changes []TrustChange) error {
 	now := time.Now().UTC().Truncate(time.Second)
-	detail, _ := json.Marshal(res.Changes)
-	_, err = records.MutateEvent(ctx, e.cfg.Store, records.KindHost, o.Name, state.Event{Type: "host.trusted", Detail: detail}, func(cur *records.Host) error {
-		// Pin only the host that was dialled, as it was read before the
-		// dial: any write since changed it (a host removed and added again
-		// starts again at revision 1, so its content is compared).
+	detail, _ := json.Marshal(changes)
+	_, err := records.MutateEvent(ctx, e.cfg.Store, records.KindHost, h.Name, state.Event{Type: "host.trusted", Detail: detail}, func(cur *records.Host) error {
 		if !reflect.DeepEqual(cur, h) {
 			return errHostChanged
 		}
-		cur.Pins, cur.TrustedAt = newPins, &now
+		cur.Pins, cur.TrustedAt = pins, &now
 		return nil
 	})
-	if errors.Is(err, errHostChanged) {
-		_, curRec, gerr := e.getHost(ctx, o.Name)
-		if gerr != nil {
-			return TrustResult{}, gerr
-		}
-		return TrustResult{}, fmt.Errorf("%w; run `kandev-exec host trust %s` again",
-			&state.ConflictError{Kind: records.KindHost, Name: o.Name, Expected: rec.Revision, Actual: curRec.Revision}, o.Name)
+	if !errors.Is(err, errHostChanged) {
+		return err
 	}
-	return res, err
+	_, curRec, err := e.getHost(ctx, h.Name)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w; run `kandev-exec host trust %s` again",
+		&state.ConflictError{Kind: records.KindHost, Name: h.Name, Expected: rev, Actual: curRec.Revision}, h.Name)
 }
 
 // errHostChanged: the host record changed while `host trust` dialled it.
