@@ -67,6 +67,10 @@ func Preflight(entries []ExplainEntry, reveal RevealFunc) []string {
 	return failed
 }
 
+// MinMaskedLen is the shortest reference value that output masks
+// (redact.MinLen), for the warnings about shorter ones.
+const MinMaskedLen = redact.MinLen
+
 // UnmaskedKeys are the keys Preflight found too short to be masked, in
 // entry order.
 func UnmaskedKeys(entries []ExplainEntry) []string {

@@ -86,7 +86,7 @@ func envRun(ctx context.Context, o *EnvOptions) error {
 		return err
 	}
 	if !o.JSON {
-		cmdutil.WarnUnmasked(o.IO, profiles.UnmaskedKeys(entries))
+		cmdutil.WarnUnmasked(o.IO, entries)
 	}
 	return unresolved(o.Env.Profile, entries)
 }

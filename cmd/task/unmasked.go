@@ -5,7 +5,6 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
-	"github.com/kdlbs/kandev-exec/profiles"
 )
 
 // warnUnmasked runs `profile env`'s preflight over the environment a
@@ -20,5 +19,5 @@ func warnUnmasked(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Exec
 	if err != nil {
 		return
 	}
-	cmdutil.WarnUnmasked(ios, profiles.UnmaskedKeys(entries))
+	cmdutil.WarnUnmasked(ios, entries)
 }
