@@ -51,6 +51,7 @@ with that host's failure (7 when unreachable) when none did.`,
 	}
 	c.Flags().StringVar(&opts.Task, "task", "", "only sessions of this task")
 	c.Flags().BoolVar(&opts.Refresh, "refresh", false, "ask the hosts how their sessions are doing first, and record it")
+	_ = c.RegisterFlagCompletionFunc("task", cmdutil.CompleteTasks(f, 0))
 	return c
 }
 
