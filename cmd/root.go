@@ -36,7 +36,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	// No other command sets a persistent pre-run: this one runs for all.
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupJQ() }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupFilter() }
 	f.AddGlobalFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(host.NewCmdHost(f))

@@ -115,6 +115,7 @@ func TestJSONAfterABadFlag(t *testing.T) {
 		{[]string{"task", "launch", "--name", "--json", "--bogus"}, false},
 		{[]string{"task", "launch", "--profile", "p", "--", "agent", "--json"}, false},
 		{[]string{"task", "launch", "--follow", "--json"}, true},
+		{[]string{"task", "launch", "--bogus", "--template", "{{.}}"}, true},
 	} {
 		if got := cmdutil.WantsJSON(launch, c.args); got != c.want {
 			t.Errorf("%q: WantsJSON %v, want %v", c.args, got, c.want)
