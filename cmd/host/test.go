@@ -157,9 +157,9 @@ func helperDetail(r executor.TestResult) string {
 	var from string
 	switch l := r.HelperLocal; {
 	case l != nil && l.Path != "":
-		from = fmt.Sprintf("the %s helper %s (sha256 %.12s)", l.Source, cmdutil.Safe(l.Path), l.SHA256)
+		from = fmt.Sprintf("%s, %s (sha256 %.12s),", helperSource(l.Source), cmdutil.Safe(l.Path), l.SHA256)
 	case l != nil:
-		from = fmt.Sprintf("the %s helper (sha256 %.12s)", l.Source, l.SHA256)
+		from = fmt.Sprintf("%s (sha256 %.12s)", helperSource(l.Source), l.SHA256)
 	default:
 		return fmt.Sprintf("%s: no helper for %s here: %s", r.Name, cmdutil.Safe(r.Platform), cmdutil.SafeText(r.HelperMissing))
 	}
@@ -175,6 +175,22 @@ func helperDetail(r executor.TestResult) string {
 		where = append(where, w)
 	}
 	return fmt.Sprintf("%s: the next launch uploads %s to %s", r.Name, from, strings.Join(where, ", "))
+}
+
+// helperSource says in words where a local helper comes from (its JSON
+// source: embedded, beside, cache or self).
+func helperSource(source string) string {
+	switch source {
+	case "embedded":
+		return "the helper built into kandev-exec"
+	case "beside":
+		return "the helper beside kandev-exec"
+	case "cache":
+		return "the helper in the user cache"
+	case "self":
+		return "kandev-exec itself"
+	}
+	return "the " + source + " helper"
 }
 
 // testOutcome: all ok is 0; some failed is 3; all failed with one shared
