@@ -19,8 +19,9 @@ import (
 // cannot start any token"). The user needs the line and column to change.
 // The parser reads in order and stops at the first token it cannot take,
 // so the shortest prefix of the file that fails with the same complaint
-// ends exactly there: syntaxError finds it by bisection, first by lines,
-// then by characters of that line, and words the complaint plainly.
+// ends exactly there: syntaxError finds it by bisection, first by whole
+// lines, then byte by byte within the last, and words the complaint
+// plainly.
 
 var yamlLinePrefix = regexp.MustCompile(`^line \d+: `)
 
