@@ -164,7 +164,7 @@ func templateTime(v any) (time.Time, error) {
 	case nil:
 		return time.Time{}, nil
 	case string:
-		return time.Parse(time.RFC3339, s)
+		return parseTimestamp(s)
 	}
 	return time.Time{}, fmt.Errorf("want an RFC 3339 time, got %v", v)
 }
