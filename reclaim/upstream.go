@@ -1,0 +1,86 @@
+package reclaim
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+)
+
+// Which remotes count. "Pushed" means reachable from the current refs of
+// a repository that outlives the directory: for a checkout the product
+// made, the URL the task was launched with, as the local record says
+// (never the checkout's own config, nor the marker, which the agent can
+// rewrite); for one the agent made itself, a remote of its config that
+// lies outside every task directory. A remote the agent added that
+// points back into the directory (`git remote add self .`, a bare
+// mirror under .kandev/) would be removed with it, so it proves nothing.
+
+// Upstream is a repository the task was launched with: the checkout at
+// Path (relative to the task directory, "." for the primary) was cloned
+// from URL.
+type Upstream struct {
+	Path string `json:"path"`
+	URL  string `json:"url"`
+}
+
+// upstreams returns the URLs whose refs count for the checkout at rel
+// (resolved as git would from dir), and the remotes of its config that
+// do not count, each with why.
+func upstreams(t Target, rel, dir string, cfg repoConfig) (urls, ignored []string) {
+	for _, u := range t.Upstreams {
+		if filepath.Clean(u.Path) == rel {
+			return []string{remoteKey(dir, u.URL)}, nil
+		}
+	}
+	tasks := filepath.Join(t.Root, tasksDir)
+	for _, r := range cfg.remotes() {
+		u, why := outsideURL(dir, tasks, r.url)
+		if why != "" {
+			ignored = append(ignored, fmt.Sprintf("%s (%s)", r.name, why))
+			continue
+		}
+		urls = append(urls, u)
+	}
+	return urls, ignored
+}
+
+// networkSchemes are the transports git itself speaks; any other scheme,
+// and every <transport>::<address>, runs a remote helper program.
+var networkSchemes = map[string]bool{"ssh": true, "git+ssh": true, "ssh+git": true, "git": true, "http": true, "https": true}
+
+// outsideURL is raw as ls-remote is to be given it, or why it does not
+// count: a local path (or file:// URL) is resolved, links and all, and
+// must lie outside tasks/.
+func outsideURL(dir, tasks, raw string) (string, string) {
+	switch scheme, _, ok := strings.Cut(raw, "://"); {
+	case strings.Contains(raw, "::"):
+		return "", "a remote helper transport"
+	case ok && networkSchemes[strings.ToLower(scheme)]:
+		return raw, ""
+	case ok && strings.EqualFold(scheme, "file"):
+		u, err := url.Parse(raw)
+		if err != nil || (u.Host != "" && u.Host != "localhost") {
+			return "", "a file URL naming another machine"
+		}
+		return localOutside(u.Path, tasks)
+	case ok:
+		return "", fmt.Sprintf("transport %q", scheme)
+	}
+	if key := remoteKey(dir, raw); key != raw || filepath.IsAbs(raw) {
+		return localOutside(key, tasks)
+	}
+	return raw, "" // host:path, for ssh
+}
+
+// localOutside resolves a local repository path. One that cannot be
+// resolved is left to ls-remote, whose failure keeps the directory.
+func localOutside(p, tasks string) (string, string) {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	if p == tasks || strings.HasPrefix(p, tasks+"/") {
+		return "", "inside the task directories, which may be removed with it"
+	}
+	return p, ""
+}
