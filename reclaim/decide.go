@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -253,6 +254,9 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 		d := fmt.Sprintf("%s: %d commit(s) of %s are on no branch or tag of the remote", at, c.Unpushed, examples(c.UnpushedRefs))
 		if c.Stale {
 			d += "; the remote has moved since the last fetch, so `git fetch` there may show them merged"
+		}
+		if slices.ContainsFunc(c.UnpushedRefs, func(r string) bool { return strings.HasPrefix(r, "logs/") || r == allReflogs }) {
+			d += "; commits only in a reflog count too (`git reflog expire --expire-unreachable=now --all` there forgets them)"
 		}
 		return skip(UnpushedCommits, d), true
 	}

@@ -21,6 +21,10 @@ import (
 // shallow boundary only removes it, so it can make a commit look
 // unpushed, never pushed.
 
+// allReflogs names the unpushed commits rev-list --reflog found when no
+// ref or reflog entry read here was one.
+const allReflogs = "the reflogs"
+
 // held is what a repository holds on to.
 type held struct {
 	head string            // HEAD's commit, "" before the first
@@ -139,7 +143,7 @@ func (h *host) checkPushed(ctx context.Context, r repo, hd held, urls []string, 
 		c.UnpushedRefs = appendOnce(c.UnpushedRefs, l.name)
 	}
 	if len(commits) == 0 {
-		c.UnpushedRefs = []string{"the reflogs"}
+		c.UnpushedRefs = []string{allReflogs}
 	}
 	for name, oid := range hd.refs {
 		if strings.HasPrefix(name, "refs/remotes/") && !strings.HasSuffix(name, "/HEAD") && !tips[oid] {
