@@ -65,8 +65,6 @@ func removedWithout(t *testing.T, tg func(root, bare string) Target, path string
 	noMarker(t, path)
 }
 
-func plainT1(root, _ string) Target { return target(root, "t-1", "task-1") }
-
 // A clean filter of the checkout's config, applied through
 // .git/info/attributes, runs whenever git status re-reads a file.
 func TestProbeRunsNoFilterDriver(t *testing.T) {

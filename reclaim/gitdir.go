@@ -231,44 +231,28 @@ const stashLog = "logs/refs/stash"
 func (g gitDir) reflogs() ([]localRef, error) {
 	var out []localRef
 	seen := map[string]bool{}
-	var walk func(dir, name string) error
-	walk = func(dir, name string) error {
-		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
+	read := func(p, n string) error {
+		if n == stashLog {
 			return nil
 		}
+		b, err := readSmallFile(p)
 		if err != nil {
 			return err
 		}
-		for _, e := range entries {
-			p, n := filepath.Join(dir, e.Name()), name+"/"+e.Name()
-			switch {
-			case n == stashLog:
-			case e.IsDir():
-				if err := walk(p, n); err != nil {
-					return err
-				}
-			default:
-				b, err := readSmallFile(p)
-				if err != nil {
-					return err
-				}
-				oids, err := parseReflog(b)
-				if err != nil {
-					return fmt.Errorf("%s: %v", p, err)
-				}
-				for _, oid := range oids {
-					if !seen[oid] {
-						seen[oid] = true
-						out = append(out, localRef{n, oid})
-					}
-				}
+		oids, err := parseReflog(b)
+		if err != nil {
+			return fmt.Errorf("%s: %v", p, err)
+		}
+		for _, oid := range oids {
+			if !seen[oid] {
+				seen[oid] = true
+				out = append(out, localRef{n, oid})
 			}
 		}
 		return nil
 	}
 	for _, d := range g.dirs() {
-		if err := walk(filepath.Join(d, "logs"), "logs"); err != nil {
+		if err := walkFiles(filepath.Join(d, "logs"), "logs", read); err != nil {
 			return nil, err
 		}
 	}
@@ -314,6 +298,30 @@ func parsePackedRefs(b []byte, refs map[string]string) error {
 }
 
 func (g gitDir) looseRefs(dir, name string, refs map[string]string) error {
+	return walkFiles(dir, name, func(p, n string) error {
+		if strings.HasSuffix(n, ".lock") { // an update in flight; the ref itself is beside it
+			return nil
+		}
+		b, err := readSmallFile(p)
+		if err != nil {
+			return err
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		switch {
+		case oidRE.MatchString(v):
+			refs[n] = v
+		case strings.HasPrefix(v, "ref: "):
+		default:
+			return fmt.Errorf("%s: unexpected ref %.80q", p, v)
+		}
+		return nil
+	})
+}
+
+// walkFiles calls f for every file below dir (entries that are not
+// directories), named name/<its path below dir>, in order; a missing
+// dir holds none.
+func walkFiles(dir, name string, f func(path, name string) error) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -323,25 +331,13 @@ func (g gitDir) looseRefs(dir, name string, refs map[string]string) error {
 	}
 	for _, e := range entries {
 		p, n := filepath.Join(dir, e.Name()), name+"/"+e.Name()
-		switch {
-		case e.IsDir():
-			if err := g.looseRefs(p, n, refs); err != nil {
-				return err
-			}
-		case strings.HasSuffix(e.Name(), ".lock"): // an update in flight; the ref itself is beside it
-		default:
-			b, err := readSmallFile(p)
-			if err != nil {
-				return err
-			}
-			v := strings.TrimRight(string(b), "\r\n")
-			switch {
-			case oidRE.MatchString(v):
-				refs[n] = v
-			case strings.HasPrefix(v, "ref: "):
-			default:
-				return fmt.Errorf("%s: unexpected ref %.80q", p, v)
-			}
+		if e.IsDir() {
+			err = walkFiles(p, n, f)
+		} else {
+			err = f(p, n)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package reclaim
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -17,22 +16,6 @@ func launched(root, dir, task, url string) Target {
 	tg := target(root, dir, task)
 	tg.Upstreams = []Upstream{{Path: ".", URL: url}}
 	return tg
-}
-
-// keptWith is keptFor against tg(root, bare) instead of the bare target.
-func keptWith(t *testing.T, tg func(root, bare string) Target, reason Reason, detail string, mutate func(t *testing.T, dir, bare, work string)) {
-	t.Helper()
-	bare, work := origin(t)
-	root := newRoot(t)
-	dir := prepared(t, root, "t-1", "task-1", bare)
-	mutate(t, dir, bare, work)
-	before := snapshot(t, root)
-	r := apply(t, tg(root, bare))[0]
-	wantResult(t, r, Skip, Skipped, reason)
-	if !strings.Contains(r.Detail, detail) {
-		t.Fatalf("detail %q does not mention %q", r.Detail, detail)
-	}
-	onlyRemoved(t, before, snapshot(t, root), "")
 }
 
 func launchedT1(root, bare string) Target { return launched(root, "t-1", "task-1", bare) }
