@@ -54,6 +54,27 @@ func TestApplyIndexFlagsHideEdits(t *testing.T) {
 	}
 }
 
+// The index's fsmonitor extension marks entries valid: with a hook
+// that reports nothing, an edit is never looked at. The probes use no
+// fsmonitor, so git compares every entry.
+func TestApplyFsmonitorValidBitsHideEdit(t *testing.T) {
+	keptFor(t, DirtyWorktree, "README", func(t *testing.T, dir, _, _ string) {
+		hook := filepath.Join(dir, ".git", "quiet-fsmonitor")
+		writeFile(t, hook, "#!/bin/sh\nexit 0\n")
+		if err := os.Chmod(hook, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		gitT(t, dir, "config", "core.fsmonitor", hook)
+		gitT(t, dir, "config", "core.fsmonitorHookVersion", "1")
+		gitT(t, dir, "update-index", "--fsmonitor")
+		gitT(t, dir, "status", "--porcelain")
+		writeFile(t, filepath.Join(dir, "README"), "edited, and a different size\n")
+		if out := gitT(t, dir, "status", "--porcelain"); out != "" {
+			t.Fatalf("fixture: git status sees %q", out)
+		}
+	})
+}
+
 // A marked file whose content is still the index's loses nothing.
 func TestApplyIndexFlagsUnchangedRemoved(t *testing.T) {
 	bare, _ := origin(t)
