@@ -75,6 +75,20 @@ func TestApplyFsmonitorValidBitsHideEdit(t *testing.T) {
 	})
 }
 
+// A sparse checkout marks every path outside its patterns
+// skip-worktree; told to expect files there, git status ignores one
+// written back with other content.
+func TestApplySparseCheckoutHidesFile(t *testing.T) {
+	keptFor(t, HiddenChanges, "README (marked skip-worktree, and differs from the index)", func(t *testing.T, dir, _, _ string) {
+		gitT(t, dir, "sparse-checkout", "set", "--no-cone", "/nothing-matches")
+		gitT(t, dir, "config", "sparse.expectFilesOutsideOfPatterns", "true")
+		writeFile(t, filepath.Join(dir, "README"), "written outside the patterns\n")
+		if out := gitT(t, dir, "status", "--porcelain"); out != "" {
+			t.Fatalf("fixture: git status sees %q", out)
+		}
+	})
+}
+
 // A marked file whose content is still the index's loses nothing.
 func TestApplyIndexFlagsUnchangedRemoved(t *testing.T) {
 	bare, _ := origin(t)
