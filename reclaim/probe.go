@@ -186,9 +186,9 @@ func (h *host) probeInto(ctx context.Context, t Target, rel string, files []stri
 		return err
 	}
 	_, p.Stash = held.refs["refs/stash"]
-	var urls []string
-	urls, p.IgnoredRemotes = upstreams(t, rel, dir, cfg)
-	return h.checkPushed(ctx, r, held, urls, &p.Checkout)
+	up := upstreams(t, rel, dir, cfg)
+	p.IgnoredRemotes = up.ignored
+	return h.checkPushed(ctx, r, held, up, &p.Checkout)
 }
 
 func (h *host) status(ctx context.Context, r repo) (status, error) {

@@ -91,12 +91,11 @@ func (hd held) localRefs() (tags, others []localRef) {
 }
 
 // checkPushed records in c what hd holds that the upstreams' current
-// tips (urls) do not have. The tips decide, never the local
-// remote-tracking refs: a force-push on the remote would otherwise pass
-// for pushed.
-func (h *host) checkPushed(ctx context.Context, r repo, hd held, urls []string, c *Checkout) error {
+// tips do not have. The tips decide, never the local remote-tracking
+// refs: a force-push on the remote would otherwise pass for pushed.
+func (h *host) checkPushed(ctx context.Context, r repo, hd held, up upstreamSet, c *Checkout) error {
 	tags, others := hd.localRefs()
-	if len(urls) == 0 {
+	if len(up.urls) == 0 {
 		c.NoRemote = true
 		for _, l := range others {
 			c.UnpushedRefs = appendOnce(c.UnpushedRefs, l.name)
@@ -107,7 +106,7 @@ func (h *host) checkPushed(ctx context.Context, r repo, hd held, urls []string, 
 		return nil
 	}
 	tips := map[string]bool{}
-	for _, u := range urls {
+	for _, u := range up.urls {
 		t, err := h.remotes.tips(ctx, h, u)
 		if err != nil {
 			return err
@@ -145,12 +144,21 @@ func (h *host) checkPushed(ctx context.Context, r repo, hd held, urls []string, 
 	if len(commits) == 0 {
 		c.UnpushedRefs = []string{allReflogs}
 	}
-	for name, oid := range hd.refs {
-		if strings.HasPrefix(name, "refs/remotes/") && !strings.HasSuffix(name, "/HEAD") && !tips[oid] {
-			c.Stale = true
+	c.Stale = trackingStale(hd.refs, up.remotes, tips)
+	return nil
+}
+
+// trackingStale: a tracking ref of an upstream remote names what the
+// upstream no longer has as a tip, so it moved since the last fetch.
+func trackingStale(refs map[string]string, remotes []string, tips map[string]bool) bool {
+	for name, oid := range refs {
+		for _, rn := range remotes {
+			if strings.HasPrefix(name, "refs/remotes/"+rn+"/") && !strings.HasSuffix(name, "/HEAD") && !tips[oid] {
+				return true
+			}
 		}
 	}
-	return nil
+	return false
 }
 
 // sortByType keeps the commits of want for rev-list and records the

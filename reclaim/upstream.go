@@ -24,25 +24,38 @@ type Upstream struct {
 	URL  string `json:"url"`
 }
 
-// upstreams returns the URLs whose refs count for the checkout at rel
-// (resolved as git would from dir), and the remotes of its config that
-// do not count, each with why.
-func upstreams(t Target, rel, dir string, cfg repoConfig) (urls, ignored []string) {
+// upstreamSet is what counts for one checkout.
+type upstreamSet struct {
+	urls    []string // asked for their current tips, as ls-remote takes them
+	remotes []string // the checkout's remotes that name one of urls: their tracking refs can go stale
+	ignored []string // the checkout's remotes that do not count, each with why
+}
+
+// upstreams finds what counts for the checkout at rel, whose directory
+// is dir (where git resolves a relative URL from).
+func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
 	for _, u := range t.Upstreams {
 		if filepath.Clean(u.Path) == rel {
-			return []string{remoteKey(dir, u.URL)}, nil
+			up := upstreamSet{urls: []string{remoteKey(dir, u.URL)}}
+			for _, r := range cfg.remotes() {
+				if remoteKey(dir, r.url) == up.urls[0] {
+					up.remotes = append(up.remotes, r.name)
+				}
+			}
+			return up
 		}
 	}
+	var up upstreamSet
 	tasks := filepath.Join(t.Root, tasksDir)
 	for _, r := range cfg.remotes() {
 		u, why := outsideURL(dir, tasks, r.url)
 		if why != "" {
-			ignored = append(ignored, fmt.Sprintf("%s (%s)", r.name, why))
+			up.ignored = append(up.ignored, fmt.Sprintf("%s (%s)", r.name, why))
 			continue
 		}
-		urls = append(urls, u)
+		up.urls, up.remotes = append(up.urls, u), append(up.remotes, r.name)
 	}
-	return urls, ignored
+	return up
 }
 
 // networkSchemes are the transports git itself speaks; any other scheme,
