@@ -157,3 +157,28 @@ func TestRemoteKey(t *testing.T) {
 		}
 	}
 }
+
+// Which remotes of a checkout the agent made count, and as what.
+func TestOutsideURL(t *testing.T) {
+	dir, tasks := "/r/tasks/t-1", "/r/tasks"
+	for _, c := range []struct{ raw, url, why string }{
+		{"https://example.com/a.git", "https://example.com/a.git", ""},
+		{"ssh://[::1]:22/a.git", "ssh://[::1]:22/a.git", ""},
+		{"git@example.com:a.git", "git@example.com:a.git", ""},
+		{"/srv/a.git", "/srv/a.git", ""},
+		{"file:///srv/a.git", "/srv/a.git", ""},
+		{"../../elsewhere.git", "/r/elsewhere.git", ""},
+		{".", "", "inside the task directories"},
+		{"../t-2/.git", "", "inside the task directories"},
+		{"file:///r/tasks/t-1/.kandev/m.git", "", "inside the task directories"},
+		{"ext::sh -c touch% x", "", "a remote helper transport"},
+		{"fd::3", "", "a remote helper transport"},
+		{"foo://x/y", "", `transport "foo"`},
+		{"file://other/srv/a.git", "", "another machine"},
+	} {
+		url, why := outsideURL(dir, tasks, c.raw)
+		if url != c.url || !strings.Contains(why, c.why) || (c.why == "") != (why == "") {
+			t.Errorf("outsideURL(%q) = %q, %q; want %q, %q", c.raw, url, why, c.url, c.why)
+		}
+	}
+}

@@ -66,24 +66,36 @@ var networkSchemes = map[string]bool{"ssh": true, "git+ssh": true, "ssh+git": tr
 // count: a local path (or file:// URL) is resolved, links and all, and
 // must lie outside tasks/.
 func outsideURL(dir, tasks, raw string) (string, string) {
-	switch scheme, _, ok := strings.Cut(raw, "://"); {
-	case strings.Contains(raw, "::"):
+	scheme, rest := urlScheme(raw)
+	switch {
+	case strings.HasPrefix(rest, "::"):
 		return "", "a remote helper transport"
-	case ok && networkSchemes[strings.ToLower(scheme)]:
+	case !strings.HasPrefix(rest, "://"):
+	case networkSchemes[strings.ToLower(scheme)]:
 		return raw, ""
-	case ok && strings.EqualFold(scheme, "file"):
+	case strings.EqualFold(scheme, "file"):
 		u, err := url.Parse(raw)
 		if err != nil || (u.Host != "" && u.Host != "localhost") {
 			return "", "a file URL naming another machine"
 		}
 		return localOutside(u.Path, tasks)
-	case ok:
+	default:
 		return "", fmt.Sprintf("transport %q", scheme)
 	}
 	if key := remoteKey(dir, raw); key != raw || filepath.IsAbs(raw) {
 		return localOutside(key, tasks)
 	}
 	return raw, "" // host:path, for ssh
+}
+
+// urlScheme splits raw after its leading run of URL scheme characters,
+// as git does to tell "<scheme>://" and "<helper>::" from a path.
+func urlScheme(raw string) (scheme, rest string) {
+	i := 0
+	for i < len(raw) && (isAlnum(raw[i]) || (i > 0 && strings.IndexByte("+.-", raw[i]) >= 0)) {
+		i++
+	}
+	return raw[:i], raw[i:]
 }
 
 // localOutside resolves a local repository path. One that cannot be
