@@ -165,7 +165,7 @@ func (h *host) probeInto(ctx context.Context, t Target, rel string, files []stri
 		return err
 	}
 	r := newRepo(dir, g, cfg)
-	st, err := h.status(ctx, r)
+	st, err := h.gitStatus(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (h *host) probeInto(ctx context.Context, t Target, rel string, files []stri
 	return h.checkPushed(ctx, r, held, up, &p.Checkout)
 }
 
-func (h *host) status(ctx context.Context, r repo) (status, error) {
+func (h *host) gitStatus(ctx context.Context, r repo) (status, error) {
 	out, err := r.git(ctx, h, "", statusArgs...)
 	if err != nil {
 		return status{}, err
