@@ -22,12 +22,22 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/etcdtest"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/internal/sshsig/sshsigtest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
+// testReleaseKeyEnv carries the transcripts' release key (its public
+// half) to the CLI they run; only this test binary reads it.
+const testReleaseKeyEnv = "KANDEV_EXEC_TEST_RELEASE_KEY"
+
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"kandev-exec": func() { os.Exit(Execute()) },
+		"kandev-exec": func() {
+			if k := os.Getenv(testReleaseKeyEnv); k != "" {
+				helperbin.TrustForTesting(k)
+			}
+			os.Exit(Execute())
+		},
 	})
 }
 
@@ -39,6 +49,7 @@ type fixture struct {
 	held    *os.File // the store lock taken by holdlock
 	etcd    *etcdtest.Cluster
 	helper  string // the real helper for this platform
+	release *sshsigtest.Signer
 }
 
 // buildHelper builds the helper binary once for every transcript: the
@@ -64,11 +75,17 @@ func TestScripts(t *testing.T) {
 		t.Fatalf("no transcripts found: %v", err)
 	}
 	helper := buildHelper(t)
+	// The transcripts sign their releases with this key ($RELEASE_KEY),
+	// and their CLI trusts it in place of the project's.
+	release, err := sshsigtest.New(t.TempDir(), "ed25519")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			fx := &fixture{t: t, helper: helper, servers: map[string]*sshtest.Server{
+			fx := &fixture{t: t, helper: helper, release: release, servers: map[string]*sshtest.Server{
 				"target":   sshtest.NewServer(t, sshtest.WithHostKeyTypes(sshtest.KeyEd25519, sshtest.KeyECDSA, sshtest.KeyRSA)),
 				"bastion":  sshtest.NewServer(t),
 				"bastion2": sshtest.NewServer(t),
@@ -110,6 +127,8 @@ func (fx *fixture) setup(env *testscript.Env) error {
 	}
 	env.Setenv("XDG_CACHE_HOME", cache)
 	env.Setenv("HELPER_CACHE", dev)
+	env.Setenv("RELEASE_KEY", fx.release.KeyPath)
+	env.Setenv(testReleaseKeyEnv, fx.release.AuthorizedKey)
 	env.Setenv("KANDEV_EXEC_STATE_DIR", filepath.Join(env.WorkDir, "state"))
 	env.Setenv("KANDEV_EXEC_SSH_CONFIG", cfg)
 	env.Setenv("SSH_AUTH_SOCK", "")

@@ -8,7 +8,8 @@
 #                             embedded (-tags embedhelpers) into dist/, beside
 #                             the helpers' .gz and checksums.txt over it all:
 #                             the layout of a release, which `helper fetch`
-#                             reads
+#                             reads; signed as checksums.txt.sig when
+#                             KANDEV_EXEC_SIGNING_KEY names the release key
 #
 # VERSION and COMMIT (environment) are stamped into every binary.
 set -euo pipefail
@@ -47,4 +48,9 @@ done
 cp "$emb"/*.gz dist/
 (cd dist && sum256 kandev-exec-*) >"$tmp/checksums.txt"
 mv "$tmp/checksums.txt" dist/checksums.txt
+if [ -n "${KANDEV_EXEC_SIGNING_KEY:-}" ]; then
+  scripts/sign.sh dist/checksums.txt
+else
+  echo "dist/checksums.txt is unsigned (KANDEV_EXEC_SIGNING_KEY is not set): \`helper fetch\` refuses its helpers; the CLIs in dist/ embed them all" >&2
+fi
 ls -l dist >&2

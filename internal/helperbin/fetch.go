@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -58,7 +59,7 @@ type DevBuildError struct{ Version string }
 
 func (e *DevBuildError) Error() string {
 	return fmt.Sprintf("this kandev-exec is a development build (version %q): there is no release to download its helpers from; "+
-		"pass --from FILE|DIR with a release's helper and %s, or run `make helpers` in the source checkout", e.Version, ChecksumsFile)
+		"pass --from FILE|DIR with a release's helper, %s and %s, or run `make helpers` in the source checkout", e.Version, ChecksumsFile, SignatureFile)
 }
 
 // Download fetches the helpers for platforms from this version's release.
@@ -140,6 +141,9 @@ func (f *Fetcher) fetch(platforms []string, get func(name string) ([]byte, strin
 	if err != nil {
 		return nil, fmt.Errorf("read the release's %s: %w", ChecksumsFile, err)
 	}
+	if err := verifySignature(raw, from, get); err != nil {
+		return nil, err
+	}
 	published, err := ParseSums(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", from, err)
@@ -201,7 +205,7 @@ func (f *Fetcher) get(ctx context.Context, url string) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return nil, &httpStatusError{URL: url, Status: resp.Status, Code: resp.StatusCode}
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDownload+1))
 	if err != nil {
@@ -211,6 +215,19 @@ func (f *Fetcher) get(ctx context.Context, url string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: larger than %d bytes", url, maxDownload)
 	}
 	return b, nil
+}
+
+// httpStatusError is a download the server did not answer with the file;
+// a 404 is fs.ErrNotExist, as a missing file on disk is.
+type httpStatusError struct {
+	URL, Status string
+	Code        int
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("GET %s: %s", e.URL, e.Status) }
+
+func (e *httpStatusError) Is(target error) bool {
+	return target == fs.ErrNotExist && e.Code == http.StatusNotFound
 }
 
 func sha256Hex(b []byte) string {
