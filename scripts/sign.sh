@@ -6,7 +6,7 @@
 #
 # The key's private half is the maintainers'; it is never in the repository.
 set -euo pipefail
-: "${KANDEV_EXEC_SIGNING_KEY:?set KANDEV_EXEC_SIGNING_KEY to the release key's private key file}"
+: "${KANDEV_EXEC_SIGNING_KEY:?set KANDEV_EXEC_SIGNING_KEY to the path of the private release key}"
 file=${1:?usage: scripts/sign.sh FILE}
 rm -f "$file.sig"
 ssh-keygen -q -Y sign -n kandev-exec-release -f "$KANDEV_EXEC_SIGNING_KEY" "$file" </dev/null
