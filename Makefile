@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 HELPER    := bin/kandev-exec-helper-$(shell $(GO) env GOOS)-$(shell $(GO) env GOARCH)
 export CGO_ENABLED := 0
 
-.PHONY: build test test-race fuzz demo bench helpers dist lint completions clean
+.PHONY: build test test-race fuzz demo bench helpers dist lint completions man clean
 
 # The CLI, and beside it the helper it uploads to hosts of this platform.
 build:
@@ -64,6 +64,12 @@ lint:
 completions:
 	@mkdir -p completions
 	@for sh in bash zsh fish powershell; do $(GO) run . completion $$sh > completions/kandev-exec.$$sh; done
+
+# man/: kandev-exec.1 and a page per command, from the command tree (cobra's
+# doc generator, in a test so the CLI does not link it). TestManPages fails
+# when they are out of date.
+man:
+	$(GO) test -count=1 -run '^TestManPages$$' ./cmd -update
 
 clean:
 	rm -rf bin dist internal/helperbin/embedded
