@@ -238,22 +238,37 @@ func exitCode(err error) int {
 // and returns its dist/.
 func makeDist(t *testing.T, key string) string {
 	t.Helper()
-	head := strings.TrimSpace(string(run(t, nil, "git", "rev-parse", "HEAD")))
-	src := filepath.Join(t.TempDir(), "src")
+	src, head := cloneHead(t)
+	run(t, append(os.Environ(), "KANDEV_EXEC_SIGNING_KEY="+key), "make", "-C", src, "dist", "VERSION="+distVersion, "COMMIT="+head)
+	return filepath.Join(src, "dist")
+}
+
+// cloneHead clones this checkout's HEAD, clean, and returns the clone's
+// directory and the commit.
+func cloneHead(t *testing.T) (src, head string) {
+	t.Helper()
+	head = strings.TrimSpace(string(run(t, nil, "git", "rev-parse", "HEAD")))
+	src = filepath.Join(t.TempDir(), "src")
 	run(t, nil, "git", "clone", "-q", "--no-checkout", ".", src)
 	run(t, nil, "git", "-C", src, "checkout", "-q", head)
 	if out := run(t, nil, "git", "-C", src, "status", "--porcelain"); len(out) != 0 {
 		t.Fatalf("the clone is not clean:\n%s", out)
 	}
-	run(t, append(os.Environ(), "KANDEV_EXEC_SIGNING_KEY="+key), "make", "-C", src, "dist", "VERSION="+distVersion, "COMMIT="+head)
-	return filepath.Join(src, "dist")
+	return src, head
 }
 
 // run runs name with args (env, if given, as its whole environment plus
 // PATH) and returns its stdout; a failure ends the test.
 func run(t *testing.T, env []string, name string, args ...string) []byte {
 	t.Helper()
+	return runIn(t, "", env, name, args...)
+}
+
+// runIn is run in the directory dir.
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) []byte {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	}
