@@ -41,8 +41,10 @@ func installDeb(t *testing.T, src, deb, version string) {
 	usr := filepath.Join(root, "usr")
 	env := []string{"PATH=" + filepath.Join(usr, "bin") + ":/usr/bin:/bin", "HOME=" + t.TempDir(),
 		"KANDEV_EXEC_STATE_DIR=" + filepath.Join(t.TempDir(), "state"), "NO_COLOR=1"}
+	// exe runs args in env, a name found on env's PATH (through env(1)),
+	// as a shell of this machine would find it.
 	exe := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(args[0], args[1:]...)
+		cmd := exec.Command("env", args...)
 		cmd.Env = env
 		return cmd
 	}

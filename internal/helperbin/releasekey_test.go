@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/kdlbs/kandev-exec/internal/sshsig"
 	"github.com/kdlbs/kandev-exec/internal/sshsig/sshsigtest"
 )
 
@@ -45,11 +46,17 @@ func signWith(t *testing.T, s *sshsigtest.Signer, namespace string, b []byte) []
 	return sig
 }
 
-// The project's key is an ed25519 key, and the one a real CLI trusts.
+// The project's key is an ed25519 key whose private half signed
+// testdata/release-key-proof.txt (the maintainers did, with the key they
+// sign releases with), and the one a real CLI trusts.
 func TestReleaseKeyIsTheProjects(t *testing.T) {
 	k := mustParseKey(ReleaseKey)
 	if k.Type() != ssh.KeyAlgoED25519 {
 		t.Fatalf("release key type %s, want ed25519", k.Type())
+	}
+	proof := readFile(t, filepath.Join("testdata", "release-key-proof.txt"))
+	if err := sshsig.Verify(k, ReleaseNamespace, proof, readFile(t, filepath.Join("testdata", "release-key-proof.txt.sig"))); err != nil {
+		t.Fatalf("the release key did not sign testdata/release-key-proof.txt: %v", err)
 	}
 	if trustedKey.Type() != ssh.KeyAlgoED25519 || string(trustedKey.Marshal()) == string(k.Marshal()) {
 		t.Fatal("the tests must trust their own key, not the project's")
@@ -99,4 +106,13 @@ func TestFetchRefusesWhatTheReleaseKeyDidNotSign(t *testing.T) {
 			}
 		})
 	}
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
