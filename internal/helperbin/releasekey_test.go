@@ -54,8 +54,15 @@ func TestReleaseKeyIsTheProjects(t *testing.T) {
 	if k.Type() != ssh.KeyAlgoED25519 {
 		t.Fatalf("release key type %s, want ed25519", k.Type())
 	}
-	proof := readFile(t, filepath.Join("testdata", "release-key-proof.txt"))
-	if err := sshsig.Verify(k, ReleaseNamespace, proof, readFile(t, filepath.Join("testdata", "release-key-proof.txt.sig"))); err != nil {
+	proof, err := os.ReadFile(filepath.Join("testdata", "release-key-proof.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := os.ReadFile(filepath.Join("testdata", "release-key-proof.txt.sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sshsig.Verify(k, ReleaseNamespace, proof, sig); err != nil {
 		t.Fatalf("the release key did not sign testdata/release-key-proof.txt: %v", err)
 	}
 	if trustedKey.Type() != ssh.KeyAlgoED25519 || string(trustedKey.Marshal()) == string(k.Marshal()) {
@@ -106,13 +113,4 @@ func TestFetchRefusesWhatTheReleaseKeyDidNotSign(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readFile(t *testing.T, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
