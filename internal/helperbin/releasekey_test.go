@@ -2,10 +2,13 @@ package helperbin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -112,5 +115,36 @@ func TestFetchRefusesWhatTheReleaseKeyDidNotSign(t *testing.T) {
 				t.Fatalf("cache written after a refusal: %v", err)
 			}
 		})
+	}
+}
+
+// A real binary cannot trust another key: TrustForTesting panics there.
+// The probe is a program added to the module for one build (go build
+// -overlay), so it links helperbin as the CLI does.
+func TestTrustForTestingPanicsOutsideTests(t *testing.T) {
+	dir := t.TempDir()
+	pkgDir, err := filepath.Abs(filepath.Join("internal", "trustprobe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := filepath.Join(dir, "main.go")
+	src := "package main\n\nimport \"github.com/kdlbs/kandev-exec/internal/helperbin\"\n\n" +
+		"func main() { helperbin.TrustForTesting(" + fmt.Sprintf("%q", otherKey.AuthorizedKey) + ") }\n"
+	if err := os.WriteFile(probe, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(pkgDir, "main.go"): probe}})
+	overlayFile := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlayFile, overlay, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "probe")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-overlay", overlayFile, "-o", bin, "./internal/trustprobe")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build the probe: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "panic: helperbin.TrustForTesting called outside a test binary") {
+		t.Fatalf("the probe: %v\n%s", err, out)
 	}
 }
