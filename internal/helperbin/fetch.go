@@ -30,7 +30,8 @@ const ChecksumsFile = "checksums.txt"
 const maxDownload = 64 << 20
 
 // Fetcher puts release helpers into a version's cache directory, each
-// verified against the release's published checksums first.
+// verified first against the release's published checksums, which must
+// carry the release key's signature (releasekey.go).
 type Fetcher struct {
 	ReleaseURL string // "" means DefaultReleaseURL
 	Version    string
@@ -79,8 +80,8 @@ func (f *Fetcher) Download(ctx context.Context, platforms []string) ([]Fetched, 
 }
 
 // FromPath takes the helpers from a release's files on disk: a
-// directory holding them and checksums.txt, or one helper's .gz with
-// checksums.txt beside it. With no platforms, a directory gives every
+// directory holding them, checksums.txt and its signature, or one
+// helper's .gz with those two beside it. With no platforms, a directory gives every
 // helper it holds.
 func (f *Fetcher) FromPath(p string, platforms []string) ([]Fetched, error) {
 	p, err := filepath.Abs(p)
@@ -129,8 +130,9 @@ func platformOf(name string) (string, bool) {
 	return "", false
 }
 
-// fetch reads the checksums, then each helper, verifies and caches it;
-// nothing is cached unless every one verifies.
+// fetch reads the checksums and verifies their signature, then reads
+// each helper, verifies and caches it; nothing is cached unless the
+// signature and every helper verify.
 func (f *Fetcher) fetch(platforms []string, get func(name string) ([]byte, string, error)) ([]Fetched, error) {
 	for _, p := range platforms {
 		if !Supported(p) {
