@@ -123,6 +123,9 @@ func (m *Model) detailText(d *detail) string {
 	var lines []string
 	for i := m.events.n - 1; i >= 0 && len(lines) < detailEvents; i-- {
 		e := m.events.at(i)
+		if e.claim && !m.claims {
+			continue
+		}
 		if (d.kind == "host" && e.host == d.id) || (d.kind == "task" && e.task == d.id) {
 			lines = append(lines, m.eventText(e))
 		}
