@@ -118,6 +118,7 @@ type Model struct {
 	claims              bool // claim events are shown
 
 	dlg      *dialog
+	hints    keyHints
 	help     bool
 	detail   *detail
 	flashMsg string

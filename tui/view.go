@@ -279,6 +279,9 @@ func (m *Model) footer() []string {
 		}
 		return lines
 	}
+	if c := m.hints; c.lines != nil && c.width == m.width && c.focus == m.focus {
+		return c.lines
+	}
 	var lines []string
 	var cur string
 	curW := 0
@@ -296,7 +299,16 @@ func (m *Model) footer() []string {
 		}
 		cur, curW = cur+m.st.header.Render(h.Key)+" "+h.Desc, curW+w
 	}
-	return append(lines, clip(cur, m.width))
+	m.hints = keyHints{width: m.width, focus: m.focus, lines: append(lines, clip(cur, m.width))}
+	return m.hints.lines
+}
+
+// keyHints are the footer's key hints as last wrapped: layout and View
+// both need them on every update and frame.
+type keyHints struct {
+	width int
+	focus pane
+	lines []string
 }
 
 func (m *Model) helpModel() help.Model {
