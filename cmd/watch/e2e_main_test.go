@@ -3,7 +3,6 @@ package watch_test
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,14 +65,7 @@ func fixClock(o *watch.WatchOptions, at string) error {
 		return err
 	}
 	o.Now = func() time.Time { return now }
-	var mu sync.Mutex
-	tick := now
-	st, err := state.Open(os.Getenv("KANDEV_EXEC_STATE_DIR"), state.Options{Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick = tick.Add(time.Second)
-		return tick
-	}})
+	st, err := state.Open(os.Getenv("KANDEV_EXEC_STATE_DIR"), state.Options{Now: watch.Ticking(now)})
 	if err != nil {
 		return err
 	}

@@ -30,14 +30,7 @@ const keptNote = "profile keep does not set reclaim_task_dir: the directory stay
 // task directories and has no cleanup script, so an archive needs no host.
 func seedFirstHour(t *testing.T, dir string) {
 	t.Helper()
-	var mu sync.Mutex
-	tick := t0.Add(-10 * time.Minute)
-	st, err := state.Open(dir, state.Options{Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		tick = tick.Add(time.Second)
-		return tick
-	}})
+	st, err := state.Open(dir, state.Options{Now: Ticking(t0.Add(-10 * time.Minute))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +69,19 @@ func seedFirstHour(t *testing.T, dir string) {
 		task(tk)
 		tk.Phase = records.PhaseReady
 		task(tk)
+	}
+}
+
+// Ticking is a store's clock for goldens: one second past from at each
+// reading, so the same writes journal the same times on every run.
+// (Exported for the e2e binary, in package watch_test.)
+func Ticking(from time.Time) func() time.Time {
+	var mu sync.Mutex
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		from = from.Add(time.Second)
+		return from
 	}
 }
 
