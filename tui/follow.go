@@ -16,8 +16,8 @@ import (
 // their own goroutines: Update never waits on a disk or a network. One
 // read is in flight at a time (the next is scheduled when its result
 // arrives), so results never arrive out of order; each carries the
-// generation it was started in, and a result from before a re-read is
-// dropped.
+// generation it was started in, and a result from before a re-read, or
+// of a follow called off (readNow), is dropped.
 
 // Store is what the view reads: state.Store satisfies it. The view never
 // writes, and no call holds the store's lock (reads take none).
