@@ -96,14 +96,14 @@ func (m *Model) detailText(d *detail) string {
 		cells, _ := m.w.envCells(d.id, m.now)
 		say("%s on %s, phase %s", cells[1], t.Host, t.Phase)
 		if td := t.Teardown; td != nil {
-			errText, note := m.w.envError(d.id)
 			say("teardown (%s): step %s, drain %s, receipts %s, reclaim %s", td.Trigger, dash(td.Step),
 				dash(string(td.Drain)), dash(termsafe.Line(strings.Join(td.Receipts, " "))), dash(string(td.Reclaim)))
-			switch {
+			// The reason is why a teardown stopped in cleanup_pending, else a note.
+			switch _, note := m.w.envError(d.id); {
 			case note != "":
 				sayIn(m.st.dim, "note: %s", termsafe.Line(note))
-			case errText != "" && errText == td.Reason:
-				say("error: %s", termsafe.Line(errText))
+			case td.Reason != "":
+				say("error: %s", termsafe.Line(td.Reason))
 			}
 		}
 		if j := m.w.job(d.id); j != nil {
