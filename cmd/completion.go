@@ -10,7 +10,9 @@ func newCmdCompletion(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
-		Long: `Print a shell completion script. Host names complete from local state only.
+		Long: `Print a shell completion script. Names complete from local state only
+(nothing is dialled): hosts, profiles, agents and secrets, and tasks by ID
+or name and sessions by ID, each described by its state and host.
 
   bash:  source <(kandev-exec completion bash)
   zsh:   kandev-exec completion zsh > "${fpath[1]}/_kandev-exec"

@@ -18,18 +18,20 @@ var helpTopics = map[string]func(*cmdutil.Factory) error{
 	"exit-codes": printExitCodes,
 	"profile":    printProfileReference,
 	"config":     printConfigReference,
+	"formatting": func(f *cmdutil.Factory) error { _, err := fmt.Fprint(f.IO.Out, cmdutil.FormattingHelp); return err },
 }
 
 // newCmdHelp is cobra's help plus the topics.
 func newCmdHelp(root *cobra.Command, f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "help [command | exit-codes | profile | config]",
-		Short: "Help about any command, the exit codes, the profile file or the settings file",
+		Use:   "help [command | exit-codes | profile | config | formatting]",
+		Short: "Help about any command, the exit codes, the profile file, the settings file or output formatting",
 		Long: `Help about any command, or one of these topics:
 
   exit-codes   what each exit status means, and its JSON error code
   profile      every key of a profile file (and an agent preset file), with an example
-  config       the global settings: flags, environment twins and config file keys`,
+  config       the global settings: flags, environment twins and config file keys
+  formatting   --json, --jq and --template, and the template's functions`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 && helpTopics[args[0]] != nil {
 				return helpTopics[args[0]](f)
@@ -83,7 +85,9 @@ change); "kandev-exec profile show NAME" prints it back in this form, and
 would get. The profile commands: "kandev-exec profile --help".
 
 The file is strict YAML: an unknown key, a wrong type or a duplicate is an
-error naming file, line and key (exit 2), with the key you probably meant.
+error naming file, line and key (exit 2), with the key you probably meant;
+a syntax error names the line and column to change (a tab used to indent
+is named as a tab: YAML indents with spaces only).
 
 PROFILE KEYS
 

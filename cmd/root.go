@@ -36,9 +36,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	// No other command sets a persistent pre-run: this one runs for all.
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupJQ() }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return f.SetupFilter() }
 	f.AddGlobalFlags(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
+	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(host.NewCmdHost(f))
 	root.AddCommand(profile.NewCmdProfile(f))
 	root.AddCommand(agent.NewCmdAgent(f))

@@ -97,7 +97,7 @@ func TestEveryCommandRefusesBadArgumentsAsUsage(t *testing.T) {
 func TestJSONAfterABadFlag(t *testing.T) {
 	t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
 	code, out, errs := runArgs(t, "host", "ls", "--nope", "--json")
-	if code != 2 || out != "" || errs != `{"error":{"code":"usage","message":"unknown flag: --nope"}}`+"\n" {
+	if code != 2 || out != "" || errs != `{"error":{"code":"usage","message":"unknown flag: --nope","hint":"`+"`kandev-exec host ls --help`"+` lists its flags"}}`+"\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	root := NewCmdRoot(cmdutil.NewFactory(&cmdutil.IOStreams{}, "test"))
@@ -115,6 +115,7 @@ func TestJSONAfterABadFlag(t *testing.T) {
 		{[]string{"task", "launch", "--name", "--json", "--bogus"}, false},
 		{[]string{"task", "launch", "--profile", "p", "--", "agent", "--json"}, false},
 		{[]string{"task", "launch", "--follow", "--json"}, true},
+		{[]string{"task", "launch", "--bogus", "--template", "{{.}}"}, true},
 	} {
 		if got := cmdutil.WantsJSON(launch, c.args); got != c.want {
 			t.Errorf("%q: WantsJSON %v, want %v", c.args, got, c.want)

@@ -218,7 +218,7 @@ func (s *server) groupLive() bool {
 		return true
 	}
 	if !s.groupGone.Swap(true) {
-		s.event("agent process group %d is empty: it is never signalled again", s.agentPGID)
+		s.event("every process of the agent has ended")
 	}
 	return false
 }

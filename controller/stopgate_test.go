@@ -107,7 +107,7 @@ func TestStopAfterAgentExitedSignalsNothing(t *testing.T) {
 	s := start(t, newRequest(t, "true"))
 	waitState(t, s, StateExited)
 	waitFor(t, 5*time.Second, "the empty group recorded", func() bool {
-		return strings.Contains(readLog(t, s), "is empty: it is never signalled again")
+		return strings.Contains(readLog(t, s), "every process of the agent has ended")
 	})
 	if _, err := s.c.Stop(ctxFor(t, 10*time.Second)); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,8 @@ type EnvOptions struct {
 // as placeholders and every reference masked. Each winning reference is
 // fetched as a launch would fetch it and the value dropped at once: one
 // that cannot be had is marked (Resolved false, Problem saying what to
-// run) rather than failing here. A precedence conflict is a
+// run) rather than failing here, and one too short to be masked in
+// output is marked Unmasked. A precedence conflict is a
 // *profiles.ConflictError, a bad --env a *profiles.DecodeError.
 func (e *Executor) ProfileEnv(ctx context.Context, o EnvOptions) ([]profiles.ExplainEntry, error) {
 	launch, err := profiles.ParseLaunchEnv(o.Launch)
@@ -130,9 +131,6 @@ func (e *Executor) ProfileEnv(ctx context.Context, o EnvOptions) ([]profiles.Exp
 	if err != nil {
 		return nil, err
 	}
-	profiles.Preflight(entries, func(r profiles.Ref) error {
-		_, err := e.vault.Reveal(r)
-		return err
-	})
+	profiles.Preflight(entries, e.vault.Reveal)
 	return entries, nil
 }

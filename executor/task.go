@@ -118,11 +118,3 @@ func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*reco
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
 	return out, nil
 }
-
-// TaskIDs and SessionIDs serve shell completion from local state.
-func (e *Executor) TaskIDs(ctx context.Context) ([]string, error) {
-	return records.Names(ctx, e.cfg.Store, records.KindTask)
-}
-func (e *Executor) SessionIDs(ctx context.Context) ([]string, error) {
-	return records.Names(ctx, e.cfg.Store, records.KindSession)
-}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -120,8 +118,6 @@ type decoder struct {
 	envKeys int // env keys seen so far in this document
 }
 
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
-
 func newDecoder(filename string, data []byte) (*decoder, *yaml.Node, error) {
 	d := &decoder{src: source{file: filename, lines: map[string]int{}}}
 	if len(data) > MaxFileSize {
@@ -133,30 +129,19 @@ func newDecoder(filename string, data []byte) (*decoder, *yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil, &DecodeError{File: filename, Msg: "empty file: want a YAML mapping"}
 		}
-		return nil, nil, d.syntax(err)
+		return nil, nil, syntaxError(filename, data, err)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, nil, &DecodeError{File: filename, Line: extra.Line, Msg: "a second YAML document: one document per file"}
 	case !errors.Is(err, io.EOF):
-		return nil, nil, d.syntax(err)
+		return nil, nil, syntaxError(filename, data, err)
 	}
 	if len(doc.Content) != 1 {
 		return nil, nil, &DecodeError{File: filename, Msg: "empty file: want a YAML mapping"}
 	}
 	return d, doc.Content[0], nil
-}
-
-// syntax turns a parser error into a DecodeError, lifting its line number.
-func (d *decoder) syntax(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	return &DecodeError{File: d.src.file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
 func (d *decoder) errAt(n *yaml.Node, key, format string, args ...any) error {

@@ -151,16 +151,64 @@ func TestDecodeProfileErrors(t *testing.T) {
 	}
 }
 
+// A syntax error names the line and column to change, not where the
+// parser's mapping began (it says "did not find expected key" one line
+// early, and calls a tab "a character that cannot start any token").
+func TestSyntaxErrorPosition(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"tab indenting a key", "name: p\nenv:\n\tA: b\n",
+			"p.yaml:3:1: invalid YAML: a tab indents this line: YAML indents with spaces only"},
+		{"tab after spaces", "name: p\nenv:\n  A: b\n \tB: c\n",
+			"p.yaml:4:2: invalid YAML: a tab indents this line: YAML indents with spaces only"},
+		{"key indented less than its siblings", "name: p\nhost: h\nenv:\n  A: x\n B: y\n",
+			"p.yaml:5:2: invalid YAML: this line is indented like none of the keys above it: line it up with the keys of its mapping"},
+		{"key indented under a value", "name: p\n  host: h\n",
+			"p.yaml:2:7: invalid YAML: a ':' where no key can start: quote a value that holds ': ', or indent this line as deep as the keys it belongs with"},
+		{"colon in a plain value", "name: p\nhost: a: b\n",
+			"p.yaml:2:8: invalid YAML: a ':' where no key can start: quote a value that holds ': ', or indent this line as deep as the keys it belongs with"},
+		{"list item key out of line", "name: p\nrepositories:\n  - name: a\n   url: u\n",
+			"p.yaml:4:4: invalid YAML: this line is indented like neither the list's '- ' items nor their keys: line it up with one of them"},
+		{"no colon", "name: p\nhost h\nshell: sh\n",
+			"p.yaml:2:1: invalid YAML: expected a key and ':' (key: value) on this line"},
+		{"quote never closed", "name: p\nhost: \"h\nshell: sh\n",
+			"p.yaml:2:7: invalid YAML: this quote, '[' or '{' is never closed"},
+		{"reserved indicator", "name: p\nhost: @h\n",
+			"p.yaml:2:7: invalid YAML: a value cannot start with '@' (YAML keeps it for later use): put the value in quotes"},
+		{"columns count characters", "name: p\nenv:\n  É: x\n É: y\n",
+			"p.yaml:4:2: invalid YAML: this line is indented like none of the keys above it: line it up with the keys of its mapping"},
+		{"in a second document", "name: p\nhost: h\n---\na: b: c\n",
+			"p.yaml:4:5: invalid YAML: a ':' where no key can start: quote a value that holds ': ', or indent this line as deep as the keys it belongs with"},
+		{"CRLF line ends", "name: p\r\nhost: h\r\n\tshell: sh\r\n",
+			"p.yaml:3:1: invalid YAML: a tab indents this line: YAML indents with spaces only"},
+		{"no newline at the end", "name: p\nhost: h\n  shell: sh",
+			"p.yaml:3:8: invalid YAML: a ':' where no key can start: quote a value that holds ': ', or indent this line as deep as the keys it belongs with"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeProfile("p.yaml", []byte(tc.yaml))
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("%T is not a *DecodeError", err)
+			}
+		})
+	}
+}
+
 func TestDecodeErrorFormat(t *testing.T) {
 	_, err := DecodeProfile("prod.yaml", []byte("name: p\nhost: h\nshell: sh\n\n\n\nenvv: {}\n"))
 	if got, want := err.Error(), `prod.yaml:7: unknown key "envv" in profile (did you mean env?)`; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	for e, want := range map[*DecodeError]string{
-		{File: "f", Msg: "m"}:          "f: m",
-		{Line: 3, Msg: "m"}:            "line 3: m",
-		{Msg: "m", Key: "k"}:           "m",
-		{File: "f", Line: 2, Msg: "m"}: "f:2: m",
+		{File: "f", Msg: "m"}:                  "f: m",
+		{Line: 3, Msg: "m"}:                    "line 3: m",
+		{Msg: "m", Key: "k"}:                   "m",
+		{File: "f", Line: 2, Msg: "m"}:         "f:2: m",
+		{File: "f", Line: 2, Col: 5, Msg: "m"}: "f:2:5: m",
 	} {
 		if e.Error() != want {
 			t.Errorf("%+v: %q, want %q", e, e.Error(), want)

@@ -7,17 +7,21 @@ import (
 )
 
 // DecodeError is a bad profile, preset or --env flag (a usage error, exit
-// code 2). File and Line are set when known; Key is the offending key.
-// Messages never quote a value or a reference name.
+// code 2). File and Line are set when known, and Col (1-based, in
+// characters) for a YAML syntax error; Key is the offending key. Messages
+// never quote a value or a reference name.
 type DecodeError struct {
 	File string
 	Line int
+	Col  int
 	Key  string
 	Msg  string
 }
 
 func (e *DecodeError) Error() string {
 	switch {
+	case e.File != "" && e.Line > 0 && e.Col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 	case e.File != "" && e.Line > 0:
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	case e.File != "":

@@ -14,7 +14,10 @@ type ExplainEntry struct {
 	// (see Preflight); Problem then says why and what to run.
 	Resolved bool   `json:"resolved"`
 	Problem  string `json:"problem"`
-	Ref      Ref    `json:"-"` // the winning reference; zero for a literal
+	// Unmasked is true for a reference whose value is too short to be
+	// masked in output (redact.MinLen): it shows as it is.
+	Unmasked bool `json:"unmasked,omitempty"`
+	Ref      Ref  `json:"-"` // the winning reference; zero for a literal
 }
 
 // Explain runs Resolve's selection without revealing anything and describes
@@ -41,21 +44,41 @@ func Explain(defs []Definition) ([]ExplainEntry, error) {
 	return out, nil
 }
 
-// Preflight asks check about each entry's winning reference, as a launch
-// would fetch it, and marks those it fails: Resolved false and Problem
-// the error's text, which must not hold the value. It returns the keys
+// Preflight reveals each entry's winning reference, as a launch would,
+// and drops the value at once. It marks those that cannot be revealed
+// (Resolved false, Problem the error's text, which must not hold the
+// value) and those too short to be masked (Unmasked). It returns the keys
 // that failed, in entry order.
-func Preflight(entries []ExplainEntry, check func(Ref) error) []string {
+func Preflight(entries []ExplainEntry, reveal RevealFunc) []string {
 	var failed []string
 	for i := range entries {
 		e := &entries[i]
 		if !e.Ref.IsSet() {
 			continue
 		}
-		if err := check(e.Ref); err != nil {
+		v, err := reveal(e.Ref)
+		if err != nil {
 			e.Resolved, e.Problem = false, err.Error()
 			failed = append(failed, e.Key)
+			continue
 		}
+		e.Unmasked = redact.Unmasked(v)
 	}
 	return failed
+}
+
+// MinMaskedLen is the shortest reference value that output masks
+// (redact.MinLen), for the warnings about shorter ones.
+const MinMaskedLen = redact.MinLen
+
+// UnmaskedKeys are the keys Preflight found too short to be masked, in
+// entry order.
+func UnmaskedKeys(entries []ExplainEntry) []string {
+	var keys []string
+	for _, e := range entries {
+		if e.Unmasked {
+			keys = append(keys, e.Key)
+		}
+	}
+	return keys
 }

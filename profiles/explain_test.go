@@ -3,6 +3,7 @@ package profiles
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/internal/redact"
@@ -22,12 +23,12 @@ func TestPreflightMarksUnresolvable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []Ref
-	failed := Preflight(entries, func(r Ref) error {
+	failed := Preflight(entries, func(r Ref) (string, error) {
 		asked = append(asked, r)
 		if r.Name == "good" {
-			return nil
+			return "a-long-value", nil
 		}
-		return errors.New(r.Name + " is missing")
+		return "", errors.New(r.Name + " is missing")
 	})
 	if !slices.Equal(failed, []string{"BAD", "ENV"}) {
 		t.Fatalf("failed = %q", failed)
@@ -45,6 +46,30 @@ func TestPreflightMarksUnresolvable(t *testing.T) {
 		}
 		if e.Secret && e.Value != redact.Mask {
 			t.Errorf("%s: value %q not masked", e.Key, e.Value)
+		}
+	}
+}
+
+// A revealed value shorter than redact.MinLen is marked Unmasked: it will
+// show as it is in the agent's log, and the launch warns naming its key.
+func TestPreflightMarksShortValues(t *testing.T) {
+	values := map[string]string{"short": "abc", "floor": "abcd", "empty": ""}
+	var defs []Definition
+	for _, name := range []string{"short", "floor", "empty"} {
+		defs = append(defs, Definition{Key: strings.ToUpper(name), Origin: OriginExecutorProfile, Ref: Ref{RefSecret, name}})
+	}
+	defs = append(defs, Definition{Key: "LIT", Origin: OriginExecutorProfile, Literal: "a"})
+	entries, err := Explain(defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Preflight(entries, func(r Ref) (string, error) { return values[r.Name], nil })
+	if got := UnmaskedKeys(entries); !slices.Equal(got, []string{"SHORT"}) {
+		t.Fatalf("UnmaskedKeys = %q, want [SHORT] (a literal is never masked, an empty value shows nothing)", got)
+	}
+	for _, e := range entries {
+		if e.Secret && e.Value != redact.Mask {
+			t.Errorf("%s: value %q, want %q whatever its length", e.Key, e.Value, redact.Mask)
 		}
 	}
 }

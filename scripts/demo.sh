@@ -23,13 +23,20 @@ Host demo
 CFG
 export KANDEV_EXEC_STATE_DIR="$work/state" KANDEV_EXEC_SSH_CONFIG="$work/ssh_config"
 
-# run shows the command as a user would type it, then runs it.
-run() {
-  echo; printf '$ kandev-exec'
+# say shows a command as a user would type it; run shows it, then runs it.
+say() {
+  echo; printf '$ %s' "${PIPED:-}kandev-exec"
   for a in "$@"; do
     case $a in *[[:space:]\"\$\;]*) printf " '%s'" "$a" ;; *) printf ' %s' "$a" ;; esac
   done
-  echo; "$KE" "$@"
+  echo
+}
+run() { say "$@"; "$KE" "$@"; }
+# capture VAR ARGS...: run, keeping what it prints on stdout in VAR too.
+capture() {
+  local var=$1 out; shift
+  say "$@"; out=$("$KE" "$@"); echo "$out"
+  printf -v "$var" '%s' "$out"
 }
 
 echo "==> a throwaway sshd listens on 127.0.0.1:$port (alias 'demo' in $work/ssh_config)"
@@ -62,6 +69,7 @@ repositories:
 YAML
 run profile apply -f "$work/demo.yaml"
 echo "(the secret comes from stdin, never from argv)"
+PIPED="echo not-a-real-token | " say secret set demo-token
 echo "not-a-real-token" | "$KE" secret set demo-token
 run profile env demo --explain
 
@@ -69,8 +77,9 @@ echo; echo "==> launch an agent and follow it to its exit code"
 run task launch --profile demo --name quick --follow -- sh -c 'echo "$GREETING from $KANDEV_TASK_ID on branch $(git rev-parse --abbrev-ref HEAD)"; exit 3' || echo "(exit code $? passed through)"
 
 echo; echo "==> a long-running agent: follow its log, stop it, resume it, exec into its directory"
-read -r task session < <("$KE" task launch --profile demo --name long --jq '.task.id + " " + .session.id' -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 1; done; echo "work" > notes.txt; sleep 300')
-echo "task $task, session $session"
+capture ids task launch --profile demo --name long --jq '.task.id + " " + .session.id' -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 1; done; echo "work" > notes.txt; sleep 300'
+read -r task session <<<"$ids"
+echo "(task $task, session $session: the agent ticks three times, then writes notes.txt)"
 sleep 4
 run session logs "$session" --tail 2
 run session stop "$session"

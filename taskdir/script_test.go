@@ -110,11 +110,11 @@ func TestScriptOutputTailAcrossWrites(t *testing.T) {
 	stream := "xx" + secret + "yy" + secret[:5] + "zz" + secret + secret
 	for limit := 1; limit <= len(stream); limit++ {
 		for step := 1; step <= len(stream); step++ {
-			o := newScriptOutput([]string{"abc", secret}, limit)
+			o := newScriptOutput([]string{"abcd", secret}, limit)
 			for i := 0; i < len(stream); i += step {
 				o.Write([]byte(stream[min(i, len(stream)):min(i+step, len(stream))]))
 			}
-			full := "xx***yy***dezz******"
+			full := "xx***yy***ezz******"
 			if want := full[max(0, len(full)-limit):]; o.tail() != want {
 				t.Fatalf("limit %d step %d: tail = %q, want %q", limit, step, o.tail(), want)
 			}

@@ -1,9 +1,9 @@
 package cmdutil
 
-// Argument checks. Every wrong argument count, and every unknown
-// subcommand, is a usage error (exit 2) that names the command and shows
-// how it is used: cobra's own checks would exit 1, or print help and exit
-// 0 for `kandev-exec host bogus`.
+// Argument checks. Every wrong argument count, every unknown subcommand
+// and every bad flag is a usage error (exit 2) that names the command and
+// shows how it is used: cobra's own checks would exit 1, or print help and
+// exit 0 for `kandev-exec host bogus`.
 
 import (
 	"errors"
@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kdlbs/kandev-exec/internal/suggest"
 )
 
 // ExactArgs accepts exactly n arguments; msg says what they are.
@@ -86,6 +89,35 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 	}
 	return WithHint(&FlagError{Err: errors.New(msg)}, fmt.Sprintf("`%s --help` lists its commands", c.CommandPath()))
+}
+
+// FlagErrorFunc is the root's answer to a flag that cannot be parsed, a
+// usage error everywhere. After a mistyped subcommand (`task lauch
+// --profile p`) cobra parses the flags for the noun, which has none of
+// them: the mistyped command is what to report, as without flags. An
+// unknown flag names the flags it is close to.
+func FlagErrorFunc(c *cobra.Command, err error) error {
+	if args := c.Flags().Args(); c.HasSubCommands() && len(args) > 0 {
+		return unknownSubcommand(c, args)
+	}
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return &FlagError{Err: err}
+	}
+	msg := err.Error()
+	if ne.GetSpecifiedShortnames() == "" {
+		// The inherited flags are merged into c.Flags() by the parse.
+		var known []string
+		c.Flags().VisitAll(func(fl *pflag.Flag) {
+			if !fl.Hidden {
+				known = append(known, fl.Name)
+			}
+		})
+		if near := suggest.Closest(ne.GetSpecifiedName(), known); len(near) > 0 {
+			msg += " (did you mean --" + strings.Join(near, " or --") + "?)"
+		}
+	}
+	return WithHint(&FlagError{Err: errors.New(msg)}, fmt.Sprintf("`%s --help` lists its flags", c.CommandPath()))
 }
 
 // verb names c as users type it after the program name: "task exec".

@@ -180,9 +180,11 @@ func (f *Factory) truthy(key string) bool {
 	return false
 }
 
-// JSON reports whether --json (or --jq, which implies it) is set,
-// without failing.
-func (f *Factory) JSON() bool { return f.v.GetBool("json") || f.v.GetString("jq") != "" }
+// JSON reports whether --json (or --jq or --template, which imply it) is
+// set, without failing.
+func (f *Factory) JSON() bool {
+	return f.v.GetBool("json") || f.v.GetString("jq") != "" || f.v.GetString("template") != ""
+}
 
 func xdgDir(env, fallback string) string {
 	if d := os.Getenv(env); d != "" && filepath.IsAbs(d) {

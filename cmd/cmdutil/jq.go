@@ -49,14 +49,8 @@ func jqError(expr string, err error) error {
 // filter runs the filter over v (as its JSON form) and prints every
 // result, or nothing when the filter fails: stdout stays empty on error.
 func (j *jqWriter) filter(v any) error {
-	raw, err := json.Marshal(v)
+	input, err := jsonForm(v)
 	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // 64-bit IDs and sizes stay exact
-	var input any
-	if err := dec.Decode(&input); err != nil {
 		return err
 	}
 	var out bytes.Buffer
@@ -87,14 +81,45 @@ func (j *jqWriter) filter(v any) error {
 	return err
 }
 
-// SetupJQ installs the --jq filter on f.IO.Out, when one is given. The
-// root command calls it before any command runs.
-func (f *Factory) SetupJQ() error {
-	expr := f.v.GetString("jq")
-	if expr == "" {
+// jsonForm is v as its --json document reads: maps, lists, strings and
+// json.Number, so 64-bit IDs and sizes stay exact.
+func jsonForm(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	err = dec.Decode(&out)
+	return out, err
+}
+
+// jsonFilter stands in for IOStreams.Out while --jq or --template
+// reshapes the --json document: WriteJSON hands it the document, and
+// anything else written passes through unchanged.
+type jsonFilter interface {
+	io.Writer
+	filter(v any) error
+}
+
+// SetupFilter installs the --jq filter or the --template on f.IO.Out,
+// when one is given (never both). The root command calls it before any
+// command runs, so a bad one (exit 2) never leaves a command half done.
+func (f *Factory) SetupFilter() error {
+	expr, tmpl := f.v.GetString("jq"), f.v.GetString("template")
+	if _, done := f.IO.Out.(jsonFilter); done || (expr == "" && tmpl == "") {
 		return nil
 	}
-	if _, done := f.IO.Out.(*jqWriter); done {
+	if expr != "" && tmpl != "" {
+		return FlagErrorf("--jq and --template cannot be used together: pick one")
+	}
+	if tmpl != "" {
+		t, err := parseTemplate(tmpl)
+		if err != nil {
+			return err
+		}
+		f.IO.Out = &templateWriter{out: f.IO.Out, text: tmpl, tmpl: t, tty: f.IO.IsStdoutTTY()}
 		return nil
 	}
 	code, err := compileJQ(expr)

@@ -11,10 +11,11 @@ import (
 )
 
 // WriteJSON prints v as indented JSON followed by a newline; through the
-// --jq filter when w is the filtered stdout (see SetupJQ). Every command
-// prints its --json document here, so every one gets --jq.
+// --jq filter or the --template when w is the reshaped stdout (see
+// SetupFilter). Every command prints its --json document here, so every
+// one gets both.
 func WriteJSON(w io.Writer, v any) error {
-	if j, ok := w.(*jqWriter); ok {
+	if j, ok := w.(jsonFilter); ok {
 		return j.filter(v)
 	}
 	enc := json.NewEncoder(w)
@@ -48,8 +49,8 @@ func WantsJSON(c *cobra.Command, args []string) bool {
 		case fl != nil && fl.Name == "json":
 			b, err := strconv.ParseBool(val)
 			want = !inline || (err == nil && b)
-		case fl != nil && fl.Name == "jq":
-			want = true // --jq implies --json
+		case fl != nil && (fl.Name == "jq" || fl.Name == "template"):
+			want = true // --jq and --template imply --json
 			if !inline {
 				i++
 			}

@@ -47,6 +47,7 @@ var GlobalSettings = []Setting{
 		Doc: "OpenSSH client config to resolve host aliases from"},
 	{Key: "json", Type: "bool", Default: "false", Doc: "machine output on stdout"},
 	{Key: "jq", Type: "string", Doc: "filter the --json output with a jq expression (implies --json); strings print raw"},
+	{Key: "template", Type: "string", Doc: "format the --json output with a Go template (implies --json): `kandev-exec help formatting`"},
 	{Key: "yes", Env: "KANDEV_EXEC_YES", Type: "bool", InFile: true, Default: "false",
 		Doc: "confirm destructive actions (required without a TTY); never pins a host key"},
 	{Key: "debug", Env: "KANDEV_EXEC_DEBUG", Type: "bool", InFile: true, Default: "false",

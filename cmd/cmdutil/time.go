@@ -48,3 +48,7 @@ func AgoFrom(t, now time.Time) string {
 // Timestamp is t as --json carries it, for the few human outputs that
 // must show the instant itself (a YAML comment `apply` reads back).
 func Timestamp(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+// parseTimestamp reads a time as --json carries it (Timestamp's form),
+// for --template's time functions.
+func parseTimestamp(s string) (time.Time, error) { return time.Parse(time.RFC3339, s) }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/records"
 )
 
 // TestOptions are `host test`'s inputs.
@@ -31,7 +33,8 @@ func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) err
 		Long: `Dial each host without trusting anything new and report its host key
 fingerprint, platform, git version and whether the helper is cached.
 A host whose pinned key differs fails with exit code 5. With several hosts,
-exit code 3 means some failed and others did not.
+exit code 3 means some failed and others did not. A name no host has fails
+before anything is dialled (exit code 1).
 
 The host is not trusted yet: what it reports is printed with control
 characters escaped (\r, \x1b, ...), so it cannot redraw the fingerprint you
@@ -64,11 +67,15 @@ func testRun(ctx context.Context, o *TestOptions) error {
 	if err != nil {
 		return err
 	}
+	known, err := ex.HostNames(ctx)
+	if err != nil {
+		return err
+	}
 	names := o.Names
 	if o.All {
-		if names, err = ex.HostNames(ctx); err != nil {
-			return err
-		}
+		names = known
+	} else if err := unknownHost(names, known); err != nil {
+		return err
 	}
 	rows := ex.TestHosts(ctx, names, o.Parallel)
 	for i := range rows {
@@ -85,6 +92,18 @@ func testRun(ctx context.Context, o *TestOptions) error {
 		printTestRows(o.IO, rows)
 	}
 	return testOutcome(rows, o.JSON)
+}
+
+// unknownHost refuses, before anything is dialled, a name no host has: a
+// row of "failed" would hide the typo among the hosts that answered.
+func unknownHost(names, known []string) error {
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return cmdutil.WithHint(&records.NotFoundError{What: "host", Name: n, ListCmd: "host ls"},
+				fmt.Sprintf("add it first: `kandev-exec host add %s`", n))
+		}
+	}
+	return nil
 }
 
 // printTestRows prints what each host said escaped (cmdutil.Safe): an
@@ -138,9 +157,9 @@ func helperDetail(r executor.TestResult) string {
 	var from string
 	switch l := r.HelperLocal; {
 	case l != nil && l.Path != "":
-		from = fmt.Sprintf("the %s helper %s (sha256 %.12s)", l.Source, cmdutil.Safe(l.Path), l.SHA256)
+		from = fmt.Sprintf("%s, %s (sha256 %.12s),", helperSource(l.Source), cmdutil.Safe(l.Path), l.SHA256)
 	case l != nil:
-		from = fmt.Sprintf("the %s helper (sha256 %.12s)", l.Source, l.SHA256)
+		from = fmt.Sprintf("%s (sha256 %.12s)", helperSource(l.Source), l.SHA256)
 	default:
 		return fmt.Sprintf("%s: no helper for %s here: %s", r.Name, cmdutil.Safe(r.Platform), cmdutil.SafeText(r.HelperMissing))
 	}
@@ -156,6 +175,22 @@ func helperDetail(r executor.TestResult) string {
 		where = append(where, w)
 	}
 	return fmt.Sprintf("%s: the next launch uploads %s to %s", r.Name, from, strings.Join(where, ", "))
+}
+
+// helperSource says in words where a local helper comes from (its JSON
+// source: embedded, beside, cache or self).
+func helperSource(source string) string {
+	switch source {
+	case "embedded":
+		return "the helper built into kandev-exec"
+	case "beside":
+		return "the helper beside kandev-exec"
+	case "cache":
+		return "the helper in the user cache"
+	case "self":
+		return "kandev-exec itself"
+	}
+	return "the " + source + " helper"
 }
 
 // testOutcome: all ok is 0; some failed is 3; all failed with one shared

@@ -28,7 +28,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 		Short: "Create or update a profile from a YAML file; prints what changed",
 		Long: `Create or update a profile from a YAML file (or stdin), decoded strictly: an
 unknown key, a wrong type or a host that ` + "`host add`" + ` never added is an error
-naming file and line, and a profile with neither repositories nor a
+naming file and line (a YAML syntax error: file, line and column), and a profile with neither repositories nor a
 prepare_script is refused (a task would have nothing to run in). A file may
 be at most 1 MiB and hold at most 4096 env keys (env and every repository's
 secrets together). --dry-run makes the same checks and says what would

@@ -40,7 +40,9 @@ launch would fetch it (the value dropped at once). One that cannot be had (a
 secret never set, an unset variable, a missing file) is marked in the
 --explain table's PROBLEM column and in --json ("resolved": false,
 "problem"), and the command exits 1 naming what to run, such as
-` + "`kandev-exec secret set NAME`" + `.`,
+` + "`kandev-exec secret set NAME`" + `. A value shorter than 4 bytes is not masked in
+the agent's log or the scripts' output (it cannot be told from ordinary
+text): a warning names its key, and --json marks it "unmasked": true.`,
 		Example: `  kandev-exec profile env prod --agent claude --explain
   kandev-exec profile env prod --env DEBUG=1 --json`,
 		Args:              cmdutil.ExactArgs(1, "profile env needs a profile NAME"),
@@ -82,6 +84,9 @@ func envRun(ctx context.Context, o *EnvOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if !o.JSON {
+		cmdutil.WarnUnmasked(o.IO, entries)
 	}
 	return unresolved(o.Env.Profile, entries)
 }

@@ -51,6 +51,7 @@ with that host's failure (7 when unreachable) when none did.`,
 	}
 	c.Flags().StringVar(&opts.Task, "task", "", "only sessions of this task")
 	c.Flags().BoolVar(&opts.Refresh, "refresh", false, "ask the hosts how their sessions are doing first, and record it")
+	_ = c.RegisterFlagCompletionFunc("task", cmdutil.CompleteTasks(f, 0))
 	return c
 }
 
@@ -89,9 +90,17 @@ func printList(w io.Writer, vs []executor.SessionView, now time.Time) error {
 	fmt.Fprintln(tw, "ID\tTASK\tHOST\tSTATE\tEXIT\tPID\tPORT\tSTARTED")
 	for i := range vs {
 		s := &vs[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.TaskID, s.Host, cmdutil.SessionState(s, now), exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.AgoFrom(s.StartedAt, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.TaskID, s.Host, cmdutil.SessionState(s, now), exitText(s.ExitCode), number(s.PID), number(s.RemotePort), cmdutil.AgoFrom(s.StartedAt, now))
 	}
 	return tw.Flush()
+}
+
+// number is a pid or a port, "-" before the controller ever started.
+func number(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 func exitText(code *int) string {

@@ -2,12 +2,9 @@
 package session
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/executor"
 )
 
 // NewCmdSession is the `session` noun.
@@ -19,6 +16,4 @@ func NewCmdSession(f *cmdutil.Factory) *cobra.Command {
 
 // completeSessions completes session IDs from local state (first
 // argument only).
-func completeSessions(f *cmdutil.Factory) cobra.CompletionFunc {
-	return cmdutil.CompleteNames(f, 1, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.SessionIDs(ctx) })
-}
+func completeSessions(f *cmdutil.Factory) cobra.CompletionFunc { return cmdutil.CompleteSessions(f, 1) }

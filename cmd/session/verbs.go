@@ -71,7 +71,7 @@ func printSession(o *Options, s *records.Session) error {
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, v)
 	}
-	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %d  port %d  started %s\n", s.ID, s.TaskID, cmdutil.SessionState(&v, time.Now()), exitText(s.ExitCode), s.PID, s.RemotePort, cmdutil.Ago(s.StartedAt))
+	fmt.Fprintf(o.IO.Out, "%s  task %s  %s  exit %s  pid %s  port %s  started %s\n", s.ID, s.TaskID, cmdutil.SessionState(&v, time.Now()), exitText(s.ExitCode), number(s.PID), number(s.RemotePort), cmdutil.Ago(s.StartedAt))
 	if s.Error != "" {
 		fmt.Fprintf(o.IO.Out, "error: %s\n", cmdutil.SafeText(s.Error)) // may quote the host
 	}

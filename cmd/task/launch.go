@@ -72,6 +72,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	if err != nil {
 		return err
 	}
+	warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: o.Launch.Profile, Agent: o.Launch.Agent, Launch: o.Launch.Env}, o.JSON)
 	p := cmdutil.NewProgress(o.IO, o.JSON)
 	o.Launch.Progress = p.Step
 	t, s, err := ex.Launch(ctx, o.Launch)

@@ -44,6 +44,9 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
+	if t, _, err := ex.GetTask(ctx, o.ID); err == nil {
+		warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: t.Profile, Agent: t.Agent, Launch: t.LaunchEnv}, o.JSON)
+	}
 	p := cmdutil.NewProgress(o.IO, o.JSON)
 	t, s, err := ex.Resume(ctx, o.ID, o.Command, p.Step)
 	p.Done(err == nil)

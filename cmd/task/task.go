@@ -3,7 +3,6 @@
 package task
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -107,7 +106,6 @@ func phaseText(t *records.Task, j *records.CleanupJob, now time.Time) string {
 	return phase
 }
 
-// completeTasks completes task IDs from local state (first argument only).
-func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc {
-	return cmdutil.CompleteNames(f, 1, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.TaskIDs(ctx) })
-}
+// completeTasks completes task IDs and names from local state (first
+// argument only).
+func completeTasks(f *cmdutil.Factory) cobra.CompletionFunc { return cmdutil.CompleteTasks(f, 1) }

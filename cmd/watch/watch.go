@@ -106,22 +106,9 @@ wait for a task to be archived:
 	_ = c.RegisterFlagCompletionFunc("host", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) {
 		return ex.HostNames(ctx)
 	}))
-	_ = c.RegisterFlagCompletionFunc("task", cmdutil.CompleteNames(f, 0, taskIDs))
+	_ = c.RegisterFlagCompletionFunc("task", cmdutil.CompleteTasks(f, 0))
 	_ = c.RegisterFlagCompletionFunc("until", cobra.FixedCompletions(phases(), cobra.ShellCompDirectiveNoFileComp))
 	return c
-}
-
-// taskIDs serves completion from local state only: no dial.
-func taskIDs(ex *executor.Executor, ctx context.Context) ([]string, error) {
-	ts, err := ex.ListTasks(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, len(ts))
-	for _, t := range ts {
-		ids = append(ids, t.ID)
-	}
-	return ids, nil
 }
 
 // phases are what --until accepts: every phase, status and state an

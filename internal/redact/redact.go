@@ -8,20 +8,24 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // Mask is what each stretch of secret bytes becomes.
 const Mask = "***"
 
-// MinLineLen is the shortest line of a multi-line secret that is masked on
-// its own. A private key or a certificate is often printed one line at a
-// time (or a line of it quoted in an error), so each line is a secret too.
-// Shorter lines are not: a line such as "}" or "--" would mask that text
-// everywhere in the output, making it unreadable while hiding almost
-// nothing, because a fragment that short carries a few bits at most and
-// says nothing about where in the secret it sits.
-const MinLineLen = 4
+// MinLen is the shortest secret, and the shortest line of a multi-line
+// secret, that is masked, in bytes. A private key or a certificate is
+// often printed one line at a time (or a line of it quoted in an error),
+// so each line is a secret too. Shorter values and lines are not: a value
+// such as "a" or a line such as "}" would mask that text everywhere in the
+// output, making it unreadable while hiding almost nothing, because a
+// fragment that short carries a few bits at most and cannot be told from
+// ordinary text. Unmasked tells such a value, so that a launch can warn.
+const MinLen = 4
+
+// Unmasked reports whether a secret is too short to be masked: not empty
+// (an empty value shows nothing) and shorter than MinLen.
+func Unmasked(secret string) bool { return secret != "" && len(secret) < MinLen }
 
 // Writer masks every occurrence of any secret as Mask in a stream before
 // it reaches w. Occurrences that overlap are masked as one stretch, so no
@@ -39,9 +43,9 @@ type Writer struct {
 	flushed  bool
 }
 
-// NewWriter masks secrets (empty ones are ignored) and, for each secret of
-// several lines, each of its lines of at least MinLineLen characters, with
-// surrounding whitespace trimmed.
+// NewWriter masks each secret of at least MinLen bytes (shorter ones pass
+// through) and, for each secret of several lines, each of its lines of at
+// least MinLen bytes, with surrounding whitespace trimmed.
 func NewWriter(w io.Writer, secrets []string) *Writer {
 	return &Writer{w: w, patterns: patterns(secrets)}
 }
@@ -49,7 +53,7 @@ func NewWriter(w io.Writer, secrets []string) *Writer {
 func patterns(secrets []string) [][]byte {
 	var out []string
 	for _, s := range secrets {
-		if s == "" {
+		if len(s) < MinLen {
 			continue
 		}
 		out = append(out, s)
@@ -57,7 +61,7 @@ func patterns(secrets []string) [][]byte {
 			continue
 		}
 		for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
-			if line = strings.TrimSpace(line); utf8.RuneCountInString(line) >= MinLineLen {
+			if line = strings.TrimSpace(line); len(line) >= MinLen {
 				out = append(out, line)
 			}
 		}

@@ -73,9 +73,9 @@ func TestWriterTable(t *testing.T) {
 		{"no secrets", nil, "plain text", "plain text"},
 		{"empty secret ignored", []string{""}, "plain", "plain"},
 		{"one secret", []string{"hunter2"}, "pw=hunter2.", "pw=***."},
-		{"adjacent occurrences stay apart", []string{"abc"}, "abcabc", "******"},
-		{"longest wins", []string{"abc", "abcdef"}, "xabcdefx abcx", "x***x ***x"},
-		{"overlap is one stretch", []string{"ab", "bcdefgh"}, "abcdefgh!", "***!"},
+		{"adjacent occurrences stay apart", []string{"abcd"}, "abcdabcd", "******"},
+		{"longest wins", []string{"abcd", "abcdefg"}, "xabcdefgx abcdx", "x***x ***x"},
+		{"overlap is one stretch", []string{"abcd", "cdefgh"}, "abcdefgh!", "***!"},
 		{"prefix at the end is not a secret", []string{"hunter2"}, "hunter", "hunter"},
 		{"multi-line secret whole", []string{key}, "k=" + key + "done", "k=***done"},
 		{"each long line alone", []string{key}, "line MIIEpAIBAAKCAQEA here", "line *** here"},
@@ -90,6 +90,31 @@ func TestWriterTable(t *testing.T) {
 			if got := run(t, c.secrets, c.in, []int{size}); got != c.want {
 				t.Errorf("%s (writes of %d): %q, want %q", c.name, size, got, c.want)
 			}
+		}
+	}
+}
+
+// A value shorter than MinLen bytes cannot be told from ordinary text:
+// masking "a" would turn every a of the output into ***. It passes
+// through; one of MinLen bytes is masked, and so is a multi-line value
+// however short its lines.
+func TestShortValuesPassThrough(t *testing.T) {
+	cases := []struct {
+		secret, in, want string
+		unmasked         bool
+	}{
+		{"a", "a banana says a", "a banana says a", true},
+		{"abc", "abc abcd", "abc abcd", true},
+		{"abcd", "abc abcd", "abc ***", false},
+		{"ab\ncd", "x ab\ncd y ab cd", "x *** y ab cd", false},
+		{"", "plain", "plain", false},
+	}
+	for _, c := range cases {
+		if got := run(t, []string{c.secret}, c.in, []int{1 << 20}); got != c.want {
+			t.Errorf("secret %q: %q, want %q", c.secret, got, c.want)
+		}
+		if got := Unmasked(c.secret); got != c.unmasked {
+			t.Errorf("Unmasked(%q) = %v, want %v", c.secret, got, c.unmasked)
 		}
 	}
 }
@@ -172,7 +197,7 @@ func TestWriterAnyChunkingMatchesOracle(t *testing.T) {
 
 func FuzzWriter(f *testing.F) {
 	f.Add("-----BEGIN-----\nAAAA\nbb", "x -----BEGIN----- AAAA bb", uint64(3))
-	f.Add("abc", "ababcabc", uint64(1))
+	f.Add("abcd", "ababcdabcd", uint64(1))
 	f.Fuzz(func(t *testing.T, secret, in string, seed uint64) {
 		if len(in) > 4096 {
 			return
