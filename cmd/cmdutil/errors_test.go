@@ -17,6 +17,7 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/remote"
+	"github.com/kdlbs/kandev-exec/internal/sshsig"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -106,6 +107,11 @@ var typedErrors = []struct {
 	{&helperbin.MissingError{Platform: "linux/arm64", Looked: []string{"d"}}, 1, "error"},
 	{&helperbin.ChecksumError{File: "f", Got: "a", Want: "b"}, 1, "error"},
 	{&helperbin.DevBuildError{Version: "dev"}, 1, "error"},
+	// A release whose checksums are unsigned or signed by another key is
+	// refused like one whose sums do not match: nothing to retry.
+	{&helperbin.UnsignedError{Checksums: "checksums.txt"}, 1, "error"},
+	{&helperbin.SignatureError{Signature: "checksums.txt.sig", Err: errors.New("x")}, 1, "error"},
+	{&sshsig.WrongKeyError{Got: "SHA256:a", Want: "SHA256:b"}, 1, "error"},
 	{&executor.LaunchError{Err: errors.New("x")}, 1, "error"},
 	{&executor.LaunchError{Err: &ssh.Error{Class: ssh.ClassTimeout, Err: errors.New("x")}}, 7, "unreachable"},
 	{&executor.LaunchError{Err: &executor.ActiveSessionError{}}, 10, "conflict"},
