@@ -33,7 +33,7 @@ const module = "github.com/kdlbs/kandev-exec/"
 var allowedImports = map[string][]string{
 	"controller":             {"internal/fsx", "internal/redact", "taskdir"},
 	"taskdir":                {"internal/fsx", "internal/redact"},
-	"reclaim":                {"internal/fsx", "taskdir"},
+	"reclaim":                {"internal/fsx", "taskdir", "controller"},
 	"internal/hostops":       {"controller", "taskdir", "reclaim", "internal/buildinfo", "internal/fsx", "internal/redact"},
 	"internal/fsx":           nil,
 	"internal/redact":        nil,

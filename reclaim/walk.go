@@ -10,19 +10,21 @@ import (
 
 // tree is what one walk of a task directory found: the checkouts in it
 // (every directory holding a .git entry, outside .git directories), the
-// mount points it did not enter, and its size and newest change.
+// mount points it did not enter, its size and newest change, and what it
+// saw of each entry.
 type tree struct {
 	checkouts []string // relative, parents before children, "." first
 	mounts    []string
 	bytes     int64
 	newest    int64 // unix seconds
 	onlyDirs  bool
+	entries   manifest
 }
 
 // walkTree reads all of top through descriptors, following no link and
 // entering no mount point.
 func walkTree(top *dirFD) (tree, error) {
-	t := tree{onlyDirs: true}
+	t := tree{onlyDirs: true, entries: manifest{entryOf(".", &top.st)}}
 	t.account(top.st.Blocks, top.st.Mtim.Sec, true)
 	err := t.walk(top, ".", false)
 	return t, err
@@ -53,6 +55,9 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 			return err
 		}
 		t.account(st.Blocks, st.Mtim.Sec, isDir(st))
+		if rel := path.Join(rel, n); inManifest(rel) {
+			t.entries = append(t.entries, entryOf(rel, &st))
+		}
 		if !isDir(st) {
 			continue
 		}
