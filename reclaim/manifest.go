@@ -52,27 +52,38 @@ func (a entry) same(b entry) bool {
 	return a == b
 }
 
-// firstChange names the first difference between the proof's walk (m)
-// and a later one (now), "" when there is none.
+// firstChange names a difference between the proof's walk (m) and a
+// later one (now), "" when there is none: an entry added or removed
+// first, then one changed, and a directory whose only change is its
+// times (an entry added or removed in it) last.
 func (m manifest) firstChange(now manifest) string {
-	for i := range max(len(m), len(now)) {
-		switch {
-		case i == len(now):
-			return fmt.Sprintf("%q was removed", m[i].rel)
-		case i == len(m):
-			return fmt.Sprintf("%q appeared", now[i].rel)
-		case m[i].rel != now[i].rel:
-			for _, e := range now[i:] {
-				if e.rel == m[i].rel {
-					return fmt.Sprintf("%q appeared", now[i].rel)
-				}
-			}
-			return fmt.Sprintf("%q was removed", m[i].rel)
-		case !m[i].same(now[i]):
-			return fmt.Sprintf("%q changed", m[i].rel)
+	was := make(map[string]entry, len(m))
+	for _, e := range m {
+		was[e.rel] = e
+	}
+	is := make(map[string]bool, len(now))
+	for _, e := range now {
+		is[e.rel] = true
+		if _, ok := was[e.rel]; !ok {
+			return fmt.Sprintf("%q appeared", e.rel)
 		}
 	}
-	return ""
+	for _, e := range m {
+		if !is[e.rel] {
+			return fmt.Sprintf("%q was removed", e.rel)
+		}
+	}
+	dir := ""
+	for _, e := range now {
+		switch w := was[e.rel]; {
+		case w.same(e):
+		case e.mode&unix.S_IFMT != unix.S_IFDIR:
+			return fmt.Sprintf("%q changed", e.rel)
+		case dir == "":
+			dir = fmt.Sprintf("%q changed", e.rel)
+		}
+	}
+	return dir
 }
 
 // maxRemains bounds what a removal cut short reports: past it the caller
