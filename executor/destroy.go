@@ -58,6 +58,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 		// copy: with this checkpoint of the current claim, absent.
 		return a.tc.update(ctx, "task.absent", func(x *records.Task) error {
 			x.Teardown.Step, x.Teardown.Reclaim, x.Teardown.Reason = records.StepReclaim, records.ReclaimRemoved, r.Detail
+			x.Teardown.ReclaimRemains = nil
 			return x.Move(records.PhaseAbsent)
 		})
 	case reclaim.Skipped:
@@ -70,7 +71,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 			return x.Move(records.PhaseArchived)
 		})
 	}
-	return a.fail(ctx, t, records.StepReclaim, fmt.Errorf("%s: %s", r.Reason, r.Detail))
+	return a.fail(ctx, t, records.StepReclaim, fmt.Errorf("%s: %s", r.Reason, r.Detail), r.Remains...)
 }
 
 // cleanupScript runs the profile's cleanup script in the task directory,
@@ -113,7 +114,8 @@ func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Res
 		return nil, err
 	}
 	req := reclaim.Request{
-		Targets:        []reclaim.Target{{Root: a.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true}},
+		Targets: []reclaim.Target{{Root: a.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true,
+			Remains: t.Teardown.ReclaimRemains}},
 		TimeoutSeconds: int(max(a.remaining(), 10*time.Second).Seconds()),
 	}
 	var rep reclaim.Report
