@@ -49,7 +49,9 @@ func (h *host) inUse(ctx context.Context, dir, ran string) (users []string, unkn
 			users = append(users, fmt.Sprintf("pid %d (%s), which cannot be inspected: %s", p.pid, printable(p.comm), p.hidden))
 			continue
 		}
-		if s, ok := sealed[p.pid]; ok && allUnder(p.holds, s) {
+		// A process that ended since it was inspected (its controller's
+		// exit took a sealed one out of sealed) holds nothing.
+		if s, ok := sealed[p.pid]; ok && allUnder(p.holds, s) || !running(p.pid) {
 			continue
 		}
 		first := p.holds[0]

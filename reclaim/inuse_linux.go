@@ -122,6 +122,17 @@ func inspectProc(pid int, dir string) holder {
 	return p
 }
 
+// running: pid is a process that has not ended (a zombie has).
+func running(pid int) bool {
+	b, err := os.ReadFile(procPath(pid, "stat"))
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
 // ancestors are pid's parent, its parent's, and so on up to the init.
 func ancestors(pid int) map[int]bool {
 	out := map[int]bool{}

@@ -6,14 +6,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 )
 
 // lsofWhat names lsof's descriptor field (-F f) as a hold.
 var lsofWhat = map[string]string{"cwd": "working directory", "rtd": "root directory", "txt": "mapped file", "mem": "mapped file"}
+
+// running: pid is a process that has not ended (launchd reaps at once).
+func running(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
 
 // processesUsing asks lsof (there is no /proc here) what the processes
 // of uid hold: working and root directories, open and mapped files.
