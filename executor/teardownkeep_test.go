@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,5 +181,52 @@ func chattr(t *testing.T, flag, path string) {
 	t.Helper()
 	if out, err := exec.Command("chattr", flag, path).CombinedOutput(); err != nil {
 		t.Fatalf("chattr %s %s: %v\n%s", flag, path, err, out)
+	}
+}
+
+// `reclaim --apply` of an archived task keeps what its removal, stopped
+// halfway, left on the task, and the next apply finishes it: the task is
+// recorded absent.
+func TestReclaimApplyFinishesAnInterruptedRemoval(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s.SessionDir, "exited")
+	if res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive}); err != nil || res.Phase != records.PhaseArchived {
+		t.Fatalf("archive: %+v, %v", res, err)
+	}
+	trash := filepath.Join(filepath.Dir(task.TaskDir), ".reclaim."+filepath.Base(task.TaskDir))
+	chattr(t, "+i", filepath.Join(task.TaskDir, "README"))
+	t.Cleanup(func() { exec.Command("chattr", "-i", filepath.Join(trash, "README")).Run() })
+	apply := func(want string) {
+		t.Helper()
+		plan, err := f.exec.ReclaimPlan(ctx, ReclaimOptions{Host: "prod"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(plan, func(r ReclaimRow) bool { return r.TaskID == task.ID })
+		if i < 0 || plan[i].Action != ReclaimRemove {
+			t.Fatalf("the plan for the archived task: %+v", plan)
+		}
+		rows, err := f.exec.ApplyReclaim(ctx, plan[i:i+1], nil)
+		if err != nil || len(rows) != 1 || rows[0].Action != want {
+			t.Fatalf("reclaim --apply: %+v, %v; want %s", rows, err, want)
+		}
+	}
+	apply(ReclaimFailed)
+	got, _, err := f.exec.GetTask(ctx, task.ID)
+	if err != nil || got.Teardown == nil || len(got.Teardown.ReclaimRemains) == 0 {
+		t.Fatalf("the task after a removal stopped halfway: %+v, %v; want what it left kept", got, err)
+	}
+	chattr(t, "-i", filepath.Join(trash, "README"))
+	apply(ReclaimRemoved)
+	if got, _, err = f.exec.GetTask(ctx, task.ID); err != nil || got.Phase != records.PhaseAbsent {
+		t.Fatalf("the task after the reclaim: %+v, %v", got, err)
+	}
+	if _, err := os.Lstat(trash); !os.IsNotExist(err) {
+		t.Fatalf("the leftover after the reclaim: %v", err)
 	}
 }
