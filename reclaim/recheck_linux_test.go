@@ -11,14 +11,19 @@ import (
 	"testing"
 )
 
-// provenNow proves tg the way Apply does (lock held), checks the verdict
-// is a removal, and returns the evidence.
-func provenNow(t *testing.T, h *host, tg Target) Evidence {
+// provenNow prepares a clean task directory and proves it the way Apply
+// does (lock held), checking the verdict is a removal: the directory,
+// its target, the call's host and the evidence.
+func provenNow(t *testing.T) (dir string, tg Target, h *host, ev Evidence) {
 	t.Helper()
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir = prepared(t, root, "t-1", "task-1", bare)
+	tg, h = target(root, "t-1", "task-1"), newHost(0)
 	ev, release := h.gatherDir(t.Context(), tg, true)
 	t.Cleanup(release)
 	wantResult(t, result(tg, ev, Decide(tg, ev)), Remove, "", "")
-	return ev
+	return dir, tg, h, ev
 }
 
 // Anything written, rewritten or removed in the directory after its
@@ -42,12 +47,7 @@ func TestApplyRefusesWhatChangedAfterProof(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			bare, _ := origin(t)
-			root := newRoot(t)
-			dir := prepared(t, root, "t-1", "task-1", bare)
-			tg := target(root, "t-1", "task-1")
-			h := newHost(0)
-			ev := provenNow(t, h, tg)
+			dir, tg, h, ev := provenNow(t)
 			c.change(t, filepath.Join(dir, c.path))
 
 			r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))
@@ -58,7 +58,7 @@ func TestApplyRefusesWhatChangedAfterProof(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(dir, c.path)); (err == nil) != c.survives {
 				t.Fatalf("%s after the refusal: %v", c.path, err)
 			}
-			if _, err := os.Lstat(filepath.Join(root, "tasks", trashName("t-1"))); !os.IsNotExist(err) {
+			if _, err := os.Lstat(filepath.Join(tg.Root, "tasks", trashName("t-1"))); !os.IsNotExist(err) {
 				t.Fatalf("the directory did not get its name back: %v", err)
 			}
 		})
@@ -228,12 +228,7 @@ func TestApplyKeepsDirectoryInUse(t *testing.T) {
 // A process that enters the directory once its proof is done is found
 // by the check after the rename: the directory gets its name back.
 func TestApplyKeepsDirectoryEnteredAfterProof(t *testing.T) {
-	bare, _ := origin(t)
-	root := newRoot(t)
-	dir := prepared(t, root, "t-1", "task-1", bare)
-	tg := target(root, "t-1", "task-1")
-	h := newHost(0)
-	ev := provenNow(t, h, tg)
+	dir, tg, h, ev := provenNow(t)
 	pid, _ := sleeper(t, "sleep", dir)
 
 	r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))

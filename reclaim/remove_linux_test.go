@@ -85,14 +85,8 @@ func TestRemoveStopsAtMountAfterProof(t *testing.T) {
 			if mode != "openat2" {
 				withoutOpenat2(t)
 			}
-			bare, _ := origin(t)
-			root := newRoot(t)
-			dir := prepared(t, root, "t-1", "task-1", bare)
-			tg := target(root, "t-1", "task-1")
-			h := newHost(0)
-			ev, release := h.gatherDir(t.Context(), tg, true)
-			release()
-			wantResult(t, result(tg, ev, Decide(tg, ev)), Remove, "", "")
+			dir, tg, h, ev := provenNow(t)
+			root := tg.Root
 			keep := outside(t)
 			bindMount(t, keep, filepath.Join(dir, ".kandev", "mnt"), root)
 			before := snapshot(t, root, keep)
