@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +58,9 @@ func (a entry) same(b entry) bool {
 // first, then one changed, and a directory whose only change is its
 // times (an entry added or removed in it) last.
 func (m manifest) firstChange(now manifest) string {
+	if slices.EqualFunc(m, now, entry.same) {
+		return "" // the usual answer, without the maps below
+	}
 	was := make(map[string]entry, len(m))
 	for _, e := range m {
 		was[e.rel] = e
