@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -108,15 +109,21 @@ func (h *host) probeCheckouts(ctx context.Context, t Target, tr tree) []Checkout
 	return out
 }
 
-// filesByCheckout gives each file of the walk to the innermost checkout
-// holding it, relative to that checkout.
+// filesByCheckout gives each entry of the walk that is not a directory,
+// outside .git directories and not a .git file itself (what git status
+// must account for), to the innermost checkout holding it, relative to
+// that checkout.
 func filesByCheckout(tr tree) map[string][]string {
 	isCheckout := map[string]bool{}
 	for _, c := range tr.checkouts {
 		isCheckout[c] = true
 	}
 	out := map[string][]string{}
-	for _, f := range tr.files {
+	for _, e := range tr.entries {
+		f := e.rel
+		if e.isDir() || slices.Contains(strings.Split(f, "/"), ".git") {
+			continue
+		}
 		c := path.Dir(f)
 		for c != "." && !isCheckout[c] {
 			c = path.Dir(c)
