@@ -165,19 +165,19 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	}
 	tr := h.walk(d, &ev)
 	d.close()
-	if h.probeTree(ctx, t, tr, &ev) {
+	if h.probeTree(ctx, t, path, tr, &ev) {
 		ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, path)
 	}
 	return ev, release
 }
 
-// probeTree probes every checkout of t's tree, when the walk saw it all
-// and it is one, and reports whether it did.
-func (h *host) probeTree(ctx context.Context, t Target, tr tree, ev *Evidence) bool {
+// probeTree probes every checkout of t's tree, walked at path, when the
+// walk saw it all and it is one, and reports whether it did.
+func (h *host) probeTree(ctx context.Context, t Target, path string, tr tree, ev *Evidence) bool {
 	if ev.WalkError != "" || len(ev.Mounts) > 0 || len(tr.checkouts) == 0 || tr.checkouts[0] != "." {
 		return false
 	}
-	ev.Checkouts = h.probeCheckouts(ctx, t, tr)
+	ev.Checkouts = h.probeCheckouts(ctx, t, path, tr)
 	return true
 }
 

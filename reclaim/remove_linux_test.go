@@ -222,3 +222,39 @@ func TestUnescapeMount(t *testing.T) {
 		}
 	}
 }
+
+// A removal cut short before it reported what it left (just after the
+// rename) leaves the whole checkout: that leftover is proven in full at
+// its trash name, against the task's launch record, like any directory.
+func TestApplyProvesAWholeLeftoverWhereItIs(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		work   func(t *testing.T, trash string)
+		reason Reason
+	}{
+		{"clean and pushed", func(*testing.T, string) {}, ""},
+		{"an unpushed commit", func(t *testing.T, trash string) { commit(t, trash, "work.txt", "agent work") }, UnpushedCommits},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bare, _ := origin(t)
+			root := newRoot(t)
+			trash := filepath.Join(root, "tasks", trashPrefix+"t-1")
+			if err := os.Rename(prepared(t, root, "t-1", "task-1", bare), trash); err != nil {
+				t.Fatal(err)
+			}
+			c.work(t, trash)
+			before := snapshot(t, root)
+			r := apply(t, launchedT1(root, bare))[0]
+			if c.reason == "" {
+				wantResult(t, r, Remove, Removed, "")
+				onlyRemoved(t, before, snapshot(t, root), trash)
+				return
+			}
+			wantResult(t, r, Skip, Skipped, c.reason)
+			if !strings.Contains(r.Detail, trash) {
+				t.Fatalf("detail %q does not name the leftover", r.Detail)
+			}
+			onlyRemoved(t, before, snapshot(t, root), "")
+		})
+	}
+}

@@ -50,7 +50,7 @@ func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
 	case len(t.Remains) > 0 && tr.entries.outside(t.Remains) == "":
 		ev.LeftAsRemoved = true
 	case ev.OnlyDirs:
-	case !h.probeTree(ctx, t, tr, &ev):
+	case !h.probeTree(ctx, t, path, tr, &ev):
 		return ev
 	}
 	ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, t.Path())
