@@ -61,7 +61,7 @@ var allowedImports = map[string][]string{
 		"internal/logview", "internal/remote", "profiles", "reclaim", "records", "ssh", "ssh/sshconfig", "state", "taskdir", "vault"},
 	"controller":          {"internal/fsx", "internal/redact", "taskdir"},
 	"taskdir":             {"internal/fsx", "internal/redact"},
-	"reclaim":             {"internal/fsx", "taskdir"},
+	"reclaim":             {"controller", "internal/fsx", "taskdir"},
 	"helper":              {"helper/protocol", "controller", "taskdir", "reclaim", "internal/buildinfo"},
 	"helper/protocol":     {"controller"},
 	"internal/fsx":        nil,

@@ -127,6 +127,28 @@ func identify(pid int, dir string, recordedStart uint64) (Identity, error) {
 	return id, nil
 }
 
+// SealedPID is the pid of a session's controller while it runs sealed by
+// a drain, its agent stopped for good; 0 otherwise. files is where the
+// session's directory is now, ran the one the controller was started
+// with: they differ once the task directory is renamed for its removal.
+func SealedPID(files, ran string) int {
+	pid, err := readPID(files)
+	if err != nil {
+		return 0
+	}
+	st, err := ReadStatusFile(files)
+	if err != nil || !st.Sealed || st.ControllerPID != pid {
+		return 0
+	}
+	if _, alive, err := procStat(pid); err != nil || !alive {
+		return 0
+	}
+	if args, err := procArgs(pid); err != nil || !isControllerArgs(args, filepath.Clean(ran)) {
+		return 0
+	}
+	return pid
+}
+
 // isControllerArgs matches whole arguments, so that a session dir that is a
 // prefix of another does not match it.
 func isControllerArgs(args []string, dir string) bool {

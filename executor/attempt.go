@@ -95,7 +95,11 @@ func (a *attempt) run(ctx context.Context) (*records.Task, error) {
 func (a *attempt) drainStep(ctx context.Context, t *records.Task) (*records.Task, error) {
 	a.step(StepDraining)
 	t, err := a.tc.update(ctx, "task.draining", func(x *records.Task) error {
-		x.Teardown = &records.Teardown{Trigger: a.job.Trigger, ClaimID: a.tc.ID(), Step: records.StepDrain}
+		td := &records.Teardown{Trigger: a.job.Trigger, ClaimID: a.tc.ID(), Step: records.StepDrain}
+		if x.Teardown != nil {
+			td.ReclaimRemains = x.Teardown.ReclaimRemains // an interrupted removal outlives its attempt
+		}
+		x.Teardown = td
 		return x.Move(records.PhaseDraining)
 	})
 	if err != nil {
@@ -122,12 +126,16 @@ func (a *attempt) drainStep(ctx context.Context, t *records.Task) (*records.Task
 }
 
 // fail records a destroy step that could not finish: cleanup_pending,
-// directory as it was (a failed reclamation says so), the job retries.
-func (a *attempt) fail(ctx context.Context, t *records.Task, step string, err error) (*records.Task, error) {
+// directory as it was (a failed reclamation says so, and what a removal
+// cut short left, when it says), the job retries.
+func (a *attempt) fail(ctx context.Context, t *records.Task, step string, err error, remains ...string) (*records.Task, error) {
 	t2, uerr := a.tc.update(context.WithoutCancel(ctx), "task.cleanup_pending", func(x *records.Task) error {
 		x.Teardown.Reason = fmt.Sprintf("%s: %v", step, err)
 		if step == records.StepReclaim {
 			x.Teardown.Reclaim = records.ReclaimFailed
+		}
+		if len(remains) > 0 {
+			x.Teardown.ReclaimRemains = remains
 		}
 		return x.Move(records.PhaseCleanupPending)
 	})

@@ -57,6 +57,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 		// copy: with this checkpoint of the current claim, absent.
 		return a.tc.update(ctx, "task.absent", func(x *records.Task) error {
 			x.Teardown.Step, x.Teardown.Reclaim, x.Teardown.Reason = records.StepReclaim, records.ReclaimRemoved, r.Detail
+			x.Teardown.ReclaimRemains = nil
 			return x.Move(records.PhaseAbsent)
 		})
 	case reclaim.Skipped:
@@ -69,7 +70,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 			return x.Move(records.PhaseArchived)
 		})
 	}
-	return a.fail(ctx, t, records.StepReclaim, fmt.Errorf("%s: %s", r.Reason, r.Detail))
+	return a.fail(ctx, t, records.StepReclaim, fmt.Errorf("%s: %s", r.Reason, r.Detail), r.Remains...)
 }
 
 // cleanupScript runs the profile's cleanup script in the task directory,
@@ -113,7 +114,7 @@ func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Res
 	}
 	req := reclaim.Request{
 		Targets: []reclaim.Target{{Root: a.hc.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true,
-			Upstreams: upstreamsOf(t)}},
+			Upstreams: upstreamsOf(t), Remains: t.Teardown.ReclaimRemains}},
 		TimeoutSeconds: int(max(a.remaining(), 10*time.Second).Seconds()),
 	}
 	var rep reclaim.Report

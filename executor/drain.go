@@ -74,6 +74,7 @@ func (a *attempt) drain(ctx context.Context, t *records.Task) (records.DrainOutc
 func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.Session) (records.DrainOutcome, string, string) {
 	at := attachOn(a.hc, t, s)
 	bound := min(maxGracefulStop, a.remaining()/3)
+	drainFailed := false
 	if at.ctrl != nil {
 		bctx, cancel := context.WithTimeout(ctx, bound)
 		o, receipt, detail, done := a.drainByReceipt(bctx, at, drainGrace(bound))
@@ -81,17 +82,20 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 		if done {
 			return o, receipt, detail
 		}
+		drainFailed = detail != ""
 	}
-	// The controller does not answer (or this machine has no token for
-	// it): ask the host whether it, or its agent, still runs.
+	// The controller does not answer, failed the drain (or went away under
+	// it), or this machine has no token for it: ask the host whether it,
+	// or its agent, still runs.
 	id, err := a.e.probeController(ctx, at, protocol.OpControllerProbe)
 	if err != nil {
 		return a.linkOr(records.DrainUncertain), "", fmt.Sprintf("asking the host about its controller: %v", err)
 	}
-	if id.Alive && at.ctrl == nil && id.Ours {
-		// Another machine launched it: without its token the only stop
-		// that can be proved is the controller's own, signalled once it
-		// proved to be ours.
+	if id.Alive && id.Ours && (at.ctrl == nil || drainFailed) {
+		// Another machine launched it, or it failed the drain as it
+		// exits: the only stop that can be proved is the controller's
+		// own, signalled once it proved to be ours, its end then read
+		// from the host.
 		kctx, cancel := context.WithTimeout(ctx, max(bound, 20*time.Second))
 		id, err = a.e.probeController(kctx, at, protocol.OpControllerKill)
 		cancel()
@@ -116,7 +120,11 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 
 // drainByReceipt asks the controller to seal and stop, killing the agent
 // after grace, and verifies its receipt. done is false when the
-// controller could not be asked at all.
+// controller could not be asked at all, or failed the drain without
+// running out of time (detail then says how): a controller that is
+// exiting (its linger over, its directory gone) refuses or cuts off the
+// request, or fails writing its session's files, and the host shows how
+// its session ended.
 func (a *attempt) drainByReceipt(ctx context.Context, at *attach, grace time.Duration) (o records.DrainOutcome, receipt, detail string, done bool) {
 	_, err := at.ctrl.Health(ctx)
 	switch {
@@ -137,7 +145,7 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, grace time.Dur
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return records.DrainUncertain, "", "its controller did not confirm the stop in time", true
 	default:
-		return records.DrainUncertain, "", fmt.Sprintf("draining its controller: %v", err), true
+		return "", "", fmt.Sprintf("draining its controller: %v", err), false
 	}
 	rec := &records.Receipt{ClaimID: r.ClaimID, State: records.SessionState(r.State), ExitCode: r.ExitCode, Killed: r.Killed,
 		DrainedAt: r.DrainedAt, Proof: r.Proof}

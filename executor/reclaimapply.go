@@ -76,6 +76,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	var sent []int
 	for _, i := range idx {
 		r := &rows[i]
+		var remains []string
 		if _, known := view.Phases[r.TaskID]; known {
 			tc, err := e.claimTask(ctx, r.TaskID)
 			if err != nil {
@@ -87,9 +88,12 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 			var stop func()
 			ctx, stop = e.keep(ctx, tc.Held)
 			defer stop()
+			if t, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, r.TaskID); err == nil && t.Teardown != nil {
+				remains = t.Teardown.ReclaimRemains
+			}
 		}
 		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,
-			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID]})
+			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID], Remains: remains})
 		sent = append(sent, i)
 	}
 	if len(targets) == 0 {
@@ -113,9 +117,15 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	for k, i := range sent {
 		r, res := &rows[i], rep.Results[k]
 		r.Action, r.Reason, r.Detail = string(res.Outcome), string(res.Reason), res.Detail
-		if tc := claims[r.TaskID]; tc != nil && res.Outcome == reclaim.Removed {
+		tc := claims[r.TaskID]
+		switch {
+		case tc != nil && res.Outcome == reclaim.Removed:
 			if err := e.recordReclaimed(ctx, tc, res.Detail); err != nil {
 				r.Detail += fmt.Sprintf("; recording task %s absent failed: %v", r.TaskID, err)
+			}
+		case tc != nil && len(res.Remains) > 0:
+			if err := recordRemains(ctx, tc, res.Remains); err != nil {
+				r.Detail += fmt.Sprintf("; recording on task %s what the removal left failed: %v", r.TaskID, err)
 			}
 		}
 	}
@@ -133,9 +143,23 @@ func (e *Executor) recordReclaimed(ctx context.Context, tc *taskClaim, detail st
 		}
 		t.Teardown.ClaimID, t.Teardown.Step = tc.ID(), records.StepReclaim
 		t.Teardown.Reclaim, t.Teardown.Reason = records.ReclaimRemoved, "reclaim --apply: "+detail
+		t.Teardown.ReclaimRemains = nil
 		return t.Move(records.PhaseAbsent)
 	})
 	return ignoreSettled(err)
+}
+
+// recordRemains keeps on an archived task what its removal, cut short,
+// left: the next apply gives it back.
+func recordRemains(ctx context.Context, tc *taskClaim, remains []string) error {
+	_, err := tc.update(context.WithoutCancel(ctx), "task.reclaim_interrupted", func(t *records.Task) error {
+		if t.Teardown == nil {
+			t.Teardown = &records.Teardown{Trigger: records.TriggerArchive}
+		}
+		t.Teardown.ReclaimRemains = remains
+		return nil
+	})
+	return err
 }
 
 // RestrictToPlan keeps a fresh plan to a saved one (reclaim --apply

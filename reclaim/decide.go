@@ -36,6 +36,11 @@ type Target struct {
 	// its URL; any other only against remotes outside the task
 	// directories (upstream.go).
 	Upstreams []Upstream `json:"upstreams,omitempty"`
+	// Remains is what an earlier Apply said its removal, cut short, left
+	// behind (Result.Remains), as the caller kept it: that removal is
+	// finished only if nothing else is there now. Without it, what is
+	// left is proven in full, git included.
+	Remains []string `json:"remains,omitempty"`
 }
 
 // Path is where the directory is: <root>/tasks/<dir>.
@@ -80,6 +85,15 @@ type Evidence struct {
 	Bytes     int64      `json:"bytes"`
 	// AgeSeconds since the newest change anywhere in the tree.
 	AgeSeconds int64 `json:"age_seconds"`
+	// LeftAsRemoved: an interrupted removal's leftover holds only what
+	// that removal left (the target's Remains), unchanged.
+	LeftAsRemoved bool `json:"left_as_removed,omitempty"`
+	// InUse names the processes working in the directory; InUseUnknown
+	// says why the host could not tell.
+	InUse        []string `json:"in_use,omitempty"`
+	InUseUnknown string   `json:"in_use_unknown,omitempty"`
+
+	proof manifest // what the walk saw, for the removal to compare
 }
 
 // Checkout is what the probes found in one git checkout of a directory.
@@ -142,10 +156,34 @@ func Decide(t Target, ev Evidence) Verdict {
 		return skip(ProbeFailed, ev.WalkError)
 	case len(ev.Mounts) > 0:
 		return skip(MountPoint, fmt.Sprintf("%s holds a mount point (%s); unmount it first", dir, examples(ev.Mounts)))
+	}
+	// An interrupted removal that left only what it said it left (or
+	// nothing but directories) loses nothing more; anything else there
+	// is proven like any directory.
+	if ev.Interrupted {
+		dir = filepath.Join(t.Root, tasksDir, trashName(t.Dir))
+	}
+	if !ev.Interrupted || !ev.LeftAsRemoved && !ev.OnlyDirs {
+		if v, bad := checkCheckouts(dir, ev); bad {
+			return v
+		}
+	}
+	switch {
+	case len(ev.InUse) > 0:
+		return Verdict{Action: Fail, Reason: InUse, Detail: fmt.Sprintf("%s is in use by %s; the removal waits for them to end", dir, examples(ev.InUse))}
+	case ev.InUseUnknown != "":
+		return skip(ProbeFailed, fmt.Sprintf("%s: which processes use it is unknown: %s", dir, ev.InUseUnknown))
 	case ev.Interrupted:
-		return Verdict{Action: Remove, Detail: fmt.Sprintf("finishing the interrupted removal of %s", dir)}
-	case len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != ".":
-		return skip(NotACheckout, fmt.Sprintf("%s is not a git checkout, so nothing proves its files are saved", dir))
+		return Verdict{Action: Remove, Detail: fmt.Sprintf("finishing the interrupted removal of %s", t.Path())}
+	}
+	return Verdict{Action: Remove, Detail: fmt.Sprintf("%s: %d checkout(s), nothing at risk", dir, len(ev.Checkouts))}
+}
+
+// checkCheckouts finds the first thing at risk in the checkouts of the
+// directory at dir.
+func checkCheckouts(dir string, ev Evidence) (Verdict, bool) {
+	if len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != "." {
+		return skip(NotACheckout, fmt.Sprintf("%s is not a git checkout, so nothing proves its files are saved", dir)), true
 	}
 	probed := map[string]bool{}
 	for _, c := range ev.Checkouts {
@@ -153,10 +191,10 @@ func Decide(t Target, ev Evidence) Verdict {
 	}
 	for _, c := range ev.Checkouts {
 		if v, bad := checkCheckout(filepath.Join(dir, c.Path), c, probed); bad {
-			return v
+			return v, true
 		}
 	}
-	return Verdict{Action: Remove, Detail: fmt.Sprintf("%s: %d checkout(s), nothing at risk", dir, len(ev.Checkouts))}
+	return Verdict{}, false
 }
 
 // checkShape refuses anything but one valid segment under the clean

@@ -72,10 +72,18 @@ func decideCases() []decideCase {
 		{"busy", base, with(func(ev *Evidence) { ev.Busy = "pid 7 holds the lock" }), Fail, Busy, "pid 7"},
 		{"walk failed", base, with(func(ev *Evidence) { ev.WalkError = "open x: permission denied" }), Skip, ProbeFailed, "permission denied"},
 		{"mount inside", base, with(func(ev *Evidence) { ev.Mounts = []string{"/srv/kandev/tasks/t-1/data"} }), Skip, MountPoint, "t-1/data"},
-		{"interrupted removal", base, Evidence{Interrupted: true, Marker: ours("task-1"), Identity: Identity{Dev: 1, Ino: 2}}, Remove, "", "interrupted"},
+		{"interrupted removal, only what it left", base, Evidence{Interrupted: true, LeftAsRemoved: true, Marker: ours("task-1"), Identity: Identity{Dev: 1, Ino: 2}}, Remove, "", "interrupted"},
+		{"interrupted removal, more there, not a checkout", base, Evidence{Interrupted: true, Marker: ours("task-1")}, Skip, NotACheckout, ".reclaim.t-1"},
+		{"interrupted removal, more there, clean checkout", base, Evidence{Interrupted: true, Marker: ours("task-1"), Checkouts: []Checkout{{Path: "."}}}, Remove, "", "interrupted"},
+		{"interrupted removal, in use", base, Evidence{Interrupted: true, LeftAsRemoved: true, Marker: ours("task-1"), InUse: []string{"pid 9 (sh): its working directory ."}}, Fail, InUse, "pid 9"},
 		{"interrupted, marker gone, only directories", base, Evidence{Interrupted: true, OnlyDirs: true}, Remove, "", "interrupted"},
 		{"interrupted, marker gone, files left", base, Evidence{Interrupted: true}, Skip, NoMarker, ""},
 		{"interrupted, another task", base, Evidence{Interrupted: true, Marker: ours("task-2")}, Skip, ForeignMarker, ""},
+		{"in use", base, with(func(ev *Evidence) { ev.InUse = []string{"pid 9 (sleep): its working directory ."} }), Fail, InUse, "pid 9 (sleep)"},
+		{"dirty beats in use", base, with(func(ev *Evidence) {
+			ev.InUse, ev.Checkouts[0].Changed = []string{"pid 9 (sleep): its working directory ."}, []string{"a.go"}
+		}), Skip, DirtyWorktree, ""},
+		{"who uses it unknown", base, with(func(ev *Evidence) { ev.InUseUnknown = "this host has no lsof" }), Skip, ProbeFailed, "no lsof"},
 		{"not a checkout", base, with(func(ev *Evidence) { ev.Checkouts = nil }), Skip, NotACheckout, "not a git checkout"},
 		{"only a child is a checkout", base, with(func(ev *Evidence) { ev.Checkouts = []Checkout{{Path: "web"}} }), Skip, NotACheckout, ""},
 		{"probe failed", base, withCheckout(func(c *Checkout) { c.Error = "git status timed out" }), Skip, ProbeFailed, "timed out"},
@@ -146,7 +154,7 @@ func TestDecideZeroEvidenceKeeps(t *testing.T) {
 func TestDecideCoversEveryReason(t *testing.T) {
 	decidable := []Reason{Disabled, UnsafePath, NotPrivate, NoMarker, ForeignMarker, ChangedSincePlan, MountPoint,
 		NotACheckout, ProbeFailed, UnfinishedOperation, DirtyWorktree, UntrackedFiles, IgnoredFiles, StashPresent,
-		LinkedWorktree, UnpushedCommits, Busy, UnsafeGitConfig, HiddenChanges, BorrowedObjects}
+		LinkedWorktree, UnpushedCommits, Busy, UnsafeGitConfig, HiddenChanges, BorrowedObjects, InUse}
 	seen := map[Reason]bool{}
 	for _, c := range decideCases() {
 		seen[c.reason] = true

@@ -36,3 +36,9 @@ func openBeneath(parent int, name string) (int, error) {
 // canSeeBindMounts reports whether openBeneath refuses a bind mount of
 // the same device; when not, the mount table is consulted as well.
 func canSeeBindMounts() bool { return !noOpenat2.Load() }
+
+// renameNoReplace renames from to to in dir, failing where to exists
+// (a directory made there since must not be replaced, even empty).
+func renameNoReplace(dir int, from, to string) error {
+	return unix.Renameat2(dir, from, dir, to, unix.RENAME_NOREPLACE)
+}

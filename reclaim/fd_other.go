@@ -14,3 +14,9 @@ func openBeneath(parent int, name string) (int, error) {
 // canSeeBindMounts: without bind mounts, the device check sees every
 // mount.
 func canSeeBindMounts() bool { return true }
+
+// renameNoReplace renames from to to in dir, failing where to exists
+// (a directory made there since must not be replaced, even empty).
+func renameNoReplace(dir int, from, to string) error {
+	return unix.RenameatxNp(dir, from, dir, to, unix.RENAME_EXCL)
+}

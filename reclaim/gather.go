@@ -15,15 +15,6 @@ import (
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
-// trashPrefix names a directory whose removal has begun: it is renamed
-// first (atomic, and it frees the task's name), then emptied. The prefix
-// is never a valid task directory name, and a removal cut short is
-// finished by the next Apply instead of leaving a half-deleted checkout
-// that no probe could ever prove safe again.
-const trashPrefix = ".reclaim."
-
-func trashName(dir string) string { return trashPrefix + dir }
-
 func (h *host) prove(ctx context.Context, t Target) Result {
 	if v, early := decideEarly(t); early {
 		return result(t, Evidence{}, v)
@@ -31,19 +22,11 @@ func (h *host) prove(ctx context.Context, t Target) Result {
 	ev, release := h.gatherDir(ctx, t, false)
 	release()
 	if ev.Absent && ev.PathProblem == "" {
-		if tev := h.gatherTrash(t); !tev.Absent {
+		if tev := h.gatherTrash(ctx, t); !tev.Absent {
 			return result(t, tev, Decide(planless(t), tev))
 		}
 	}
 	return result(t, ev, Decide(t, ev))
-}
-
-// planless is t for deciding about its interrupted removal: that was
-// proven before it was renamed, so its ownership is checked again but
-// not a plan's identity, which may name the directory since made there.
-func planless(t Target) Target {
-	t.Identity = nil
-	return t
 }
 
 func (h *host) apply(ctx context.Context, t Target) Result {
@@ -51,7 +34,7 @@ func (h *host) apply(ctx context.Context, t Target) Result {
 		return applied(result(t, Evidence{}, v), nil)
 	}
 	// An earlier removal cut short is finished first.
-	tev := h.gatherTrash(t)
+	tev := h.gatherTrash(ctx, t)
 	if !tev.Absent {
 		r := result(t, tev, Decide(planless(t), tev))
 		if r.Action != Remove {
@@ -60,7 +43,7 @@ func (h *host) apply(ctx context.Context, t Target) Result {
 		if ctx.Err() != nil {
 			return timedOut(t, true)
 		}
-		if err := h.removeTrash(t, tev.Identity); err != nil {
+		if err := h.removeTrash(ctx, t, &tev); err != nil {
 			return applied(r, err)
 		}
 	}
@@ -77,7 +60,7 @@ func (h *host) apply(ctx context.Context, t Target) Result {
 	if ctx.Err() != nil {
 		return timedOut(t, true)
 	}
-	return applied(r, h.removeDir(t, ev.Identity))
+	return applied(r, h.removeDir(ctx, t, &ev))
 }
 
 // decideEarly answers what needs no disk: a target not enabled, or a
@@ -106,14 +89,25 @@ func markerTask(ev Evidence) string {
 	return ev.Marker.TaskID
 }
 
-// applied records what Apply did with r: a removal error fails it.
+// applied records what Apply did with r: a removal error fails it, and
+// a check just before the removal that refused it keeps the directory.
 func applied(r Result, err error) Result {
+	var ke *keptError
 	switch {
+	case errors.As(err, &ke):
+		r.Action, r.Reason, r.Detail = ke.v.Action, ke.v.Reason, ke.v.Detail
+		r.Outcome = Failed
+		if r.Action == Skip {
+			r.Outcome = Skipped
+		}
 	case err != nil:
 		var re *removeError
 		r.Action, r.Outcome, r.Reason, r.Detail = Remove, Failed, RemoveFailed, err.Error()
-		if errors.As(err, &re) && !re.stepFailed {
-			r.Reason = StillPresent
+		if errors.As(err, &re) {
+			r.Remains = re.remains
+			if !re.stepFailed {
+				r.Reason = StillPresent
+			}
 		}
 	case r.Action == Remove:
 		r.Outcome = Removed
@@ -169,54 +163,22 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	if d == nil {
 		return ev, release
 	}
-	defer d.close()
 	tr := h.walk(d, &ev)
-	if ev.WalkError != "" || len(ev.Mounts) > 0 || len(tr.checkouts) == 0 || tr.checkouts[0] != "." {
-		return ev, release
+	d.close()
+	if h.probeTree(ctx, t, path, tr, &ev) {
+		ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, path)
 	}
-	ev.Checkouts = h.probeCheckouts(ctx, t, tr)
 	return ev, release
 }
 
-// gatherTrash collects the evidence about an interrupted removal of t's
-// directory: ownership, identity and mounts, no git (its checkouts may
-// be half gone, and were proven before the rename).
-func (h *host) gatherTrash(t Target) Evidence {
-	name := trashName(t.Dir)
-	if _, err := os.Lstat(filepath.Join(t.Root, tasksDir, name)); errors.Is(err, fs.ErrNotExist) {
-		return Evidence{Absent: true}
+// probeTree probes every checkout of t's tree, walked at path, when the
+// walk saw it all and it is one, and reports whether it did.
+func (h *host) probeTree(ctx context.Context, t Target, path string, tr tree, ev *Evidence) bool {
+	if ev.WalkError != "" || len(ev.Mounts) > 0 || len(tr.checkouts) == 0 || tr.checkouts[0] != "." {
+		return false
 	}
-	ev := Evidence{Interrupted: true}
-	if ev.PathProblem, ev.PathDetail = h.checkTasks(t.Root); ev.PathProblem == "" {
-		h.inspect(t.Root, name, &ev)
-	}
-	return ev
-}
-
-// inspect reads what is at <root>/tasks/<name> (below a checked tasks/)
-// into ev, without git: that it and its .kandev/ are the login user's
-// alone, its identity, marker, size, age and mount points.
-func (h *host) inspect(root, name string, ev *Evidence) {
-	path := filepath.Join(root, tasksDir, name)
-	fi, err := os.Lstat(path)
-	if err != nil {
-		ev.PathProblem, ev.PathDetail = pathProblem(err)
-		return
-	}
-	for _, p := range []string{path, filepath.Join(path, metaDir)} {
-		if err := fsx.CheckPrivate(p, h.uid, true); err != nil && !(p != path && errors.Is(err, fs.ErrNotExist)) {
-			ev.PathProblem, ev.PathDetail = pathProblem(err)
-			return
-		}
-	}
-	ev.Identity = identityOf(fi)
-	if h.readMarker(path, ev); ev.PathProblem != "" {
-		return
-	}
-	if d := h.openProven(root, name, ev); d != nil {
-		h.walk(d, ev)
-		d.close()
-	}
+	ev.Checkouts = h.probeCheckouts(ctx, t, path, tr)
+	return true
 }
 
 // checkTasks proves the root and tasks/ (when it exists) the login
@@ -308,6 +270,7 @@ func (h *host) walk(d *dirFD, ev *Evidence) tree {
 	}
 	ev.Mounts = append(ev.Mounts, tr.mounts...)
 	ev.Bytes, ev.AgeSeconds, ev.OnlyDirs = tr.bytes, tr.age(time.Now()), tr.onlyDirs
+	ev.proof = tr.entries
 	return tr
 }
 

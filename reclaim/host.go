@@ -49,6 +49,10 @@ type Result struct {
 	Identity   *Identity `json:"identity,omitempty"`
 	Bytes      int64     `json:"bytes"`
 	AgeSeconds int64     `json:"age_seconds"`
+	// Remains: Apply only, a removal that failed halfway, what it left
+	// (unchanged since its proof). Give it back as the target's Remains
+	// so the next Apply finishes it; nil when it is unknown.
+	Remains []string `json:"remains,omitempty"`
 }
 
 const (

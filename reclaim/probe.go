@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -89,34 +90,41 @@ type probed struct {
 	modules []string // submodule repositories under its gitdir
 }
 
-// probeCheckouts probes every checkout the walk of t's directory found
+// probeCheckouts probes every checkout the walk of t's directory, at
+// dir (its name, or its trash name once its removal began), found
 // (tr.checkouts[0] is its top), then what no single probe can tell: a
 // submodule repository no checkout uses, a repository elsewhere that
 // borrows objects from the directory.
-func (h *host) probeCheckouts(ctx context.Context, t Target, tr tree) []Checkout {
+func (h *host) probeCheckouts(ctx context.Context, t Target, dir string, tr tree) []Checkout {
 	files := filesByCheckout(tr)
 	ps := make([]probed, len(tr.checkouts))
 	for i, rel := range tr.checkouts {
-		ps[i] = h.probeCheckout(ctx, t, rel, files[rel])
+		ps[i] = h.probeCheckout(ctx, t, dir, rel, files[rel])
 	}
 	crossCheckModules(ps)
 	out := make([]Checkout, len(ps))
 	for i, p := range ps {
 		out[i] = p.Checkout
 	}
-	out[0].BorrowedBy = h.borrowersOf(t.Root, t.Path())
+	out[0].BorrowedBy = h.borrowersOf(t.Root, dir)
 	return out
 }
 
-// filesByCheckout gives each file of the walk to the innermost checkout
-// holding it, relative to that checkout.
+// filesByCheckout gives each entry of the walk that is not a directory,
+// outside .git directories and not a .git file itself (what git status
+// must account for), to the innermost checkout holding it, relative to
+// that checkout.
 func filesByCheckout(tr tree) map[string][]string {
 	isCheckout := map[string]bool{}
 	for _, c := range tr.checkouts {
 		isCheckout[c] = true
 	}
 	out := map[string][]string{}
-	for _, f := range tr.files {
+	for _, e := range tr.entries {
+		f := e.rel
+		if e.isDir() || slices.Contains(strings.Split(f, "/"), ".git") {
+			continue
+		}
 		c := path.Dir(f)
 		for c != "." && !isCheckout[c] {
 			c = path.Dir(c)
@@ -131,18 +139,17 @@ func filesByCheckout(tr tree) map[string][]string {
 }
 
 // probeCheckout gathers the evidence of the checkout at rel in t's
-// directory, given the files the walk found in it. A failure lands in
-// Error: unknown keeps the directory.
-func (h *host) probeCheckout(ctx context.Context, t Target, rel string, files []string) probed {
+// directory, at dir, given the files the walk found in it. A failure
+// lands in Error: unknown keeps the directory.
+func (h *host) probeCheckout(ctx context.Context, t Target, dir, rel string, files []string) probed {
 	p := probed{Checkout: Checkout{Path: rel}}
-	if err := h.probeInto(ctx, t, rel, files, &p); err != nil {
+	if err := h.probeInto(ctx, t, filepath.Join(dir, rel), rel, files, &p); err != nil {
 		p.Checkout = Checkout{Path: rel, Error: err.Error()}
 	}
 	return p
 }
 
-func (h *host) probeInto(ctx context.Context, t Target, rel string, files []string, p *probed) error {
-	dir := filepath.Join(t.Path(), rel)
+func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files []string, p *probed) error {
 	g, err := findGitDir(dir)
 	if err != nil {
 		return err

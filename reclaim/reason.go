@@ -62,6 +62,13 @@ const (
 	RemoveFailed Reason = "remove_failed" // a removal step failed; the detail names the paths
 	StillPresent Reason = "still_present" // the directory is still there after the removal
 	TimedOut     Reason = "timed_out"     // the call's time ran out before this directory was done
+	// InUse: a process works in it (its working or root directory, an
+	// open or mapped file below it), or one of the login user's that
+	// could be cannot be inspected.
+	InUse Reason = "in_use"
+	// ChangedDuringProof: something in it was written, changed or moved
+	// after the proof began; it keeps its name and is proven again.
+	ChangedDuringProof Reason = "changed_during_proof"
 )
 
 // Plan reasons: why a listed directory is a candidate, or why it is kept

@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,7 @@ type removeError struct {
 	stepFailed   bool // a removal step failed
 	stillPresent bool // the stat afterwards still finds the directory, with no step failing
 	mount        bool // stopped at a mount point
+	remains      []string
 }
 
 func (e *removeError) Error() string {
@@ -61,17 +63,24 @@ func stepError(err error) *removeError {
 
 func (e *removeError) failed() bool { return e.stepFailed || e.stillPresent }
 
-// removeDir removes <root>/tasks/<dir>, which the proof just saw with
-// identity want: it is checked again, renamed to its trash name, emptied
-// and removed, and then both names are stat'ed to prove it gone.
-func (h *host) removeDir(t Target, want Identity) error {
+// keptError is a check just before the removal that refused it: the
+// directory is kept, with the verdict.
+type keptError struct{ v Verdict }
+
+func (e *keptError) Error() string { return e.v.Detail }
+
+// removeDir removes <root>/tasks/<dir>, which the proof (ev) just saw: it
+// is checked again, renamed to its trash name, checked once more under
+// that name, emptied and removed, and then both names are stat'ed to
+// prove it gone. A refusal after the rename gives it its name back.
+func (h *host) removeDir(ctx context.Context, t Target, ev *Evidence) error {
 	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
 	if err != nil {
 		return stepError(err)
 	}
 	defer tasks.close()
 	trash := trashName(t.Dir)
-	if err := sameDir(tasks, t.Dir, want); err != nil {
+	if err := sameDir(tasks, t.Dir, ev.Identity); err != nil {
 		return stepError(err)
 	}
 	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
@@ -80,23 +89,83 @@ func (h *host) removeDir(t Target, want Identity) error {
 	if err := unix.Renameat(tasks.fd(), t.Dir, tasks.fd(), trash); err != nil {
 		return stepError(fmt.Errorf("rename %s to %s: %w", t.Path(), trash, err))
 	}
-	return h.emptyAndRemove(tasks, trash, t.Dir, want)
-}
-
-// removeTrash finishes an interrupted removal of t's directory.
-func (h *host) removeTrash(t Target, want Identity) error {
-	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
-	if err != nil {
-		return stepError(err)
+	if err := h.recheck(ctx, tasks, trash, t, ev); err != nil {
+		if rerr := renameNoReplace(tasks.fd(), trash, t.Dir); rerr != nil {
+			err.v.Detail += fmt.Sprintf("; it could not get its name back (%v), so it stays at %s", rerr, filepath.Join(tasks.path, trash))
+		}
+		return err
 	}
-	defer tasks.close()
-	return h.emptyAndRemove(tasks, trashName(t.Dir), t.Dir, want)
+	return h.emptyAndRemove(tasks, trash, t.Dir, ev)
 }
 
-// emptyAndRemove removes tasks/<name> (identity want) and proves both it
+// recheck refuses the removal of tasks/<name>, proven as ev, when a
+// process works in it or it changed since the proof began. Done once it
+// can no longer be reached by its task's name, so nothing that goes by
+// that name gets in between the check and the removal.
+func (h *host) recheck(ctx context.Context, tasks *dirFD, name string, t Target, ev *Evidence) *keptError {
+	path := filepath.Join(tasks.path, name)
+	users, unknown := h.inUse(ctx, path, t.Path())
+	switch {
+	case len(users) > 0:
+		return &keptError{Verdict{Action: Fail, Reason: InUse, Detail: fmt.Sprintf("%s is in use by %s; the removal waits for them to end", t.Path(), examples(users))}}
+	case unknown != "":
+		return &keptError{skip(ProbeFailed, fmt.Sprintf("%s: which processes use it is unknown: %s", t.Path(), unknown))}
+	}
+	changed := func(what string) *keptError {
+		return &keptError{Verdict{Action: Fail, Reason: ChangedDuringProof,
+			Detail: fmt.Sprintf("%s changed after its proof began (%s); it is kept and proven again", t.Path(), what)}}
+	}
+	d, err := tasks.open(name)
+	if err != nil {
+		return changed(err.Error())
+	}
+	defer d.close()
+	if d.identity() != ev.Identity {
+		return changed("another directory took its place")
+	}
+	tr, err := walkTree(d)
+	switch {
+	case err != nil:
+		return changed(err.Error())
+	case len(tr.mounts) > 0:
+		return changed(fmt.Sprintf("%s was mounted", examples(tr.mounts)))
+	}
+	if c := ev.proof.firstChange(tr.entries); c != "" {
+		return changed(c)
+	}
+	return nil
+}
+
+// emptyAndRemove removes tasks/<name> (proven as ev) and proves both it
 // and tasks/<dir> gone. The marker goes last, so a removal cut short
-// still says whose directory it was.
-func (h *host) emptyAndRemove(tasks *dirFD, name, dir string, want Identity) error {
+// still says whose directory it was, and what it left is reported.
+func (h *host) emptyAndRemove(tasks *dirFD, name, dir string, ev *Evidence) error {
+	re := h.empty(tasks, name, dir, ev.Identity)
+	if re == nil {
+		return nil
+	}
+	re.remains = remainsAt(tasks, name, ev)
+	return re
+}
+
+// remainsAt is what is left at tasks/<name> once its removal, proven as
+// ev, stopped (manifest.remainsOf).
+func remainsAt(tasks *dirFD, name string, ev *Evidence) []string {
+	d, err := tasks.open(name)
+	if err != nil {
+		return nil
+	}
+	defer d.close()
+	tr, err := walkTree(d)
+	if err != nil || len(tr.mounts) > 0 || d.identity() != ev.Identity {
+		return nil
+	}
+	return ev.proof.remainsOf(tr.entries)
+}
+
+// empty removes tasks/<name> (identity want) and proves both it and
+// tasks/<dir> gone; nil once they are.
+func (h *host) empty(tasks *dirFD, name, dir string, want Identity) *removeError {
 	re := &removeError{}
 	if err := sameDir(tasks, name, want); err != nil {
 		re.add(err)

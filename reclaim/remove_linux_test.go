@@ -74,30 +74,44 @@ func TestApplyBindMountInside(t *testing.T) {
 	}
 }
 
-// A mount that appears between the proof and the removal stops the
-// removal there: it fails, and nothing in the mount is touched.
+// A mount that appears between the proof and the removal keeps the
+// directory: the walk after the rename sees it (changed_during_proof),
+// and the directory gets its name back. One that appears later still
+// stops the emptying there: it fails, and nothing in the mount is
+// touched.
 func TestRemoveStopsAtMountAfterProof(t *testing.T) {
 	for _, mode := range []string{"openat2", "mount table"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode != "openat2" {
 				withoutOpenat2(t)
 			}
-			bare, _ := origin(t)
-			root := newRoot(t)
-			dir := prepared(t, root, "t-1", "task-1", bare)
-			tg := target(root, "t-1", "task-1")
-			plan := prove(t, tg)[0]
-			wantResult(t, plan, Remove, "", "")
+			dir, tg, h, ev := provenNow(t)
+			root := tg.Root
 			keep := outside(t)
 			bindMount(t, keep, filepath.Join(dir, ".kandev", "mnt"), root)
-			before := snapshot(t, keep)
+			before := snapshot(t, root, keep)
 
-			err := newHost(0).removeDir(tg, *plan.Identity)
+			r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))
+			wantResult(t, r, Fail, Failed, ChangedDuringProof)
+			onlyRemoved(t, before, snapshot(t, root, keep), "")
+
+			trash := trashName("t-1")
+			if err := os.Rename(dir, filepath.Join(root, "tasks", trash)); err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := openDirPath(filepath.Join(root, "tasks"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tasks.close()
+			err = h.emptyAndRemove(tasks, trash, "t-1", &ev)
 			var re *removeError
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), "mount point") {
-				t.Fatalf("removeDir = %v, want a failure at the mount point", err)
+				t.Fatalf("emptyAndRemove = %v, want a failure at the mount point", err)
 			}
-			onlyRemoved(t, before, snapshot(t, keep), "")
+			if _, err := os.Lstat(filepath.Join(keep, "keep.txt")); err != nil {
+				t.Fatalf("the mount's content: %v", err)
+			}
 		})
 	}
 }
@@ -154,6 +168,11 @@ func TestApplyFinishesInterruptedRemoval(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
+	if len(r.Remains) == 0 {
+		t.Fatal("the failed removal did not report what it left")
+	}
+	left := target(root, "t-1", "task-1")
+	left.Remains = r.Remains
 
 	// The plan shows it as ours, cut short; a proof says it will finish.
 	l, err := List(t.Context(), ListRequest{Root: root})
@@ -164,10 +183,13 @@ func TestApplyFinishesInterruptedRemoval(t *testing.T) {
 	if len(rows) != 2 || rows[0].Reason != Interrupted || rows[0].Action != Remove || rows[0].Dir != "t-1" || rows[1].Reason != LiveTask {
 		t.Fatalf("plan = %+v", rows)
 	}
-	wantResult(t, prove(t, target(root, "t-1", "task-1"))[0], Remove, "", "")
+	wantResult(t, prove(t, left)[0], Remove, "", "")
 
+	// Letting the file go changes its ctime only: still what was left.
 	runT(t, "chattr", "-i", filepath.Join(trash, "README"))
-	r = apply(t, candidate(l.Root, rows[0]))[0]
+	next := candidate(l.Root, rows[0])
+	next.Remains = r.Remains
+	r = apply(t, next)[0]
 	wantResult(t, r, Remove, Removed, "")
 	if !strings.Contains(r.Detail, "finished the interrupted removal") {
 		t.Fatalf("detail %q", r.Detail)
@@ -198,5 +220,41 @@ func TestUnescapeMount(t *testing.T) {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A removal cut short before it reported what it left (just after the
+// rename) leaves the whole checkout: that leftover is proven in full at
+// its trash name, against the task's launch record, like any directory.
+func TestApplyProvesAWholeLeftoverWhereItIs(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		work   func(t *testing.T, trash string)
+		reason Reason
+	}{
+		{"clean and pushed", func(*testing.T, string) {}, ""},
+		{"an unpushed commit", func(t *testing.T, trash string) { commit(t, trash, "work.txt", "agent work") }, UnpushedCommits},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bare, _ := origin(t)
+			root := newRoot(t)
+			trash := filepath.Join(root, "tasks", trashPrefix+"t-1")
+			if err := os.Rename(prepared(t, root, "t-1", "task-1", bare), trash); err != nil {
+				t.Fatal(err)
+			}
+			c.work(t, trash)
+			before := snapshot(t, root)
+			r := apply(t, launchedT1(root, bare))[0]
+			if c.reason == "" {
+				wantResult(t, r, Remove, Removed, "")
+				onlyRemoved(t, before, snapshot(t, root), trash)
+				return
+			}
+			wantResult(t, r, Skip, Skipped, c.reason)
+			if !strings.Contains(r.Detail, trash) {
+				t.Fatalf("detail %q does not name the leftover", r.Detail)
+			}
+			onlyRemoved(t, before, snapshot(t, root), "")
+		})
 	}
 }

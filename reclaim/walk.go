@@ -9,22 +9,24 @@ import (
 )
 
 // tree is what one walk of a task directory found: the checkouts in it
-// (every directory holding a .git entry, outside .git directories), every
-// other entry that is not a directory (what git status must account for),
-// the mount points it did not enter, and its size and newest change.
+// (every directory holding a .git entry, outside .git directories), the
+// mount points it did not enter, its size and newest change, and what it
+// saw of each entry (entries): the removal compares them with a walk of
+// its own, and the proof gives each checkout the files in it that git
+// status must account for (filesByCheckout).
 type tree struct {
 	checkouts []string // relative, parents before children, "." first
-	files     []string // relative, outside .git directories, .git entries left out
 	mounts    []string
 	bytes     int64
 	newest    int64 // unix seconds
 	onlyDirs  bool
+	entries   manifest
 }
 
 // walkTree reads all of top through descriptors, following no link and
 // entering no mount point.
 func walkTree(top *dirFD) (tree, error) {
-	t := tree{onlyDirs: true}
+	t := tree{onlyDirs: true, entries: manifest{entryOf(".", &top.st)}}
 	t.account(top.st.Blocks, top.st.Mtim.Sec, true)
 	err := t.walk(top, ".", false)
 	return t, err
@@ -55,10 +57,10 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 			return err
 		}
 		t.account(st.Blocks, st.Mtim.Sec, isDir(st))
+		if rel := path.Join(rel, n); inManifest(rel) {
+			t.entries = append(t.entries, entryOf(rel, &st))
+		}
 		if !isDir(st) {
-			if !inGitDir && n != ".git" {
-				t.files = append(t.files, path.Join(rel, n))
-			}
 			continue
 		}
 		sub, err := d.open(n)

@@ -156,4 +156,8 @@ type Teardown struct {
 	CleanupOutput string         `json:"cleanup_output,omitempty"`
 	Reclaim       ReclaimOutcome `json:"reclaim,omitempty"`
 	Reason        string         `json:"reason,omitempty"`
+	// ReclaimRemains is what a removal cut short left, as the host
+	// reported it: the next attempt gives it back, and the host finishes
+	// that removal only if nothing else is there.
+	ReclaimRemains []string `json:"reclaim_remains,omitempty"`
 }

@@ -1,0 +1,113 @@
+package reclaim
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// Nothing is removed under a running process. One of the login user's
+// that works in the directory (its working or root directory, a file it
+// holds open or has mapped, such as a program run from there) keeps it
+// (in_use), and so does one of theirs that cannot be inspected, since it
+// could be doing the same. Other users cannot reach into the directory,
+// which is the login user's alone; root is not defended against. Not
+// counted: this helper, and a session's controller once a drain sealed
+// it, for its own session's files (it exits once they go).
+
+// holder is a process found using a directory: what it holds there, or
+// why it could not be inspected.
+type holder struct {
+	pid    int
+	comm   string
+	holds  []hold
+	hidden string
+}
+
+type hold struct {
+	what string // "working directory", "root directory", "open file", "mapped file"
+	path string
+}
+
+// inUse names the processes using dir, whose sessions' controllers were
+// started in the task directory ran (dir itself, or its name before the
+// removal renamed it); unknown says why the host cannot tell.
+func (h *host) inUse(ctx context.Context, dir, ran string) (users []string, unknown string) {
+	found, unknown := processesUsing(ctx, dir, h.uid)
+	if len(found) == 0 {
+		return nil, unknown
+	}
+	sealed := sealedControllers(dir, ran)
+	for _, p := range found {
+		if p.hidden != "" {
+			users = append(users, fmt.Sprintf("pid %d (%s), which cannot be inspected: %s", p.pid, printable(p.comm), p.hidden))
+			continue
+		}
+		// A process that ended since it was inspected (its controller's
+		// exit took a sealed one out of sealed) holds nothing.
+		if s, ok := sealed[p.pid]; ok && allUnder(p.holds, s) || !running(p.pid) {
+			continue
+		}
+		first := p.holds[0]
+		rel, err := filepath.Rel(dir, first.path)
+		if err != nil {
+			rel = first.path
+		}
+		users = append(users, fmt.Sprintf("pid %d (%s): its %s %s", p.pid, printable(p.comm), first.what, printable(rel)))
+	}
+	return users, unknown
+}
+
+// sealedControllers maps the pid of each sealed controller of dir's
+// sessions to its session's directory.
+func sealedControllers(dir, ran string) map[int]string {
+	sessions := filepath.Join(dir, metaDir, taskdir.SessionsDir)
+	ents, err := os.ReadDir(sessions)
+	if err != nil {
+		return nil
+	}
+	out := map[int]string{}
+	for _, e := range ents {
+		if e.Type() != fs.ModeDir {
+			continue
+		}
+		files := filepath.Join(sessions, e.Name())
+		if pid := controller.SealedPID(files, filepath.Join(ran, metaDir, taskdir.SessionsDir, e.Name())); pid > 0 {
+			out[pid] = files
+		}
+	}
+	return out
+}
+
+func allUnder(holds []hold, dir string) bool {
+	for _, h := range holds {
+		if !under(h.path, dir) {
+			return false
+		}
+	}
+	return true
+}
+
+// under reports whether p (as the kernel names it, a deleted file's name
+// ending in " (deleted)") is dir or below it.
+func under(p, dir string) bool {
+	p = strings.TrimSuffix(p, " (deleted)")
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// printable replaces what a terminal would interpret in a name another
+// process chose.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return '?'
+		}
+		return r
+	}, s)
+}

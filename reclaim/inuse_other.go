@@ -1,0 +1,79 @@
+//go:build !linux
+
+package reclaim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// lsofWhat names lsof's descriptor field (-F f) as a hold.
+var lsofWhat = map[string]string{"cwd": "working directory", "rtd": "root directory", "txt": "mapped file", "mem": "mapped file"}
+
+// running: pid is a process that has not ended (launchd reaps at once).
+func running(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
+
+// processesUsing asks lsof (there is no /proc here) what the processes
+// of uid hold: working and root directories, open and mapped files.
+// Without lsof nothing can be told, and the caller keeps the directory.
+func processesUsing(ctx context.Context, dir string, uid int) ([]holder, string) {
+	lsof, err := exec.LookPath("lsof")
+	if err != nil {
+		lsof = "/usr/sbin/lsof"
+		if _, err := os.Stat(lsof); err != nil {
+			return nil, "this host has no lsof to tell which processes use it"
+		}
+	}
+	out, err := exec.CommandContext(ctx, lsof, "-nP", "-w", "-u", strconv.Itoa(uid), "-F", "pcfn").Output()
+	if err != nil && len(out) == 0 {
+		return nil, fmt.Sprintf("lsof failed: %v", err)
+	}
+	self := os.Getpid()
+	var found []holder
+	what := ""
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		v := line[1:]
+		if line[0] == 'p' {
+			pid, _ := strconv.Atoi(v)
+			found = append(found, holder{pid: pid})
+			continue
+		}
+		if len(found) == 0 {
+			continue
+		}
+		cur := &found[len(found)-1]
+		switch line[0] {
+		case 'c':
+			cur.comm = v
+		case 'f':
+			what = lsofWhat[v]
+			if what == "" {
+				what = "open file"
+			}
+		case 'n':
+			if cur.pid != self && under(v, dir) {
+				cur.holds = append(cur.holds, hold{what: what, path: v})
+			}
+		}
+	}
+	var using []holder
+	for _, p := range found {
+		if len(p.holds) > 0 {
+			using = append(using, p)
+		}
+	}
+	return using, ""
+}

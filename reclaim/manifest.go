@@ -1,0 +1,149 @@
+package reclaim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// A manifest is what one walk saw of each entry of a tree, in walk
+// order. The removal walks the tree again just before it empties it and
+// refuses any difference from the proof's walk, so nothing written,
+// changed or moved since the proof began is removed unseen; and a
+// removal cut short reports what it left (remains), so the next one
+// finishes only that.
+
+// entry is one file, link or directory as lstat saw it.
+type entry struct {
+	rel   string // relative to the tree's top, "." for the top
+	mode  uint32 // type and permissions
+	size  int64
+	mtime int64 // nanoseconds
+	ctime int64 // nanoseconds
+	ino   uint64
+}
+
+type manifest []entry
+
+func entryOf(rel string, st *unix.Stat_t) entry {
+	return entry{rel: rel, mode: uint32(st.Mode), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: uint64(st.Ino)}
+}
+
+func (a entry) isDir() bool { return a.mode&unix.S_IFMT == unix.S_IFDIR }
+
+// sessionsRel holds the sessions' own files, which a drained controller
+// still writes until it exits: like the rest of .kandev/ they are our
+// metadata, which the proof does not protect either, so they are left out.
+var sessionsRel = path.Join(metaDir, taskdir.SessionsDir)
+
+func inManifest(rel string) bool { return !strings.HasPrefix(rel, sessionsRel+"/") }
+
+// same reports whether b is a as the proof saw it. The top is renamed
+// for the removal, which changes its ctime: only its type and inode
+// count.
+func (a entry) same(b entry) bool {
+	if a.rel == "." {
+		return a.rel == b.rel && a.mode&unix.S_IFMT == b.mode&unix.S_IFMT && a.ino == b.ino
+	}
+	return a == b
+}
+
+// firstChange names a difference between the proof's walk (m) and a
+// later one (now), "" when there is none: an entry added or removed
+// first, then one changed, and a directory whose only change is its
+// times (an entry added or removed in it) last.
+func (m manifest) firstChange(now manifest) string {
+	if slices.EqualFunc(m, now, entry.same) {
+		return "" // the usual answer, without the maps below
+	}
+	was := make(map[string]entry, len(m))
+	for _, e := range m {
+		was[e.rel] = e
+	}
+	is := make(map[string]bool, len(now))
+	for _, e := range now {
+		is[e.rel] = true
+		if _, ok := was[e.rel]; !ok {
+			return fmt.Sprintf("%q appeared", e.rel)
+		}
+	}
+	for _, e := range m {
+		if !is[e.rel] {
+			return fmt.Sprintf("%q was removed", e.rel)
+		}
+	}
+	dir := ""
+	for _, e := range now {
+		switch w := was[e.rel]; {
+		case w.same(e):
+		case !e.isDir():
+			return fmt.Sprintf("%q changed", e.rel)
+		case dir == "":
+			dir = fmt.Sprintf("%q changed", e.rel)
+		}
+	}
+	return dir
+}
+
+// maxRemains bounds what a removal cut short reports: past it the caller
+// keeps nothing, and the next removal proves the remains in full.
+const maxRemains = 1024
+
+// key is an entry's short digest for remains: its path, type and inode,
+// and for anything but a directory its size and mtime. Neither the mode
+// nor the ctime counts, so that fixing what stopped the removal (chmod,
+// chattr) does not make the remains look changed; a directory's mtime
+// neither, since removing its entries changes it.
+func (a entry) key() string {
+	typ := a.mode & unix.S_IFMT
+	s := fmt.Sprintf("%s\x00%o\x00%d", a.rel, typ, a.ino)
+	if typ != unix.S_IFDIR {
+		s += fmt.Sprintf("\x00%d\x00%d", a.size, a.mtime)
+	}
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// remainsOf is left's keys, when everything left is as the proof (m)
+// saw it; nil when something is not (it was written during the removal)
+// or there is too much to report.
+func (m manifest) remainsOf(left manifest) []string {
+	if len(left) > maxRemains {
+		return nil
+	}
+	proven := make(map[string]bool, len(m))
+	for _, e := range m {
+		proven[e.key()] = true
+	}
+	keys := make([]string, 0, len(left))
+	for _, e := range left {
+		k := e.key()
+		if !proven[k] {
+			return nil
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// outside names the first entry of m that is not one of remains: what
+// was added or changed since the removal that left them was cut short.
+func (m manifest) outside(remains []string) string {
+	left := make(map[string]bool, len(remains))
+	for _, k := range remains {
+		left[k] = true
+	}
+	for _, e := range m {
+		if !left[e.key()] {
+			return e.rel
+		}
+	}
+	return ""
+}
