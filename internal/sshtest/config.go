@@ -26,11 +26,13 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	line("PermitRootLogin yes") // CI runs tests as root.
 	line("PidFile none")
 	line("Subsystem sftp internal-sftp")
-	line("AllowTcpForwarding yes") // Needed for ProxyJump through a bastion and for port forwards.
+	// On by default: needed for ProxyJump through a bastion and for port forwards.
+	line("AllowTcpForwarding %s", yesNo(s.tcpForwarding))
+	line("DisableForwarding %s", yesNo(s.disableForwarding))
 	line("LogLevel %s", s.logLevel)
 	// Tests fan out many concurrent connections and sessions; the defaults (10:30:100, 10) drop them.
 	line("MaxStartups 100:30:200")
-	line("MaxSessions 50")
+	line("MaxSessions %d", s.maxSessions)
 	// The login user's shell runs their startup files, and on the project's
 	// machines those run `pyenv rehash`, which waits 60 s on a lock that a
 	// shell killed mid-rehash (tests kill remote commands) leaves behind.
@@ -91,6 +93,13 @@ func WriteSSHConfig(t testing.TB, path string, hosts ...HostEntry) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatalf("sshtest: write ssh config: %v", err)
 	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // quote protects paths with spaces; both sshd_config and ssh_config accept double quotes.

@@ -409,3 +409,51 @@ func echoServer(t *testing.T) string {
 	}()
 	return ln.Addr().String()
 }
+
+// Forwarding off either way: the server refuses a direct-tcpip channel,
+// and sessions still run.
+func TestForwardingOff(t *testing.T) {
+	t.Parallel()
+	for name, opt := range map[string]sshtest.Option{
+		"AllowTcpForwarding no": sshtest.WithoutTCPForwarding(),
+		"DisableForwarding yes": sshtest.WithForwardingDisabled(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := sshtest.NewServer(t, opt)
+			c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if out := run(t, c, "echo hi"); out != "hi\n" {
+				t.Fatalf("echo hi = %q", out)
+			}
+			var oce *ssh.OpenChannelError
+			if _, err := c.Dial("tcp", s.Addr()); !errors.As(err, &oce) || oce.Reason != ssh.Prohibited {
+				t.Fatalf("direct-tcpip: %v, want administratively prohibited", err)
+			}
+		})
+	}
+}
+
+// MaxSessions 1: a second session channel on the same connection is
+// refused while the first is open.
+func TestMaxSessionsOne(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t, sshtest.WithMaxSessions(1))
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if second, err := c.NewSession(); err == nil {
+		second.Close()
+		t.Fatal("a second session opened, want it refused")
+	}
+}

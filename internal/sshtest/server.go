@@ -1,7 +1,8 @@
 // Package sshtest runs a real OpenSSH sshd on loopback for tests, and a TCP relay that injects
 // network faults in front of it.
 //
-// A bastion is just another Server: AllowTcpForwarding is on, so `ProxyJump` through it works.
+// A bastion is just another Server: AllowTcpForwarding is on unless WithoutTCPForwarding, so
+// `ProxyJump` through it works.
 package sshtest
 
 import (
@@ -42,6 +43,10 @@ type Server struct {
 	pathDir  string // sessions' PATH when commands are withheld (WithoutCommands)
 	logLevel string
 
+	tcpForwarding     bool // AllowTcpForwarding (WithoutTCPForwarding turns it off)
+	disableForwarding bool // DisableForwarding yes (WithForwardingDisabled)
+	maxSessions       int  // MaxSessions (WithMaxSessions)
+
 	mu       sync.Mutex
 	port     int
 	hostKeys []hostKey
@@ -70,6 +75,25 @@ func WithHostKeyTypes(types ...string) Option {
 // session"), for tests that count what a command asks of the host.
 func WithLogLevel(level string) Option {
 	return func(s *Server) { s.logLevel = level }
+}
+
+// WithoutTCPForwarding sets AllowTcpForwarding no, the common hardening:
+// the server refuses every direct-tcpip channel (so the Server can no
+// longer be a ProxyJump bastion).
+func WithoutTCPForwarding() Option {
+	return func(s *Server) { s.tcpForwarding = false }
+}
+
+// WithForwardingDisabled sets DisableForwarding yes, which turns off
+// every kind of forwarding whatever AllowTcpForwarding says.
+func WithForwardingDisabled() Option {
+	return func(s *Server) { s.disableForwarding = true }
+}
+
+// WithMaxSessions sets MaxSessions (50 by default): with 1, a connection
+// holds one session channel at a time, as on servers that allow no more.
+func WithMaxSessions(n int) Option {
+	return func(s *Server) { s.maxSessions = n }
 }
 
 // WithoutCommands gives every session a PATH that finds each command of
@@ -115,7 +139,8 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("sshtest: current user: %v", err)
 	}
-	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}, logLevel: "VERBOSE"}
+	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}, logLevel: "VERBOSE",
+		tcpForwarding: true, maxSessions: 50}
 	for _, opt := range opts {
 		opt(s)
 	}
