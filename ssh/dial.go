@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
@@ -122,17 +124,10 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	defer auth.closer()
 	debugf(opts.Debug, "  offering %d key(s) (%s), identities_only=%v", len(auth.signers), keyTypes(auth.signers), hop.IdentitiesOnly)
 
-	conn, err := hopConn(ctx, prev, hop)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, &timeoutError{what: "connect to " + hop.Addr(), d: timeout.String()}
-		}
-		return nil, err
-	}
 	pin := opts.Pins[hop.Addr()]
 	algos := hostKeyAlgorithms(pin)
-	if pin.IsZero() {
-		algos = opts.Algorithms[hop.Addr()]
+	if a := opts.Algorithms[hop.Addr()]; pin.IsZero() && a != nil {
+		algos = a
 	}
 	cfg := &xssh.ClientConfig{
 		User:              hop.User,
@@ -141,7 +136,25 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 		HostKeyAlgorithms: algos,
 		Timeout:           timeout,
 	}
-	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
+	c, err := connectHop(ctx, prev, hop, cfg, rec, timeout)
+	var closed *HandshakeClosedError
+	if errors.As(err, &closed) && opts.Mode == Record && pin.IsZero() {
+		// A server may list a host key type it has no key for and hang
+		// up when the client picks it: the probe tries each type.
+		for _, fam := range KeyAlgorithmFamilies {
+			if slices.Equal(fam, algos) {
+				continue
+			}
+			debugf(opts.Debug, "  handshake closed; trying host key algorithms %v", fam)
+			cfg.HostKeyAlgorithms = fam
+			if c, err = connectHop(ctx, prev, hop, cfg, rec, timeout); !errors.As(err, new(*HandshakeClosedError)) {
+				break
+			}
+		}
+		if errors.As(err, new(*HandshakeClosedError)) {
+			err = closed
+		}
+	}
 	switch {
 	case err == nil:
 	case !pin.IsZero() && strings.Contains(err.Error(), "no common algorithm for host key"):
@@ -162,6 +175,25 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	return c, nil
 }
 
+// connectHop opens the hop's connection and runs the handshake over it.
+// A server that hangs up before presenting a host key is a
+// *HandshakeClosedError.
+func connectHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, cfg *xssh.ClientConfig, rec *keyRecorder, timeout time.Duration) (*xssh.Client, error) {
+	conn, err := hopConn(ctx, prev, hop)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &timeoutError{what: "connect to " + hop.Addr(), d: timeout.String()}
+		}
+		return nil, err
+	}
+	seen := len(rec.all())
+	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
+	if err != nil && len(rec.all()) == seen && isClosed(err) {
+		return nil, &HandshakeClosedError{Addr: hop.Addr(), Algorithms: cfg.HostKeyAlgorithms, Err: err}
+	}
+	return c, err
+}
+
 // hopConn is the connection a hop's SSH session runs over: TCP to the
 // first hop, a direct-tcpip channel through the one before it after that.
 func hopConn(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target) (net.Conn, error) {
@@ -169,6 +201,11 @@ func hopConn(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target) (net
 		return (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
 	}
 	return prev.DialContext(ctx, "tcp", hop.Addr())
+}
+
+// isClosed says the peer ended the connection.
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func isAuthFailure(err error) bool {

@@ -83,6 +83,23 @@ func (e *HostKeyChangedError) Error() string {
 	return fmt.Sprintf("host key changed: expected %s, got %s", e.Expected, e.Got)
 }
 
+// HandshakeClosedError: the server ended the connection during the key
+// exchange, before presenting a host key. A server that offers a host
+// key algorithm it has no key for does that when the client picks it, so
+// `host trust` tries each key type in turn (KeyAlgorithmFamilies).
+type HandshakeClosedError struct {
+	Addr       string
+	Algorithms []string // the host key algorithms offered
+	Err        error
+}
+
+func (e *HandshakeClosedError) Error() string {
+	return fmt.Sprintf("the server closed the connection during the SSH handshake, before presenting a host key (offered host key algorithms %s): %v",
+		strings.Join(e.Algorithms, ","), e.Err)
+}
+
+func (e *HandshakeClosedError) Unwrap() error { return e.Err }
+
 // PassphraseKeyError: a key needs a passphrase and no agent holds it.
 type PassphraseKeyError struct{ Path string }
 
@@ -108,6 +125,7 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 	}
 	e := &Error{Host: host, Hop: hop.Label(), Err: err}
 	var (
+		hc   *HandshakeClosedError
 		cfg  *sshconfig.ConfigError
 		tr   *TrustRequiredError
 		hk   *HostKeyChangedError
@@ -122,6 +140,9 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
 		e.Class = ClassTimeout
 		e.Hint = "check that the host is up and reachable, or raise --connect-timeout"
+	case errors.As(err, &hc):
+		e.Class = ClassNetwork
+		e.Hint = fmt.Sprintf("the server answers but hangs up before its host key, as one does when asked for a key type it lists without having: `kandev-exec host test %s` tries each type", host)
 	case errors.As(err, &tr):
 		e.Class, e.Err = ClassTrustRequired, tr
 		e.Hint = fmt.Sprintf("run `kandev-exec host test %s`, then `kandev-exec host trust %s`", host, host)

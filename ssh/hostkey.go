@@ -57,12 +57,24 @@ var KeyAlgorithmFamilies = [][]string{
 	{xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256, xssh.KeyAlgoRSA},
 }
 
+// defaultHostKeyAlgorithms is OpenSSH's default HostKeyAlgorithms, in
+// its order, less the security-key types x/crypto cannot verify. The
+// order matters: a server picks the first it supports, and some (Dropbear
+// with one host key) list algorithms they have no key for.
+var defaultHostKeyAlgorithms = []string{
+	xssh.CertAlgoED25519v01, xssh.CertAlgoECDSA256v01, xssh.CertAlgoECDSA384v01, xssh.CertAlgoECDSA521v01,
+	xssh.CertAlgoRSASHA512v01, xssh.CertAlgoRSASHA256v01,
+	xssh.KeyAlgoED25519, xssh.KeyAlgoECDSA256, xssh.KeyAlgoECDSA384, xssh.KeyAlgoECDSA521,
+	xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256,
+}
+
 // hostKeyAlgorithms restricts negotiation to the pinned key's algorithms so
-// that a server with several host keys presents the pinned one.
+// that a server with several host keys presents the pinned one; with
+// nothing pinned it is OpenSSH's order.
 func hostKeyAlgorithms(p Pin) []string {
 	switch p.KeyType {
 	case "":
-		return nil
+		return defaultHostKeyAlgorithms
 	case xssh.KeyAlgoRSA:
 		return []string{xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256, xssh.KeyAlgoRSA}
 	default:

@@ -457,3 +457,39 @@ func TestMaxSessionsOne(t *testing.T) {
 		t.Fatal("a second session opened, want it refused")
 	}
 }
+
+// Dropbear with only an ed25519 host key: it serves that key, runs
+// commands and honours forwarding off, and its keys leave the login
+// user's authorized_keys with the test.
+func TestDropbear(t *testing.T) {
+	t.Parallel()
+	var marker string
+	t.Run("serves", func(t *testing.T) {
+		s := sshtest.NewDropbear(t, sshtest.WithoutTCPForwarding())
+		marker = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.UserPublicKey)))
+		cfg := clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0])
+		cfg.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519}
+		c, err := ssh.Dial("tcp", s.Addr(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if out := run(t, c, "echo hi"); out != "hi\n" {
+			t.Fatalf("echo hi = %q", out)
+		}
+		if _, err := c.Dial("tcp", s.Addr()); err == nil {
+			t.Fatal("direct-tcpip opened with forwarding off")
+		}
+	})
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), marker) {
+		t.Fatal("the fixture's key is still authorized after its test")
+	}
+}
