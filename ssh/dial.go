@@ -114,6 +114,9 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	debugf(opts.Debug, "dial %s (user %s, timeout %s)", hop.Label(), hop.User, timeout)
+	if hop.ProxyCommand != "" {
+		debugf(opts.Debug, "  through the ssh config's ProxyCommand")
+	}
 
 	auth, err := planAuth(hop)
 	if err != nil {
@@ -177,7 +180,7 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 
 // connectHop opens the hop's connection and runs the handshake over it.
 // A server that hangs up before presenting a host key is a
-// *HandshakeClosedError.
+// *HandshakeClosedError; a ProxyCommand that fails, a *ProxyCommandError.
 func connectHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, cfg *xssh.ClientConfig, rec *keyRecorder, timeout time.Duration) (*xssh.Client, error) {
 	conn, err := hopConn(ctx, prev, hop)
 	if err != nil {
@@ -188,24 +191,42 @@ func connectHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, c
 	}
 	seen := len(rec.all())
 	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
-	if err != nil && len(rec.all()) == seen && isClosed(err) {
+	pc, viaProxy := conn.(*proxyConn)
+	switch {
+	case err == nil && viaProxy:
+		pc.connected()
+		return c, nil
+	case err == nil:
+		return c, nil
+	case viaProxy:
+		err = pc.failure(ctx, hop, err)
+	default:
+		conn.Close()
+	}
+	if len(rec.all()) == seen && isClosed(err) && !errors.As(err, new(*ProxyCommandError)) {
 		return nil, &HandshakeClosedError{Addr: hop.Addr(), Algorithms: cfg.HostKeyAlgorithms, Err: err}
 	}
-	return c, err
+	return nil, err
 }
 
-// hopConn is the connection a hop's SSH session runs over: TCP to the
-// first hop, a direct-tcpip channel through the one before it after that.
+// hopConn is the connection a hop's SSH session runs over: TCP or the
+// ProxyCommand to the first hop (sshconfig gives no other hop one), a
+// direct-tcpip channel through the one before it after that.
 func hopConn(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target) (net.Conn, error) {
-	if prev == nil {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
+	switch {
+	case prev != nil:
+		return prev.DialContext(ctx, "tcp", hop.Addr())
+	case hop.ProxyCommand != "":
+		return startProxyCommand(hop)
 	}
-	return prev.DialContext(ctx, "tcp", hop.Addr())
+	return (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
 }
 
-// isClosed says the peer ended the connection.
+// isClosed says the peer ended the connection (a ProxyCommand's end shows
+// as a broken pipe when the client writes first).
 func isClosed(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
 }
 
 func isAuthFailure(err error) bool {
@@ -218,7 +239,8 @@ func isAuthFailure(err error) bool {
 
 // handshake runs the SSH handshake under a deadline: x/crypto has none of
 // its own, and a channel through a jump host does not support deadlines,
-// so the connection is closed when the time is up.
+// so the connection is closed when the time is up. After any other
+// failure, closing it is the caller's.
 func handshake(ctx context.Context, conn net.Conn, addr string, cfg *xssh.ClientConfig, timeout time.Duration) (*xssh.Client, error) {
 	type result struct {
 		c   *xssh.Client
@@ -235,9 +257,6 @@ func handshake(ctx context.Context, conn net.Conn, addr string, cfg *xssh.Client
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil {
-			conn.Close()
-		}
 		return r.c, r.err
 	case <-ctx.Done():
 		conn.Close()

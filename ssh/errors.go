@@ -125,6 +125,7 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 	}
 	e := &Error{Host: host, Hop: hop.Label(), Err: err}
 	var (
+		pc   *ProxyCommandError
 		hc   *HandshakeClosedError
 		cfg  *sshconfig.ConfigError
 		tr   *TrustRequiredError
@@ -137,6 +138,12 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 	switch {
 	case errors.As(err, &cfg):
 		e.Class = ClassConfig
+	case errors.As(err, &pc):
+		e.Class = ClassNetwork
+		if errors.As(err, &nerr) && nerr.Timeout() {
+			e.Class = ClassTimeout
+		}
+		e.Hint = fmt.Sprintf("the connection to %s goes through the ProxyCommand of your ssh config: check that it works (`ssh -v %s true` shows what it runs)", pc.Hop, hop.Name)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
 		e.Class = ClassTimeout
 		e.Hint = "check that the host is up and reachable, or raise --connect-timeout"
@@ -167,7 +174,7 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 		e.Class = ClassAuth
 		e.Err = errors.New(strings.TrimPrefix(err.Error(), "ssh: handshake failed: "))
 		e.Hint = "check the user and that one of the identities is authorized on the host (`ssh-add -l`, IdentityFile)"
-	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, os.ErrDeadlineExceeded),
 		isOpenChannelError(err):
 		e.Class = ClassNetwork

@@ -54,6 +54,18 @@ type HostEntry struct {
 	User         string
 	IdentityFile string
 	ProxyJump    string // alias of another entry, e.g. a bastion Server's entry
+	// ProxyCommand reaches the server through a command, as ProxyNC and
+	// ProxyW write one.
+	ProxyCommand string
+}
+
+// ProxyNC is a ProxyCommand that reaches %h:%p with busybox nc.
+const ProxyNC = "busybox nc %h %p"
+
+// ProxyW is a ProxyCommand that reaches %h:%p with `ssh -W` through the
+// entry bastion of the client config at configPath (an OpenSSH bastion).
+func ProxyW(configPath, bastion string) string {
+	return fmt.Sprintf("ssh -F %s -W %%h:%%p %s", quote(configPath), bastion)
 }
 
 // HostEntry returns an entry that logs in to s as User() with the fixture's user key.
@@ -83,6 +95,9 @@ func WriteSSHConfig(t testing.TB, path string, hosts ...HostEntry) {
 		fmt.Fprintf(&b, "  IdentitiesOnly yes\n")
 		if h.ProxyJump != "" {
 			fmt.Fprintf(&b, "  ProxyJump %s\n", h.ProxyJump)
+		}
+		if h.ProxyCommand != "" {
+			fmt.Fprintf(&b, "  ProxyCommand %s\n", h.ProxyCommand)
 		}
 		fmt.Fprintf(&b, "  UserKnownHostsFile /dev/null\n")
 		fmt.Fprintf(&b, "  StrictHostKeyChecking no\n")

@@ -493,3 +493,22 @@ func TestDropbear(t *testing.T) {
 		t.Fatal("the fixture's key is still authorized after its test")
 	}
 }
+
+// OpenSSH behind a ProxyCommand, both ways: busybox nc, and ssh -W
+// through a bastion.
+func TestProxyCommand(t *testing.T) {
+	t.Parallel()
+	bastion, target := sshtest.NewServer(t), sshtest.NewServer(t)
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	nc, w := target.HostEntry("nc"), target.HostEntry("w")
+	nc.ProxyCommand, w.ProxyCommand = sshtest.ProxyNC, sshtest.ProxyW(cfg, "bastion")
+	sshtest.WriteSSHConfig(t, cfg, bastion.HostEntry("bastion"), nc, w)
+	for _, alias := range []string{"nc", "w"} {
+		if out := openssh(t, "-F", cfg, alias, "echo", "hi"); out != "hi\n" {
+			t.Fatalf("%s: output %q", alias, out)
+		}
+	}
+	if n := strings.Count(bastion.Log(), "Accepted publickey"); n != 1 {
+		t.Fatalf("bastion accepted %d logins, want 1 (ssh -W)", n)
+	}
+}

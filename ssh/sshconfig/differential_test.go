@@ -60,8 +60,8 @@ func describeResult(t *Target, err error) string {
 	}
 	var b strings.Builder
 	for _, h := range t.Hops() {
-		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q; ", h.Name, h.User, h.Addr(),
-			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles)
+		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q pc=%q; ", h.Name, h.User, h.Addr(),
+			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles, h.ProxyCommand)
 	}
 	return b.String()
 }

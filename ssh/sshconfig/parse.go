@@ -49,7 +49,7 @@ func init() {
 		serveraliveinterval serveralivecountmax sessiontype setenv stdinnull streamlocalbindmask
 		streamlocalbindunlink stricthostkeychecking syslogfacility tcpkeepalive tunnel tunneldevice
 		updatehostkeys userknownhostsfile verifyhostkeydns visualhostkey xauthlocation
-		challengeresponseauthentication proxyusefdpass protocol cipher fallbacktorsh usersh
+		challengeresponseauthentication protocol cipher fallbacktorsh usersh
 		useprivilegedport useroaming globalknownhostsfile2 userknownhostsfile2 rhostsauthentication
 		afstokenpassing kerberosauthentication kerberostgtpassing rsaauthentication
 		rhostsrsaauthentication compressionlevel smartcarddevice skeyauthentication
@@ -64,8 +64,10 @@ func init() {
 var keywordAlias = map[string]string{"identityfile2": "identityfile"}
 
 // tracked are the keywords the parser keeps besides used: %k needs the
-// host key alias, and canonicalization must be refused, not ignored.
-var tracked = map[string]bool{"hostkeyalias": true, "canonicalizehostname": true, "canonicalizepermittedcnames": true}
+// host key alias, and canonicalization and ProxyUseFdpass must be
+// refused, not ignored.
+var tracked = map[string]bool{"hostkeyalias": true, "canonicalizehostname": true, "canonicalizepermittedcnames": true,
+	"proxyusefdpass": true}
 
 // defaultIdentities are the files ssh tries when no IdentityFile is set.
 var defaultIdentities = []string{"~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ecdsa_sk",
@@ -293,13 +295,9 @@ func (p *cfgParser) value(kw, arg string) (string, error) {
 		}
 		return strconv.Itoa(n), nil
 	case "identitiesonly":
-		switch asciiLower(arg) {
-		case "yes", "true":
-			return "yes", nil
-		case "no", "false":
-			return "no", nil
-		}
-		return "", fmt.Errorf("IdentitiesOnly: unsupported option %q (yes or no)", arg)
+		return yesNo("IdentitiesOnly", arg)
+	case "proxyusefdpass":
+		return yesNo("ProxyUseFdpass", arg)
 	case "connecttimeout":
 		if arg == "none" {
 			return "", nil // leaves it unset: a later line may still set it
@@ -326,6 +324,17 @@ func (p *cfgParser) value(kw, arg string) (string, error) {
 		return "", fmt.Errorf("CanonicalizeHostname: unsupported option %q", arg)
 	}
 	return arg, nil
+}
+
+// yesNo reads a flag keyword's argument as ssh does.
+func yesNo(keyword, arg string) (string, error) {
+	switch asciiLower(arg) {
+	case "yes", "true":
+		return "yes", nil
+	case "no", "false":
+		return "no", nil
+	}
+	return "", fmt.Errorf("%s: unsupported option %q (yes or no)", keyword, arg)
 }
 
 func (p *cfgParser) addIdentity(v string, fail func(string, ...any) error) error {

@@ -68,6 +68,11 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 	if ov.User != "" && !validRemoteUser(ov.User) {
 		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid user %q", name, ov.User)}
 	}
+	if ov.HostName != "" && !validHostArg(ov.HostName) {
+		// It reaches a ProxyCommand's %h: checked as ssh checks a host
+		// name on its command line.
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid HostName %q: no whitespace, quotes or shell characters", name, ov.HostName)}
+	}
 	if strings.ContainsAny(ov.ProxyJump, " \t\n#'\"") {
 		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid ProxyJump %q: no blanks, quotes or '#'", name, ov.ProxyJump)}
 	}
@@ -75,12 +80,12 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 	if err != nil {
 		return nil, err
 	}
-	if pc := s.first("proxycommand"); pc != "" && pc != "none" {
-		return nil, &ConfigError{File: opts.ConfigFile, Msg: fmt.Sprintf("host %q uses ProxyCommand, which kandev-exec does not support; use ProxyJump", name)}
-	}
 	t, err := targetFrom(name, s, ov)
 	if err != nil {
 		return nil, err
+	}
+	if t.ProxyCommand, err = proxyCommand(name, t, s); err != nil {
+		return nil, &ConfigError{File: opts.ConfigFile, Msg: err.Error()}
 	}
 	jump := s.first("proxyjump")
 	if jump == "" || jump == "none" {
@@ -154,6 +159,26 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 		}
 	}
 	return t, nil
+}
+
+// proxyCommand is the config's ProxyCommand for t with its tokens
+// expanded, as ssh runs it ("" for none). What ssh does with one that
+// kandev-exec cannot do is refused by name.
+func proxyCommand(name string, t *Target, s settings) (string, error) {
+	pc := s.first("proxycommand")
+	switch {
+	case pc == "" || strings.EqualFold(pc, "none"):
+		return "", nil
+	case pc == "-":
+		return "", fmt.Errorf("host %q: ProxyCommand - (ssh's own standard input and output as the connection) has no meaning for kandev-exec", name)
+	case strings.EqualFold(s.first("proxyusefdpass"), "yes"):
+		return "", fmt.Errorf("host %q: ProxyUseFdpass yes is not supported: kandev-exec talks over the ProxyCommand's standard input and output, so set ProxyUseFdpass no", name)
+	}
+	x, err := expand(pc, proxyTokens(name, t.HostName, s.first("hostkeyalias"), t.User, t.Port), false)
+	if err != nil {
+		return "", fmt.Errorf("host %q: ProxyCommand %v (ProxyCommand accepts %%%%, %%h, %%k, %%n, %%p and %%r)", name, err)
+	}
+	return x, nil
 }
 
 // lookup gets the settings for name from `ssh -G`, or from the parser when

@@ -18,7 +18,13 @@ type Target struct {
 	IdentitiesOnly bool
 	IdentityAgent  string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
 	ConnectTimeout int    // seconds from ConnectTimeout, 0 when unset
-	Jumps          []*Target
+	// ProxyCommand is the command whose standard input and output carry
+	// the connection, its tokens expanded ("" connects directly). Only
+	// the first hop of a chain has one. It comes from the operator's own
+	// ssh config on every resolve, never from a stored record: see
+	// docs/security.md.
+	ProxyCommand string
+	Jumps        []*Target
 }
 
 // Addr is host:port, bracketing IPv6 literals.
