@@ -26,34 +26,38 @@ import (
 const module = "github.com/kdlbs/kandev-exec/"
 
 // allowedImports: the packages of the module each one below the executor
-// may import. The host side (controller, taskdir, reclaim, hostops, the
-// helper binary) never reaches the store, the vault, profiles or ssh; the
-// helper on a host (remote) is reached over ssh, never through the store;
-// the live view (tui) only records and the store; the transport (ssh)
-// dials what ssh/sshconfig resolved, and sshconfig only reads OpenSSH's
-// configuration.
+// may import. The host side (helper, its protocol, controller, taskdir,
+// reclaim, the helper binary) never reaches the store, the vault,
+// profiles or ssh; the protocol carries the operations' types and nothing
+// else; the client half of the helper (remote) speaks the protocol and is
+// reached over ssh, never through the store, and never imports the
+// server; the live view (tui) only records and the store; the transport
+// (ssh) dials what ssh/sshconfig resolved, and sshconfig only reads
+// OpenSSH's configuration.
 var allowedImports = map[string][]string{
 	"controller":             {"internal/fsx", "internal/redact", "taskdir"},
 	"taskdir":                {"internal/fsx", "internal/redact"},
 	"reclaim":                {"internal/fsx", "taskdir"},
-	"internal/hostops":       {"controller", "taskdir", "reclaim", "internal/buildinfo", "internal/fsx", "internal/redact"},
+	"helper":                 {"helper/protocol", "controller", "taskdir", "reclaim", "internal/buildinfo"},
+	"helper/protocol":        {"controller"},
 	"internal/fsx":           nil,
 	"internal/redact":        nil,
 	"internal/buildinfo":     nil,
 	"internal/helperbin":     {"internal/buildinfo", "internal/fsx"},
-	"internal/remote":        {"internal/fsx", "internal/helperbin", "internal/hostops", "ssh", "taskdir"},
-	"cmd/kandev-exec-helper": {"internal/hostops"},
+	"internal/remote":        {"internal/fsx", "internal/helperbin", "helper/protocol", "ssh", "taskdir"},
+	"cmd/kandev-exec-helper": {"helper"},
 	"tui":                    {"records", "state", "internal/fsx", "internal/termsafe"},
 	"internal/termsafe":      nil,
 	"records":                {"state", "profiles", "internal/fsx", "internal/crashpoint"},
 	"internal/crashpoint":    nil,
 	"state":                  {"state/statetest", "internal/fsx"},
-	"profiles":               {"internal/suggest"},
+	"profiles":               {"internal/suggest", "internal/redact"},
 	"internal/suggest":       nil,
 	"ssh":                    {"ssh/sshconfig"},
 	"ssh/sshconfig":          nil,
 	"vault":                  {"state", "records", "profiles", "internal/fsx"},
 	"internal/sshtest":       nil,
+	"internal/helpertest":    {"internal/helperbin"},
 	"internal/tmuxtest":      nil,
 	"state/statetest":        {"state"},
 }
@@ -107,6 +111,17 @@ func TestImportDirection(t *testing.T) {
 			case dep == "executor":
 				if top != "cmd" {
 					t.Errorf("%s imports executor: only cmd may", dir)
+				}
+			case dep == "state/etcdstore":
+				// One place opens the store; the rest, doctor included,
+				// use the state.Store it opened.
+				if dir != "cmd/cmdutil" {
+					t.Errorf("%s imports state/etcdstore: only cmd/cmdutil opens a store by its backend", dir)
+				}
+			case dep == "helper":
+				// The server is its mains' alone: a client speaks helper/protocol.
+				if dir != "cmd" && dir != "cmd/kandev-exec-helper" {
+					t.Errorf("%s imports helper: only the helper's mains (cmd, cmd/kandev-exec-helper) may", dir)
 				}
 			}
 			if allowed, ruled := allowedImports[dir]; ruled && !contains(allowed, dep) {

@@ -1,59 +1,60 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
-	"github.com/kdlbs/kandev-exec/state/etcdstore"
+	"github.com/kdlbs/kandev-exec/state"
 )
 
 type doctorOptions struct {
 	IO    *cmdutil.IOStreams
 	JSON  bool
 	Input executor.DoctorInput
-	// Etcd, when --store names an etcd store, is how to reach it.
-	Etcd *etcdstore.Config
+	// Store opens the store every command uses (--store).
+	Store func() (state.Store, error)
 }
 
-func newCmdDoctor(f *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
+func newCmdDoctor(f *cmdutil.Factory, runF func(context.Context, *doctorOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check ssh-agent, the ssh config, the state directory, stray secret files and an etcd store",
+		Short: "Check ssh-agent, the ssh config, the state directory, stray secret files and the store",
 		Args:  cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := f.Settings()
 			if err != nil {
 				return err
 			}
-			opts := &doctorOptions{IO: f.IO, JSON: s.JSON,
-				Input: executor.DoctorInput{StateDir: s.StateDir, SSHConfig: s.SSHConfig, LockTimeout: s.LockTimeout}}
-			cfg, isEtcd, err := f.EtcdConfig()
+			u, err := cmdutil.ParseStoreURL(s.Store, s.StateDir)
 			if err != nil {
 				return err
 			}
-			if isEtcd {
-				opts.Etcd = &cfg
+			opts := &doctorOptions{IO: f.IO, JSON: s.JSON, Store: f.Store,
+				Input: executor.DoctorInput{StateDir: s.StateDir, SSHConfig: s.SSHConfig}}
+			if !u.InStateDir(s.StateDir) {
+				opts.Input.StoreName = u.String()
 			}
 			if runF != nil {
-				return runF(opts)
+				return runF(c.Context(), opts)
 			}
-			return doctorRun(c, opts)
+			return doctorRun(c.Context(), opts)
 		},
 	}
 }
 
-func doctorRun(c *cobra.Command, o *doctorOptions) error {
-	checks := executor.Doctor(c.Context(), o.Input)
-	if o.Etcd != nil {
-		// The state dir stays in use beside a shared store: secret values
-		// and caches are local.
-		for _, f := range etcdstore.Diagnose(c.Context(), *o.Etcd) {
-			checks = append(checks, executor.Check{Name: f.Name, Status: f.Status, Detail: f.Detail})
-		}
+func doctorRun(ctx context.Context, o *doctorOptions) error {
+	in := o.Input
+	in.Store, in.StoreErr = o.Store()
+	var fe *cmdutil.FlagError
+	if errors.As(in.StoreErr, &fe) {
+		return in.StoreErr // a setting to fix first, as every command says
 	}
+	checks := executor.Doctor(ctx, in)
 	failed := 0
 	for _, ch := range checks {
 		if ch.Status == "fail" {

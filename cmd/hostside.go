@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper"
 )
 
 // The helper's own commands (`serve`, `controller run`) stay in the CLI,
@@ -51,7 +51,7 @@ func newCmdController() *cobra.Command {
 
 // hostMain runs the helper's entry point with the command's streams.
 func hostMain(c *cobra.Command, args ...string) error {
-	if code := hostops.Main(c.Context(), args, c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr()); code != 0 {
+	if code := helper.Main(c.Context(), args, c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr()); code != 0 {
 		return &cmdutil.ExitCodeError{Code: code}
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,7 +20,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/kdlbs/kandev-exec/internal/etcdtest"
-	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/internal/helpertest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
@@ -41,20 +40,6 @@ type fixture struct {
 	helper  string // the real helper for this platform
 }
 
-// buildHelper builds the helper binary once for every transcript: the
-// test binary stands in for the CLI, but launches upload what a user's
-// would, the helper found in the user cache.
-func buildHelper(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), helperbin.Name(runtime.GOOS+"/"+runtime.GOARCH))
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", bin, "./kandev-exec-helper")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestScripts runs every transcript in testdata/script against its own
 // real OpenSSH servers: target, bastion and bastion2, plus a fault relay
 // in front of target.
@@ -63,7 +48,10 @@ func TestScripts(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts found: %v", err)
 	}
-	helper := buildHelper(t)
+	// The helper is built once for every transcript: the test binary stands
+	// in for the CLI, but launches upload what a user's would, the helper
+	// found in the user cache.
+	helper := helpertest.Build(t)
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {

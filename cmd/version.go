@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -8,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -34,7 +35,7 @@ type versionOptions struct {
 	Commit  string
 }
 
-func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.Command {
+func newCmdVersion(f *cmdutil.Factory, runF func(context.Context, *versionOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -43,7 +44,7 @@ func newCmdVersion(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts := &versionOptions{IO: f.IO, JSON: f.JSON(), Version: f.Version, Commit: buildinfo.CommitID()}
 			if runF != nil {
-				return runF(opts)
+				return runF(c.Context(), opts)
 			}
 			return versionRun(opts)
 		},
@@ -56,7 +57,7 @@ func versionRun(o *versionOptions) error {
 		return err
 	}
 	info := VersionInfo{Version: o.Version, Commit: o.Commit, GoVersion: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH, SchemaVersion: state.SchemaVersion, Protocol: hostops.Protocol(), Helpers: helpers}
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, SchemaVersion: state.SchemaVersion, Protocol: protocol.Protocol(), Helpers: helpers}
 	if o.JSON {
 		return cmdutil.WriteJSON(o.IO.Out, info)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/cmd/internal/cmdtest"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 )
 
@@ -47,4 +48,11 @@ func TestReleaseBuildsStampVersionAndCommit(t *testing.T) {
 			t.Errorf("%s still sets cmd.version", file)
 		}
 	}
+}
+
+func TestNewCmdVersion(t *testing.T) {
+	if o := cmdtest.Parsed(t, newCmdVersion, "version", "--json"); !o.JSON || o.Version != "test" || o.Commit != buildinfo.CommitID() {
+		t.Fatalf("parsed %+v", o)
+	}
+	cmdtest.Refused(t, newCmdVersion, "version", "now")
 }

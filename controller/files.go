@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // ReadPIDPort reads what a controller wrote first in its session dir: its
@@ -20,15 +21,31 @@ func ReadPIDPort(sessionDir string) (pid, port int, err error) {
 	} else if err != nil {
 		return 0, 0, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, portFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	port, err = readNumber(dir, portFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return pid, 0, nil
-	}
-	if err != nil {
+	case err != nil:
 		return pid, 0, err
-	}
-	if port, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil || port <= 0 || port > 65535 {
+	case port > 65535:
 		return pid, 0, fmt.Errorf("malformed %s", portFile)
 	}
 	return pid, port, nil
+}
+
+// maxNumberFile bounds a pid or port file: a number and a newline.
+const maxNumberFile = 64
+
+// readNumber reads the positive number in dir/name, never through a link
+// and never more than maxNumberFile bytes of it.
+func readNumber(dir, name string) (int, error) {
+	b, err := fsx.ReadFileMax(filepath.Join(dir, name), maxNumberFile)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("malformed %s", name)
+	}
+	return n, nil
 }

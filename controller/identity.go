@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
-
-	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // Identity is what can be proved about a recorded controller without its
@@ -138,14 +134,4 @@ func isControllerArgs(args []string, dir string) bool {
 		(slices.Contains(args, dir) || slices.Contains(args, "--session-dir="+dir))
 }
 
-func readPID(dir string) (int, error) {
-	b, err := fsx.ReadFile(filepath.Join(dir, pidFile))
-	if err != nil {
-		return 0, err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("malformed %s", pidFile)
-	}
-	return pid, nil
-}
+func readPID(dir string) (int, error) { return readNumber(dir, pidFile) }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/helpertest"
 )
 
 // A secret the profile hands the agent is masked in what the agent prints
@@ -18,7 +20,7 @@ func TestAgentOutputRedactsSecretValues(t *testing.T) {
 	if _, _, err := f.exec.Vault().SetSecret(ctx, "tok", []byte(value)); err != nil {
 		t.Fatal(err)
 	}
-	bare, _ := gitRepo(t)
+	bare, _ := helpertest.GitRepo(t)
 	profile := "name: sec\nhost: prod\nworkdir_root: " + f.root + "\nshell: sh\nenv:\n  TOKEN: {secret: tok}\nrepositories:\n  - name: app\n    url: " + bare + "\n    branch: main\n"
 	if _, err := f.exec.ApplyProfile(ctx, "sec.yaml", []byte(profile)); err != nil {
 		t.Fatal(err)

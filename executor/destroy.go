@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/crashpoint"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/reclaim"
@@ -90,7 +90,7 @@ func (a *attempt) cleanupScript(ctx context.Context, t *records.Task, p *profile
 	cctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
 	defer cancel()
 	var res taskdir.RunScriptResult
-	if err := remote.Call(cctx, a.c, t.Host, a.helper, hostops.OpRunScript, req, &res); err != nil {
+	if err := remote.Call(cctx, a.c, t.Host, a.helper, protocol.OpRunScript, req, &res); err != nil {
 		return "", err
 	}
 	if res.TimedOut {
@@ -117,7 +117,7 @@ func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Res
 		TimeoutSeconds: int(max(a.remaining(), 10*time.Second).Seconds()),
 	}
 	var rep reclaim.Report
-	if err := remote.Call(ctx, a.c, t.Host, a.helper, hostops.OpReclaimApply, req, &rep); err != nil {
+	if err := remote.Call(ctx, a.c, t.Host, a.helper, protocol.OpReclaimApply, req, &rep); err != nil {
 		return nil, err
 	}
 	if len(rep.Results) != 1 {

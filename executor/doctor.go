@@ -22,23 +22,38 @@ import (
 )
 
 // Check is one doctor line.
-type Check struct {
-	Name   string `json:"name"`
-	Status string `json:"status"` // ok, warn, fail
-	Detail string `json:"detail"`
-}
+type Check = state.Finding
 
-// DoctorInput is what doctor looks at; nothing is dialled.
+// DoctorInput is what doctor looks at; nothing is dialled but the store.
 type DoctorInput struct {
-	StateDir    string
-	SSHConfig   string
-	LockTimeout time.Duration
+	StateDir  string
+	SSHConfig string
+	// Store is the store every command uses, or StoreErr says why it
+	// could not be opened.
+	Store    state.Store
+	StoreErr error
+	// StoreName names the store when it is not the file store in
+	// StateDir (another directory, etcd): it is then checked on a line of
+	// its own, and the state directory only for what stays local.
+	StoreName string
 }
 
-// Doctor checks the local prerequisites, one line each.
+// Doctor checks the local prerequisites and the store, one line each,
+// then whatever the store says of its backend (state.Diagnoser).
 func Doctor(ctx context.Context, in DoctorInput) []Check {
-	return []Check{checkSSHClient(), checkAgent(), checkSSHConfig(ctx, in.SSHConfig), checkStateDir(ctx, in),
-		checkSecretFiles(ctx, in), checkGit()}
+	checks := []Check{checkSSHClient(), checkAgent(), checkSSHConfig(ctx, in.SSHConfig), checkStateDir(ctx, in)}
+	if in.StoreName != "" {
+		checks = append(checks, checkStoreElsewhere(ctx, in))
+	}
+	checks = append(checks, checkSecretFiles(ctx, in), checkGit())
+	var d state.Diagnoser
+	if !errors.As(in.StoreErr, &d) {
+		d, _ = in.Store.(state.Diagnoser)
+	}
+	if d != nil {
+		checks = append(checks, d.Diagnose(ctx)...)
+	}
+	return checks
 }
 
 func checkSSHClient() Check {
@@ -132,22 +147,39 @@ func checkStateDir(ctx context.Context, in DoctorInput) Check {
 		c.Status, c.Detail = "fail", in.StateDir+" is not a directory"
 		return c
 	}
-	st, err := state.Open(in.StateDir, state.Options{LockTimeout: in.LockTimeout})
-	if err != nil {
-		c.Status, c.Detail = "fail", err.Error()
-		return c
+	c.Status, c.Detail = "ok", in.StateDir
+	if in.StoreName == "" {
+		n, err := countHosts(ctx, in)
+		if err != nil {
+			c.Status, c.Detail = "fail", err.Error()
+			return c
+		}
+		c.Detail = fmt.Sprintf("%s (%d host(s))", in.StateDir, n)
 	}
-	defer st.Close()
-	n, err := st.List(ctx, records.KindHost)
-	if err != nil {
-		c.Status, c.Detail = "fail", err.Error()
-		return c
-	}
-	c.Status, c.Detail = "ok", fmt.Sprintf("%s (%d host(s))", in.StateDir, len(n))
 	if fi.Mode().Perm()&0o077 != 0 {
 		c.Status, c.Detail = "warn", fmt.Sprintf("%s is mode %o; run `chmod 700 %s`", in.StateDir, fi.Mode().Perm(), in.StateDir)
 	}
 	return c
+}
+
+// checkStoreElsewhere reads a store that is not the state directory's.
+func checkStoreElsewhere(ctx context.Context, in DoctorInput) Check {
+	c := Check{Name: "store"}
+	n, err := countHosts(ctx, in)
+	if err != nil {
+		c.Status, c.Detail = "fail", err.Error()
+		return c
+	}
+	c.Status, c.Detail = "ok", fmt.Sprintf("%s (%d host(s))", in.StoreName, n)
+	return c
+}
+
+func countHosts(ctx context.Context, in DoctorInput) (int, error) {
+	if in.StoreErr != nil {
+		return 0, in.StoreErr
+	}
+	hosts, err := in.Store.List(ctx, records.KindHost)
+	return len(hosts), err
 }
 
 // checkSecretFiles reports value files no secret's record names: left
@@ -157,13 +189,11 @@ func checkSecretFiles(ctx context.Context, in DoctorInput) Check {
 	if _, err := os.Lstat(filepath.Join(in.StateDir, vault.SecretsDirName)); os.IsNotExist(err) {
 		return c
 	}
-	st, err := state.Open(in.StateDir, state.Options{LockTimeout: in.LockTimeout})
-	if err != nil {
-		c.Status, c.Detail = "fail", err.Error()
+	if in.StoreErr != nil {
+		c.Status, c.Detail = "fail", in.StoreErr.Error()
 		return c
 	}
-	defer st.Close()
-	dir, strays, err := vault.New(in.StateDir, st).StraySecretFiles(ctx)
+	dir, strays, err := vault.New(in.StateDir, in.Store).StraySecretFiles(ctx)
 	switch {
 	case err != nil:
 		c.Status, c.Detail = "fail", err.Error()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -88,7 +88,7 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 	}
 	// The controller does not answer (or this machine has no token for
 	// it): ask the host whether it, or its agent, still runs.
-	id, err := a.e.probeController(ctx, at, hostops.OpControllerProbe)
+	id, err := a.e.probeController(ctx, at, protocol.OpControllerProbe)
 	if err != nil {
 		return a.linkOr(records.DrainUncertain), "", fmt.Sprintf("asking the host about its controller: %v", err)
 	}
@@ -97,7 +97,7 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 		// that can be proved is the controller's own, signalled once it
 		// proved to be ours.
 		kctx, cancel := context.WithTimeout(ctx, max(bound, 20*time.Second))
-		id, err = a.e.probeController(kctx, at, hostops.OpControllerKill)
+		id, err = a.e.probeController(kctx, at, protocol.OpControllerKill)
 		cancel()
 		if err != nil {
 			return a.linkOr(records.DrainUncertain), "", fmt.Sprintf("stopping its controller: %v", err)

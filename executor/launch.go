@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -25,8 +25,8 @@ const (
 	StepPrepareScript = "Running prepare script"
 	StepStarting      = "Starting controller"
 	// The helper connects to the controller it started and relays its
-	// proof (hostops.Started).
-	StepConnectingCtrl = hostops.StepProof
+	// proof (protocol.Started).
+	StepConnectingCtrl = protocol.StepProof
 )
 
 // LaunchOptions are `task launch`'s inputs.

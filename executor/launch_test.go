@@ -14,6 +14,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/records"
 
+	"github.com/kdlbs/kandev-exec/internal/helpertest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -31,7 +32,7 @@ type launchFixture struct {
 
 func newLaunchFixture(t *testing.T, opts ...sshtest.Option) *launchFixture {
 	t.Helper()
-	useHelper(t, buildHelper(t))
+	helpertest.UseHelper(t, &locateHelpers, helpertest.Build(t))
 	t.Setenv("SSH_AUTH_SOCK", "")
 	srv := sshtest.NewServer(t, opts...)
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
@@ -49,7 +50,7 @@ func newLaunchFixture(t *testing.T, opts ...sshtest.Option) *launchFixture {
 	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "prod", AcceptNew: true}); err != nil {
 		t.Fatal(err)
 	}
-	f.bare, _ = gitRepo(t)
+	f.bare, _ = helpertest.GitRepo(t)
 	f.useRoot(t, f.root)
 	return f
 }

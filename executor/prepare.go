@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
@@ -102,7 +102,7 @@ func (e *Executor) recordPrepared(ctx context.Context, tc *taskClaim, t *records
 func runPrepareScript(cv *remote.Conversation, lp *launchPlan, dir string, env map[string]string, redact []string) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
 		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
-	if err := cv.Send(hostops.OpRunScript, req); err != nil {
+	if err := cv.Send(protocol.OpRunScript, req); err != nil {
 		return err
 	}
 	var resp taskdir.RunScriptResult

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/internal/redact"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
@@ -195,7 +196,7 @@ func TestProfileEnvMasksAndExplains(t *testing.T) {
 	for _, x := range entries {
 		got[x.Key] = x
 	}
-	if b := got["B"]; !b.Secret || b.Value != profiles.Masked {
+	if b := got["B"]; !b.Secret || b.Value != redact.Mask {
 		t.Errorf("secret not masked: %+v", b)
 	}
 	// Secret tok was never set: the preflight says so and what to run.
@@ -219,7 +220,7 @@ func TestProfileEnvMasksAndExplains(t *testing.T) {
 	}
 	entries, err = e.ProfileEnv(ctx, EnvOptions{Profile: "web"})
 	for _, x := range entries {
-		if x.Key == "B" && (!x.Resolved || x.Problem != "" || x.Value != profiles.Masked) {
+		if x.Key == "B" && (!x.Resolved || x.Problem != "" || x.Value != redact.Mask) {
 			t.Errorf("set secret B: %+v, %v", x, err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
@@ -193,7 +193,7 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	seen := map[string]bool{}
 	for _, root := range roots {
 		var l reclaim.Listing
-		if err := remote.Call(ctx, rc.c, h.Name, rc.helper, hostops.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
+		if err := remote.Call(ctx, rc.c, h.Name, rc.helper, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
 			return nil, fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
 		}
 		if seen[l.Root] {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
@@ -103,7 +103,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	}
 	defer rc.c.Close()
 	var rep reclaim.Report
-	if err := remote.Call(ctx, rc.c, host, rc.helper, hostops.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
+	if err := remote.Call(ctx, rc.c, host, rc.helper, protocol.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
 		fail(err)
 		return
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -195,8 +195,8 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 		return cannotTell(err)
 	}
 	dir := sessionDirOf(t.TaskDir, s.ID)
-	var files hostops.SessionFiles
-	if err := remote.Call(ctx, c, t.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: dir}, &files); err != nil {
+	var files protocol.SessionFiles
+	if err := remote.Call(ctx, c, t.Host, helper, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: dir}, &files); err != nil {
 		return cannotTell(err)
 	}
 	if files.PID == 0 {
@@ -216,7 +216,7 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 		}
 	}
 	var id controller.Identity
-	if err := remote.Call(ctx, c, t.Host, helper, hostops.OpControllerProbe, hostops.SessionRequest{SessionDir: dir}, &id); err != nil {
+	if err := remote.Call(ctx, c, t.Host, helper, protocol.OpControllerProbe, protocol.SessionRequest{SessionDir: dir}, &id); err != nil {
 		return cannotTell(err)
 	}
 	if id.Alive {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -150,16 +150,16 @@ func (e *Executor) refreshHost(ctx context.Context, host string, vs []*SessionVi
 	defer c.Close()
 	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
 	defer wd.Stop()
-	req := hostops.SessionsRequest{Sessions: make([]hostops.SessionRequest, len(vs))}
+	req := protocol.SessionsRequest{Sessions: make([]protocol.SessionRequest, len(vs))}
 	for i, v := range vs {
-		req.Sessions[i] = hostops.SessionRequest{SessionDir: v.SessionDir, StartTime: v.StartTime}
+		req.Sessions[i] = protocol.SessionRequest{SessionDir: v.SessionDir, StartTime: v.StartTime}
 	}
-	var rep hostops.SessionsReport
+	var rep protocol.SessionsReport
 	info, err := detect(ctx, c, t.Root)
 	if err == nil {
 		var helper remote.Helper
 		if helper, _, err = e.ensureHelper(ctx, c, info); err == nil {
-			err = remote.Call(ctx, c, host, helper, hostops.OpSessionsProbe, req, &rep)
+			err = remote.Call(ctx, c, host, helper, protocol.OpSessionsProbe, req, &rep)
 		}
 	}
 	if err == nil && len(rep.Sessions) != len(vs) {
@@ -183,7 +183,7 @@ func (e *Executor) refreshHost(ctx context.Context, host string, vs []*SessionVi
 
 // recordReport records what the host reported of s: running while its
 // controller proves to be the session's, else how the session ended.
-func (e *Executor) recordReport(ctx context.Context, s *records.Session, r hostops.SessionReport) (*records.Session, error) {
+func (e *Executor) recordReport(ctx context.Context, s *records.Session, r protocol.SessionReport) (*records.Session, error) {
 	id := r.Identity
 	switch {
 	case r.Error != "":

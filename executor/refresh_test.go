@@ -11,8 +11,9 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/helpertest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -22,7 +23,7 @@ import (
 // the operation of each request it serves to the returned log file.
 func useLoggingHelper(t *testing.T) (log string) {
 	t.Helper()
-	real := buildHelper(t)
+	real := helpertest.Build(t)
 	dir := t.TempDir()
 	log = filepath.Join(dir, "ops.log")
 	script := fmt.Sprintf(`#!/bin/sh
@@ -38,7 +39,7 @@ exec %[2]s "$@"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	useHelper(t, wrapper)
+	helpertest.UseHelper(t, &locateHelpers, wrapper)
 	return log
 }
 
@@ -46,13 +47,13 @@ exec %[2]s "$@"
 // before it serves anything.
 func useGatedHelper(t *testing.T, g *gate) {
 	t.Helper()
-	real := buildHelper(t)
+	real := helpertest.Build(t)
 	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = serve ]; then\n%sfi\nexec %s \"$@\"\n", g.shell("$$"), ssh.ShellQuote(real))
 	wrapper := filepath.Join(t.TempDir(), helperbin.Name(localPlatform))
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	useHelper(t, wrapper)
+	helpertest.UseHelper(t, &locateHelpers, wrapper)
 }
 
 // loggedOps reads the operations served since the log was last emptied,
@@ -122,8 +123,8 @@ func TestRefreshSessionsOneHelperCallPerHost(t *testing.T) {
 
 	ss := []*records.Session{running, exited, killed, elsewhere}
 	views := f.exec.RefreshSessions(ctx, ss)
-	if ops := loggedOps(t, log); len(ops) != 2 || ops[0] != hostops.OpSessionsProbe || ops[1] != hostops.OpSessionsProbe {
-		t.Fatalf("operations served for 4 sessions on 2 hosts: %q, want one %s per host", ops, hostops.OpSessionsProbe)
+	if ops := loggedOps(t, log); len(ops) != 2 || ops[0] != protocol.OpSessionsProbe || ops[1] != protocol.OpSessionsProbe {
+		t.Fatalf("operations served for 4 sessions on 2 hosts: %q, want one %s per host", ops, protocol.OpSessionsProbe)
 	}
 	want := []records.SessionState{records.SessionRunning, records.SessionExited, records.SessionLost, records.SessionRunning}
 	for i, v := range views {

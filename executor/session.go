@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
@@ -152,7 +152,7 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 			return nil, info, err
 		}
 	} else {
-		cv, err := remote.Converse(ctx, c, h.Name, remote.WarmScript(root, sha, platform), hostops.OpPrepare, first, probeTimeout)
+		cv, err := remote.Converse(ctx, c, h.Name, remote.WarmScript(root, sha, platform), protocol.OpPrepare, first, probeTimeout)
 		if err != nil {
 			return nil, info, err
 		}
@@ -163,7 +163,7 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 		if cv.Served {
 			cv, err := serving(cv, false)
 			var re *remote.Error
-			if !errors.As(err, &re) || re.Code != hostops.CodeProtocol {
+			if !errors.As(err, &re) || re.Code != protocol.CodeProtocol {
 				return cv, info, err
 			}
 			// A stale copy (another protocol), which did nothing: the
@@ -179,12 +179,12 @@ func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Hos
 		}
 		return nil, info, err
 	}
-	cv, err := remote.Converse(ctx, c, h.Name, remote.ServeScript(helper), hostops.OpPrepare, first, probeTimeout)
+	cv, err := remote.Converse(ctx, c, h.Name, remote.ServeScript(helper), protocol.OpPrepare, first, probeTimeout)
 	if err != nil {
 		return nil, info, err
 	}
 	if !cv.Served {
-		return nil, info, fmt.Errorf("%s on %s: the helper was not started", hostops.OpPrepare, h.Name)
+		return nil, info, fmt.Errorf("%s on %s: the helper was not started", protocol.OpPrepare, h.Name)
 	}
 	cv, err = serving(cv, uploaded)
 	return cv, info, err
@@ -242,7 +242,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	if err != nil {
 		return fail(err)
 	}
-	first, err := hostops.EncodeRequest(hostops.OpPrepare, prep)
+	first, err := protocol.EncodeRequest(protocol.OpPrepare, prep)
 	if err != nil {
 		return fail(err)
 	}
@@ -299,13 +299,13 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	// The helper proves the controller answers: for this nonce, with the
 	// token made here, checked here (proven).
 	nonce := controller.NewNonce()
-	if err := cv.Send(hostops.OpControllerStart, hostops.ControllerStart{StartRequest: req, Nonce: nonce}); err != nil {
+	if err := cv.Send(protocol.OpControllerStart, protocol.ControllerStart{StartRequest: req, Nonce: nonce}); err != nil {
 		return fail(err)
 	}
 	cv.CloseInput()
-	var started hostops.Started
-	err = cv.Next(controllerStartBound, &started, func(p hostops.Progress) {
-		if p.Step == hostops.StepProof {
+	var started protocol.Started
+	err = cv.Next(controllerStartBound, &started, func(p protocol.Progress) {
+		if p.Step == protocol.StepProof {
 			step = StepConnectingCtrl
 		}
 		progress(p.Step)
@@ -336,7 +336,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 
 // proven checks the controller's answer to nonce, as the helper relayed
 // it: made with token, by the controller controller-start reported.
-func proven(started hostops.Started, sessionID, token, nonce string) error {
+func proven(started protocol.Started, sessionID, token, nonce string) error {
 	h := started.Health
 	switch {
 	case h == nil && started.Unproven != "":

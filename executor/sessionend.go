@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
@@ -87,8 +87,8 @@ func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Ses
 	if err != nil {
 		return nil, 0, err
 	}
-	var files hostops.SessionFiles
-	if err := remote.Call(ctx, a.c, a.s.Host, helper, hostops.OpSessionFiles, hostops.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
+	var files protocol.SessionFiles
+	if err := remote.Call(ctx, a.c, a.s.Host, helper, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
 		return nil, 0, err
 	}
 	if endedOnHost(files) {
@@ -103,7 +103,7 @@ func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Ses
 // recordGone records how a session whose controller is gone ended, from
 // what its directory holds: the end its controller wrote down, else lost
 // (saying so when its agent's process group, orphan, still runs).
-func (e *Executor) recordGone(ctx context.Context, sessionID, taskID string, files hostops.SessionFiles, orphan int) (*records.Session, error) {
+func (e *Executor) recordGone(ctx context.Context, sessionID, taskID string, files protocol.SessionFiles, orphan int) (*records.Session, error) {
 	if endedOnHost(files) {
 		return e.recordFinal(ctx, sessionID, *files.Status, "")
 	}
@@ -116,7 +116,7 @@ func (e *Executor) recordGone(ctx context.Context, sessionID, taskID string, fil
 }
 
 // endedOnHost: the controller wrote down how its agent ended.
-func endedOnHost(files hostops.SessionFiles) bool {
+func endedOnHost(files protocol.SessionFiles) bool {
 	st := files.Status
 	return st != nil && (st.State == controller.StateExited || st.State == controller.StateStopped)
 }

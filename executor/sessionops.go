@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/controller"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/logview"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
@@ -157,7 +157,7 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 			return controller.Status{}, fmt.Errorf("session %s: its controller refuses new connections, having as many open as it serves (another user on the host may be holding them); try again: %w", a.s.ID, err)
 		}
 	}
-	id, err := e.probeController(ctx, a, hostops.OpControllerProbe)
+	id, err := e.probeController(ctx, a, protocol.OpControllerProbe)
 	if err != nil {
 		return controller.Status{}, err
 	}
@@ -185,7 +185,7 @@ func (e *Executor) probeController(ctx context.Context, a *attach, op string) (c
 	if err != nil {
 		return id, err
 	}
-	err = remote.Call(ctx, a.c, a.s.Host, helper, op, hostops.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
+	err = remote.Call(ctx, a.c, a.s.Host, helper, op, protocol.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
 	return id, err
 }
 
@@ -335,7 +335,7 @@ func (e *Executor) stopAttached(ctx context.Context, a *attach) (*records.Sessio
 		// proved to be the session's (SIGTERM, which stops the agent
 		// gracefully, then SIGKILL past its grace), then reads how it ended.
 		var id controller.Identity
-		if id, err = e.probeController(ctx, a, hostops.OpControllerKill); err == nil {
+		if id, err = e.probeController(ctx, a, protocol.OpControllerKill); err == nil {
 			if id.Alive && id.Ours {
 				err = fmt.Errorf("session %s: its controller (pid %d) did not stop; check the host: `kandev-exec task exec %s -- ps -p %d`", s.ID, id.PID, a.t.ID, id.PID)
 			} else {

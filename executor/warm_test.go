@@ -13,8 +13,9 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/helpertest"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -32,7 +33,7 @@ func (f *launchFixture) plant(t *testing.T, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(f.root, "bin", sha256Of(t, bin))
+	dir := filepath.Join(f.root, "bin", helpertest.SHA256(t, bin))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestWarmLaunchMatchesPlatform(t *testing.T) {
 	if localPlatform == other {
 		other = "linux/amd64"
 	}
-	good := buildHelper(t)
+	good := helpertest.Build(t)
 	b, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestWarmLaunchMatchesPlatform(t *testing.T) {
 	if err := os.WriteFile(foreign, append(b, 0), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	useHelper(t, good)
+	helpertest.UseHelper(t, &locateHelpers, good)
 	f.plant(t, foreign)
 	if _, err := records.Mutate(ctx, f.exec.cfg.Store, records.KindHost, "prod", "host.platform", func(h *records.Host) error {
 		h.Platform = other
@@ -106,8 +107,8 @@ func TestWarmLaunchMatchesPlatform(t *testing.T) {
 func TestWarmLaunchPassesOverStaleHelper(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
-	stale := buildHelper(t, "github.com/kdlbs/kandev-exec/internal/hostops.protocol=99")
-	good := buildHelper(t)
+	stale := helpertest.BuildSpeaking(t, 99)
+	good := helpertest.Build(t)
 	cache := t.TempDir()
 	gz, err := (helperbin.Helper{Path: good}).Compressed()
 	if err != nil {
@@ -116,7 +117,7 @@ func TestWarmLaunchPassesOverStaleHelper(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cache, helperbin.Name(localPlatform)+".gz"), gz, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	useLocator(t, &helperbin.Locator{Executable: filepath.Join(filepath.Dir(stale), "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
+	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: filepath.Join(filepath.Dir(stale), "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
 	f.plant(t, stale)
 
 	var steps []string
@@ -128,7 +129,7 @@ func TestWarmLaunchPassesOverStaleHelper(t *testing.T) {
 	if !uploads(steps) {
 		t.Fatalf("the good helper was not uploaded: %q", steps)
 	}
-	sameContent(t, good, filepath.Join(f.root, "bin", sha256Of(t, good), remote.HelperName))
+	helpertest.SameContent(t, good, filepath.Join(f.root, "bin", helpertest.SHA256(t, good), remote.HelperName))
 	if want := filepath.Join(f.root, "tasks", task.DirName); task.TaskDir != want || task.Phase != records.PhaseReady {
 		t.Fatalf("task %+v", task)
 	}
@@ -141,7 +142,7 @@ func TestProven(t *testing.T) {
 	const token, nonce = "the-token", "the-nonce"
 	h := controller.Health{SessionID: "s1", PID: 42, StartTime: 7}
 	h.Proof = proofOf(t, token, nonce, h)
-	started := hostops.Started{StartResponse: controller.StartResponse{PID: 42, StartTime: 7, Port: 5}, Health: &h}
+	started := protocol.Started{StartResponse: controller.StartResponse{PID: 42, StartTime: 7, Port: 5}, Health: &h}
 	if err := proven(started, "s1", token, nonce); err != nil {
 		t.Fatalf("a good proof: %v", err)
 	}
@@ -149,15 +150,15 @@ func TestProven(t *testing.T) {
 	other.PID = 43
 	other.Proof = proofOf(t, token, nonce, other)
 	for name, c := range map[string]struct {
-		started          hostops.Started
+		started          protocol.Started
 		session, token   string
 		nonce, wantError string
 	}{
-		"unproven":      {hostops.Started{StartResponse: started.StartResponse, Unproven: "connection refused"}, "s1", token, nonce, "connection refused"},
-		"no proof":      {hostops.Started{StartResponse: started.StartResponse}, "s1", token, nonce, "relayed no proof"},
+		"unproven":      {protocol.Started{StartResponse: started.StartResponse, Unproven: "connection refused"}, "s1", token, nonce, "connection refused"},
+		"no proof":      {protocol.Started{StartResponse: started.StartResponse}, "s1", token, nonce, "relayed no proof"},
 		"another nonce": {started, "s1", token, "old-nonce", "does not verify"},
 		"another token": {started, "s1", "forged", nonce, "does not verify"},
-		"another pid":   {hostops.Started{StartResponse: started.StartResponse, Health: &other}, "s1", token, nonce, "pid 43"},
+		"another pid":   {protocol.Started{StartResponse: started.StartResponse, Health: &other}, "s1", token, nonce, "pid 43"},
 		"other session": {started, "s2", token, nonce, "not session s2"},
 	} {
 		err := proven(c.started, c.session, c.token, c.nonce)

@@ -1,14 +1,13 @@
 package profiles
 
-// Masked is shown in place of every reference-backed value.
-const Masked = "***"
+import "github.com/kdlbs/kandev-exec/internal/redact"
 
 // ExplainEntry is one row of `profile env --explain` (docs/contract.md JSON).
 type ExplainEntry struct {
 	Key        string   `json:"key"`
 	Origins    []string `json:"origins"` // origins of the winning value, sorted
 	Tier       Tier     `json:"tier"`
-	Secret     bool     `json:"secret"` // reference-backed: value is Masked
+	Secret     bool     `json:"secret"` // reference-backed: value is redact.Mask
 	Value      string   `json:"value"`
 	Overridden []string `json:"overridden"` // losing origins, sorted; [] when none
 	// Resolved is false when the winning reference cannot be fetched
@@ -20,7 +19,7 @@ type ExplainEntry struct {
 
 // Explain runs Resolve's selection without revealing anything and describes
 // the winner of every key, in key order. Literals are shown as given (pass
-// RuntimePlaceholders for the managed runtime); references show Masked and
+// RuntimePlaceholders for the managed runtime); references show redact.Mask and
 // count as resolved until Preflight says otherwise. A conflict is the same
 // *ConflictError Resolve would return.
 func Explain(defs []Definition) ([]ExplainEntry, error) {
@@ -32,7 +31,7 @@ func Explain(defs []Definition) ([]ExplainEntry, error) {
 	for i, c := range choices {
 		e := ExplainEntry{Key: c.def.Key, Origins: c.origins, Tier: c.tier, Value: c.def.Literal, Overridden: []string{}, Resolved: true}
 		if c.def.Ref.IsSet() {
-			e.Secret, e.Value, e.Ref = true, Masked, c.def.Ref
+			e.Secret, e.Value, e.Ref = true, redact.Mask, c.def.Ref
 		}
 		for _, l := range c.losers {
 			e.Overridden = append(e.Overridden, l.Origin)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 // Preflight asks only about references, marks the ones that fail with the
@@ -41,7 +43,7 @@ func TestPreflightMarksUnresolvable(t *testing.T) {
 		if e.Key == "BAD" && e.Problem != "bad is missing" {
 			t.Errorf("BAD problem %q", e.Problem)
 		}
-		if e.Secret && e.Value != Masked {
+		if e.Secret && e.Value != redact.Mask {
 			t.Errorf("%s: value %q not masked", e.Key, e.Value)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 // Markers that must never surface: reference names and revealed plaintext.
@@ -107,7 +109,7 @@ func checkInvariants(t *testing.T, defs []Definition, shuffle func([]Definition)
 		t.Fatalf("ValidateDefinitions %v, Resolve %s", verr, got.err)
 	}
 	for _, e := range explained {
-		if e.Secret != (e.Value == Masked) || e.Overridden == nil {
+		if e.Secret != (e.Value == redact.Mask) || e.Overridden == nil {
 			t.Fatalf("bad explain row %+v", e)
 		}
 		if got.env != nil && !e.Secret && got.env[e.Key] != e.Value {

@@ -105,6 +105,15 @@ func target(root, dir, task string) Target {
 	return Target{Root: root, Dir: dir, InstallationID: testInstallation, TaskID: task, Enabled: true}
 }
 
+// candidate is a plan's row as Apply's target, the way the executor sends
+// it: with the identity the plan saw, so a directory swapped in since is
+// kept.
+func candidate(root string, r Row) Target {
+	tg := target(root, r.Dir, r.TaskID)
+	tg.Identity = r.Identity
+	return tg
+}
+
 func prove(t *testing.T, targets ...Target) []Result {
 	t.Helper()
 	rep, err := Prove(context.Background(), Request{Targets: targets, ProbeTimeoutSeconds: 30})

@@ -318,18 +318,14 @@ func (h *host) walk(d *dirFD, ev *Evidence) tree {
 	return tr
 }
 
-// pathProblem turns a failed path check into a skip reason: a link or a
+// pathProblem turns a failed path check into a skip reason, by the codes
+// taskdir.NotPrivate gives an ownership failure: a link or a
 // non-directory is an unsafe path, an owner or mode is not private, and
 // anything else could not be checked (unknown keeps).
 func pathProblem(err error) (Reason, string) {
 	var oe *fsx.OwnershipError
 	if errors.As(err, &oe) {
-		d := fmt.Sprintf("%v; %s", oe, oe.Hint())
-		switch oe.Reason {
-		case fsx.ReasonSymlink, fsx.ReasonNotDir, fsx.ReasonNotFile:
-			return UnsafePath, d
-		}
-		return NotPrivate, d
+		err = taskdir.NotPrivate(oe.Path, err)
 	}
 	var te *taskdir.Error
 	if errors.As(err, &te) {

@@ -64,17 +64,7 @@ func List(ctx context.Context, req ListRequest) (*Listing, error) {
 	if err := fsx.CheckPrivate(tasks, h.uid, true); errors.Is(err, fs.ErrNotExist) {
 		return l, nil
 	} else if err != nil {
-		code, msg := taskdir.CodeNotPrivate, err.Error()
-		var oe *fsx.OwnershipError
-		if errors.As(err, &oe) {
-			msg = fmt.Sprintf("%v; %s", oe, oe.Hint())
-			if r, _ := pathProblem(err); r == UnsafePath {
-				code = taskdir.CodeUnsafePath
-			}
-		} else {
-			code = taskdir.CodeIO
-		}
-		return nil, &taskdir.Error{Code: code, Message: msg}
+		return nil, taskdir.NotPrivate(tasks, err)
 	}
 	d, err := openDirPath(tasks)
 	if err != nil {

@@ -78,7 +78,7 @@ func TestListPlanApplyOrphans(t *testing.T) {
 			if r.Bytes == 0 || r.Identity == nil {
 				t.Errorf("%s: a candidate without size or identity: %+v", r.Path, r)
 			}
-			targets = append(targets, r.Target(l.Root, testInstallation))
+			targets = append(targets, candidate(l.Root, r))
 		}
 	}
 	results := apply(t, targets...)

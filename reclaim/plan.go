@@ -82,9 +82,3 @@ func planEntry(e Entry, v LocalView, olderThan time.Duration, path string) (Acti
 	}
 	return Remove, Orphan, fmt.Sprintf("no local record of task %s", m.TaskID)
 }
-
-// Target is the row as Apply's target (for a candidate): the plan's
-// identity comes along, so a directory swapped in since is kept.
-func (r Row) Target(root, installationID string) Target {
-	return Target{Root: root, Dir: r.Dir, InstallationID: installationID, TaskID: r.TaskID, Identity: r.Identity, Enabled: true}
-}

@@ -167,7 +167,7 @@ func TestApplyFinishesInterruptedRemoval(t *testing.T) {
 	wantResult(t, prove(t, target(root, "t-1", "task-1"))[0], Remove, "", "")
 
 	runT(t, "chattr", "-i", filepath.Join(trash, "README"))
-	r = apply(t, rows[0].Target(l.Root, testInstallation))[0]
+	r = apply(t, candidate(l.Root, rows[0]))[0]
 	wantResult(t, r, Remove, Removed, "")
 	if !strings.Contains(r.Detail, "finished the interrupted removal") {
 		t.Fatalf("detail %q", r.Detail)

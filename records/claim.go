@@ -60,9 +60,6 @@ func (h *Held) ID() string { return h.c.ID }
 // Claim is the claim as last checkpointed.
 func (h *Held) Claim() state.Claim { return h.c }
 
-// Name is the claimed record's name.
-func (h *Held) Name() string { return h.c.Name }
-
 // Checkpoint applies change to the claimed record and writes it under
 // the claim, holding it to the transition table like Mutate; each
 // checkpoint renews the claim's lease. A lost claim is a

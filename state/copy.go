@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // Copier is what `store migrate` needs beyond Store to copy one store into
@@ -57,7 +59,7 @@ func (s *FileStore) Kinds(ctx context.Context) ([]Kind, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkDir(s.path(recordsDir)); errors.Is(err, fs.ErrNotExist) {
+	if err := fsx.CheckDir(s.path(recordsDir)); errors.Is(err, fs.ErrNotExist) {
 		return []Kind{}, nil
 	} else if err != nil {
 		return nil, err
@@ -145,7 +147,7 @@ func (s *FileStore) RemoveRecord(ctx context.Context, kind Kind, name string) er
 		return err
 	}
 	return s.update(ctx, func(*tx) error {
-		err := removeDurable(s.recordPath(kind, name))
+		err := fsx.Remove(s.recordPath(kind, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}

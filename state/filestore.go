@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // DefaultLockTimeout bounds the wait for the store lock when
@@ -21,6 +23,14 @@ const (
 	lockFile    = "lock"
 	holderFile  = "lock.holder"
 	recordsDir  = "records"
+)
+
+// Nothing in the store follows a symlink: a link planted in the state
+// directory could otherwise redirect a write onto any file the user owns.
+// The primitives are fsx's.
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
 )
 
 // Options tunes a FileStore.
@@ -133,13 +143,13 @@ func (s *FileStore) prepare() error {
 // openDir makes sure the store directory exists and is a real directory,
 // creating it (and its parents) if needed.
 func (s *FileStore) openDir() error {
-	err := checkDir(s.dir)
+	err := fsx.CheckDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(s.dir, dirMode); err != nil {
 			return &OpenError{Dir: s.dir, Err: fmt.Errorf("cannot create state store %s: %w", s.dir, err),
 				Fix: fmt.Sprintf("create it yourself (`mkdir -p -m 700 %s`), or use a directory you can write", s.dir)}
 		}
-		err = checkDir(s.dir)
+		err = fsx.CheckDir(s.dir)
 	}
 	var unsafe *UnsafePathError
 	switch {
@@ -250,4 +260,14 @@ func (s *FileStore) update(ctx context.Context, fn func(*tx) error) error {
 	}
 	defer j.close()
 	return fn(&tx{now: s.now().UTC(), journal: j})
+}
+
+// ensureDir creates one directory level (0700) unless a real one is there,
+// and makes a new one survive a crash.
+func ensureDir(path string) error {
+	created, err := fsx.EnsureDir(path, dirMode)
+	if err != nil || !created {
+		return err
+	}
+	return fsx.SyncDir(filepath.Dir(path))
 }

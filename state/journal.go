@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // The journal is <dir>/journal.jsonl, one Entry per line, appended (with
@@ -26,14 +28,14 @@ import (
 const tailChunk = 4096
 
 func (s *FileStore) createJournal() error {
-	f, err := openNoFollow(s.path(journalFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	f, err := fsx.OpenFile(s.path(journalFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
 		return fmt.Errorf("creating journal: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return syncDir(s.dir)
+	return fsx.SyncDir(s.dir)
 }
 
 // journalWriter appends the entries of one transaction. It is opened
@@ -49,12 +51,12 @@ type journalWriter struct {
 
 func (s *FileStore) openJournal(m *meta) (*journalWriter, error) {
 	path := s.path(journalFile)
-	f, err := openNoFollow(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := fsx.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		m.Epoch = NewEpoch()
 		if err = s.writeMeta(*m); err == nil {
 			if err = s.createJournal(); err == nil {
-				f, err = openNoFollow(path, os.O_RDWR|os.O_APPEND, 0)
+				f, err = fsx.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 			}
 		}
 	}
@@ -185,7 +187,7 @@ func (s *FileStore) Journal(ctx context.Context, after uint64) ([]Entry, error) 
 		return nil, err
 	}
 	path := s.path(journalFile)
-	f, err := openNoFollow(path, os.O_RDONLY, 0)
+	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Entry{}, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // meta.json: the schema gate and the journal epoch.
@@ -24,7 +26,7 @@ var (
 
 func (s *FileStore) readMeta() (meta, error) {
 	var m meta
-	b, err := readFileNoFollow(s.path(metaFile))
+	b, err := fsx.ReadFile(s.path(metaFile))
 	if err != nil {
 		return m, err
 	}
@@ -45,7 +47,7 @@ func (s *FileStore) writeMeta(m meta) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.path(metaFile), append(b, '\n'), true)
+	return fsx.WriteFile(s.path(metaFile), append(b, '\n'), true)
 }
 
 // NewEpoch is random so that a re-created journal can never be mistaken

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // recordFile is what records/<kind>/<name>.json holds: the record and, when
@@ -30,14 +32,14 @@ func (s *FileStore) recordPath(kind Kind, name string) string {
 func (s *FileStore) readRecord(kind Kind, name string) (*recordFile, error) {
 	notFound := &NotFoundError{Kind: kind, Name: name}
 	for _, d := range []string{s.path(recordsDir), s.kindDir(kind)} {
-		if err := checkDir(d); errors.Is(err, fs.ErrNotExist) {
+		if err := fsx.CheckDir(d); errors.Is(err, fs.ErrNotExist) {
 			return nil, notFound
 		} else if err != nil {
 			return nil, err
 		}
 	}
 	path := s.recordPath(kind, name)
-	b, err := readFileNoFollow(path)
+	b, err := fsx.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, notFound
 	}
@@ -86,7 +88,7 @@ func (s *FileStore) Discard(ctx context.Context, kind Kind, name string, ev Even
 			// file, and the file is web's.
 			return err
 		}
-		if err := removeDurable(s.recordPath(kind, name)); err != nil {
+		if err := fsx.Remove(s.recordPath(kind, name)); err != nil {
 			return err
 		}
 		return t.record(kind, name, ev, 0)
@@ -104,7 +106,7 @@ func (s *FileStore) writeRecord(rf *recordFile) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.recordPath(rf.Kind, rf.Name), b, true)
+	return fsx.WriteFile(s.recordPath(rf.Kind, rf.Name), b, true)
 }
 
 // EncodeJSON is json.Marshal without HTML escaping, so stored data keeps
@@ -191,7 +193,7 @@ func (s *FileStore) list(kind Kind) ([]Record, error) {
 	}
 	recs := []Record{}
 	for _, d := range []string{s.path(recordsDir), s.kindDir(kind)} {
-		if err := checkDir(d); errors.Is(err, fs.ErrNotExist) {
+		if err := fsx.CheckDir(d); errors.Is(err, fs.ErrNotExist) {
 			return recs, nil
 		} else if err != nil {
 			return nil, err
@@ -253,7 +255,7 @@ type pending struct {
 func (s *FileStore) apply(t *tx, p *pending) error {
 	var err error
 	if p.rf == nil {
-		err = removeDurable(s.recordPath(p.kind, p.name))
+		err = fsx.Remove(s.recordPath(p.kind, p.name))
 	} else {
 		err = s.writeRecord(p.rf)
 	}

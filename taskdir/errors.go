@@ -1,5 +1,5 @@
 // Package taskdir is the task-directory half of what the helper does on a
-// host (internal/hostops carries its requests): making, checking and
+// host (helper/protocol carries its requests): making, checking and
 // preparing <root>/tasks/<task-dir>/ and running scripts in it. Of this
 // module it imports only the shared primitives (internal/fsx,
 // internal/redact): the host has no store, no profiles and no SSH.

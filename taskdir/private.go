@@ -17,10 +17,12 @@ const CodeNotPrivate = "not_private"
 // task directory's metaDir.
 const SessionsDir = "sessions"
 
-// notPrivate turns an ownership failure into the helper's error (a link
-// or a file of the wrong type is an unsafe path, as before); other errors
-// stay I/O errors naming the path.
-func notPrivate(path string, err error) error {
+// NotPrivate turns a failed ownership check of path into the helper's
+// error: a link or a file of the wrong type is an unsafe path, another
+// owner or a loose mode is not private, and other errors stay I/O errors
+// naming the path. It is the one reading of an ownership failure: reclaim's
+// skip reasons follow its codes.
+func NotPrivate(path string, err error) error {
 	var oe *fsx.OwnershipError
 	if errors.As(err, &oe) {
 		code := CodeNotPrivate
@@ -48,10 +50,10 @@ func PrivateRoot(root string) (string, error) {
 	}
 	uid := os.Getuid()
 	if err := fsx.CheckAncestors(phys, uid); err != nil {
-		return "", notPrivate(phys, err)
+		return "", NotPrivate(phys, err)
 	}
 	if err := fsx.CheckPrivate(phys, uid, true); err != nil {
-		return "", notPrivate(phys, err)
+		return "", NotPrivate(phys, err)
 	}
 	return phys, nil
 }
@@ -72,7 +74,7 @@ func AbsentRoot(root string) (string, bool) {
 func ensurePrivateDir(dir string) (created bool, err error) {
 	created, err = fsx.EnsurePrivateDir(dir, os.Getuid())
 	if err != nil {
-		return false, notPrivate(dir, err)
+		return false, NotPrivate(dir, err)
 	}
 	return created, nil
 }
@@ -99,12 +101,12 @@ func CheckTaskDir(dir string) error {
 	uid := os.Getuid()
 	for _, p := range []string{tasks, dir} {
 		if err := fsx.CheckPrivate(p, uid, true); err != nil {
-			return notPrivate(p, err)
+			return NotPrivate(p, err)
 		}
 	}
 	meta := filepath.Join(dir, metaDir)
 	if err := fsx.CheckPrivate(meta, uid, true); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return notPrivate(meta, err)
+		return NotPrivate(meta, err)
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func benchModel(b *testing.B, n int) *Model {
 	}
 	m := New(options(nil, nil))
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
-	m.Update(loadedMsg{world: w, cursor: Cursor{Epoch: 1, Seq: ringCap}, tail: tail, at: t0})
+	m.Update(loadedMsg{world: w, cursor: records.Cursor{Epoch: 1, Seq: ringCap}, tail: tail, at: t0})
 	m.focus = paneEnvs
 	m.envs.move(n / 2)
 	m.fitAll()

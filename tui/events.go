@@ -64,25 +64,6 @@ func FormatFields(fs []Field) string {
 	return b.String()
 }
 
-// About is who an entry is about: its host and task, from its detail,
-// else from the record it names (a host entry is about that host, a task
-// entry about that task). Entries written without a detail still say
-// their kind and name.
-func About(e state.Entry, d records.Detail) (host, task string) {
-	host, task = d.Host, d.TaskID
-	switch e.Kind {
-	case records.KindHost:
-		if host == "" {
-			host = e.Name
-		}
-	case records.KindTask, records.KindJob:
-		if task == "" {
-			task = e.Name
-		}
-	}
-	return host, task
-}
-
 // ringCap bounds the events pane: a long journal never grows the view,
 // and a frame never measures more lines than it shows.
 const ringCap = 1000
@@ -131,7 +112,7 @@ func (r *ring) reset() { r.start, r.n = 0, 0 }
 func eventOf(e state.Entry, w *world, clock func(time.Time) string) event {
 	d := records.DetailOf(e)
 	ev := event{at: e.At, seq: e.Seq, kind: e.Kind, name: e.Name, typ: e.Type}
-	ev.host, ev.task = About(e, d)
+	ev.host, ev.task = records.About(e, d)
 	if e.Kind == records.KindSession {
 		ev.session = e.Name
 		if s := w.sessions[e.Name]; s != nil {

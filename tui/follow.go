@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -17,6 +18,14 @@ import (
 // arrives), so results never arrive out of order; each carries the
 // generation it was started in, and a result from before a re-read is
 // dropped.
+
+// Store is what the view reads: state.Store satisfies it. The view never
+// writes, and no call holds the store's lock (reads take none).
+type Store interface {
+	records.Getter
+	records.JournalReader
+	List(ctx context.Context, kind state.Kind) ([]state.Record, error)
+}
 
 // readTimeout bounds one read of the store (an etcd store may hang).
 const readTimeout = 10 * time.Second
@@ -34,7 +43,7 @@ type loadedMsg struct {
 	gen    uint64
 	why    string
 	world  *world
-	cursor Cursor
+	cursor records.Cursor
 	tail   []state.Entry // the journal's last entries, for the events pane
 	// kindErrs: kinds whose records could not be listed (one unreadable
 	// record fails a whole List); those rows are missing, and said so.
@@ -48,10 +57,10 @@ type loadedMsg struct {
 // those entries name read afresh.
 type followedMsg struct {
 	gen     uint64
-	from    Cursor
+	from    records.Cursor
 	entries []state.Entry
 	changes []change
-	brk     Break
+	brk     records.Break
 	gapAt   uint64
 	tooMany bool // too many records changed to read one by one
 	err     error
@@ -75,7 +84,7 @@ func load(ctx context.Context, st Store, tailLen int, since int64) loadedMsg {
 	// The journal first: records listed after it are at least as new as
 	// its last entry, and anything written since is re-read by the next
 	// follow.
-	es, cur, err := Head(ctx, st)
+	es, cur, err := records.Head(ctx, st)
 	if err != nil {
 		m.journalErr = err
 	}
@@ -118,12 +127,12 @@ func tail(es []state.Entry, n int, since int64) []state.Entry {
 	return es
 }
 
-func follow(ctx context.Context, st Store, from Cursor) followedMsg {
+func follow(ctx context.Context, st Store, from records.Cursor) followedMsg {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	m := followedMsg{from: from}
-	m.entries, m.brk, m.gapAt, m.err = Wait(ctx, st, from, followWait)
-	if m.err != nil || m.brk != Contiguous {
+	m.entries, m.brk, m.gapAt, m.err = records.Wait(ctx, st, from, followWait)
+	if m.err != nil || m.brk != records.Contiguous {
 		return m
 	}
 	type key struct {

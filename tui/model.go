@@ -16,14 +16,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
-
-// Scope narrows the view to one host, or one task, and what concerns it.
-type Scope struct {
-	Host string
-	Task string
-}
 
 // Options configure a Model.
 type Options struct {
@@ -31,7 +26,7 @@ type Options struct {
 	// Actions run what the action keys ask for; nil makes the view
 	// read-only: no action key is bound.
 	Actions Actions
-	Scope   Scope
+	Scope   records.Scope
 	// Since replays the journal after this sequence number into the
 	// events pane; below 0 shows its tail.
 	Since int64
@@ -86,7 +81,7 @@ type Model struct {
 	w        *world
 	hostText map[string]string
 	envText  map[string]string
-	cursor   Cursor
+	cursor   records.Cursor
 	gen      uint64
 	reading  bool
 	since    int64
@@ -276,9 +271,9 @@ func (m *Model) onFollowed(msg followedMsg) tea.Cmd {
 		m.readErr = msg.err
 		m.journalErr = msg.err
 		return m.schedule(fallbackPoll, msg.took)
-	case msg.brk == NewEpoch:
+	case msg.brk == records.NewEpoch:
 		return m.loadCmd("the journal was re-created (new epoch)")
-	case msg.brk == Gap:
+	case msg.brk == records.Gap:
 		return m.loadCmd(fmt.Sprintf("the journal skips from seq %d to %d", msg.from.Seq+uint64(len(msg.entries)), msg.gapAt))
 	case msg.tooMany:
 		return m.loadCmd(fmt.Sprintf("%d entries at once", len(msg.entries)))
@@ -414,7 +409,7 @@ func (m *Model) refilter() {
 	m.envs.ids, m.envs.total = m.envs.ids[:0], 0
 	for _, id := range m.w.envOrder {
 		t := m.w.tasks[id]
-		if (sc.Host != "" && t.Host != sc.Host) || (sc.Task != "" && id != sc.Task) {
+		if !sc.Covers(t.Host, id) {
 			continue
 		}
 		m.envs.total++
@@ -472,11 +467,7 @@ func (m *Model) fitAll() {
 
 // visibleEvent reports whether the scope and filter keep e.
 func (m *Model) visibleEvent(e *event) bool {
-	sc := m.opts.Scope
-	switch {
-	case sc.Task != "" && e.task != sc.Task && !(e.kind == "" && e.typ == "watch"):
-		return false
-	case sc.Host != "" && e.host != sc.Host && !(e.kind == "" && e.typ == "watch"):
+	if own := e.kind == "" && e.typ == "watch"; !own && !m.opts.Scope.Covers(e.host, e.task) {
 		return false
 	}
 	return m.filter == "" || strings.Contains(e.lower, strings.ToLower(m.filter))

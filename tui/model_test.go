@@ -481,7 +481,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 func TestScopeToHostAndTask(t *testing.T) {
 	st := teardownStore(t)
 	o := options(st, nil)
-	o.Scope = Scope{Host: "web-2"}
+	o.Scope = records.Scope{Host: "web-2"}
 	m := New(o)
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	m.Update(m.loadCmd("start")())
@@ -493,7 +493,7 @@ func TestScopeToHostAndTask(t *testing.T) {
 			t.Fatalf("event about %s shown in host scope", e.host)
 		}
 	}
-	o.Scope = Scope{Task: "tfail00000001"}
+	o.Scope = records.Scope{Task: "tfail00000001"}
 	m = New(o)
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	m.Update(m.loadCmd("start")())

@@ -36,7 +36,8 @@ func (vt *Vault) Reveal(r profiles.Ref) (string, error) {
 			}
 			path = filepath.Join(home, rest)
 		}
-		b, err := readValueFile(path)
+		// A from_file reference names the user's own file: a link is followed.
+		b, err := fsx.ReadNamedFileMax(path, MaxSecretSize)
 		if err != nil {
 			return "", err
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -51,9 +50,10 @@ func (vt *Vault) secretsDir(create bool) (string, error) {
 	return vt.privateDir(SecretsDirName, create)
 }
 
-// privateDir returns a 0700 directory beside the store. A symlink or
-// non-directory there is refused, and a directory others can read is
-// tightened first, so no value is written where it could leak.
+// privateDir returns a 0700 directory beside the store. One that is a
+// link, not a directory or another user's is refused (fsx.CheckPrivate),
+// and one others could read or write is tightened first, so no value is
+// written where it could leak.
 func (vt *Vault) privateDir(name string, create bool) (string, error) {
 	dir := filepath.Join(vt.dir, name)
 	if create {
@@ -70,15 +70,19 @@ func (vt *Vault) privateDir(name string, create bool) (string, error) {
 			return "", err
 		}
 	}
-	fi, err := os.Lstat(dir)
+	err := fsx.CheckPrivate(dir, os.Getuid(), true)
+	var oe *fsx.OwnershipError
 	switch {
-	case err != nil:
+	case errors.As(err, &oe) && oe.Reason != fsx.ReasonWritable:
+		return "", &state.UnsafePathError{Path: dir, Reason: oe.Reason}
+	case err != nil && oe == nil:
 		return "", err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return "", &state.UnsafePathError{Path: dir, Reason: "is a symbolic link"}
-	case !fi.IsDir():
-		return "", &state.UnsafePathError{Path: dir, Reason: "is not a directory"}
-	case fi.Mode().Perm() != 0o700:
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return "", err
 		}
@@ -203,26 +207,4 @@ func (v *newValue) done() { v.f.Close() }
 func (v *newValue) abandon() {
 	os.Remove(v.path)
 	v.f.Close()
-}
-
-// readValueFile reads a regular file of at most MaxSecretSize bytes,
-// following symlinks (a from_file reference names the user's own file);
-// O_NONBLOCK keeps a FIFO from hanging the open before the regular-file
-// check refuses it.
-func readValueFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, &state.UnsafePathError{Path: path, Reason: "is not a regular file"}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxSecretSize+1))
-	if err == nil && len(b) > MaxSecretSize {
-		err = &fsx.TooLargeError{Path: path, Limit: MaxSecretSize}
-	}
-	return b, err
 }

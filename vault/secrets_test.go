@@ -202,3 +202,49 @@ func TestRemoveSecretNamesItsUsers(t *testing.T) {
 		t.Fatalf("second rm: %v", err)
 	}
 }
+
+// The secrets and tokens directories are the user's alone: one another
+// user owns is refused before any value goes in, one others may read or
+// write is tightened to 0700.
+func TestPrivateDirsRefuseAnotherOwnerAndTightenModes(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("giving a directory to another user needs root")
+	}
+	ctx := context.Background()
+	e := newTestVault(t)
+	dir := filepath.Join(e.dir, SecretsDirName)
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if _, _, err := e.SetSecret(ctx, "tok", []byte(secretValue)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("a loose secrets dir was not tightened: %v, %v", fi.Mode(), err)
+	}
+	tokens := filepath.Join(e.dir, tokensDirName)
+	if err := os.Mkdir(tokens, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, tokens} {
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var unsafe *state.UnsafePathError
+	if _, _, err := e.SetSecret(ctx, "tok", []byte("other")); !errors.As(err, &unsafe) || !strings.Contains(err.Error(), "owned by another user") {
+		t.Errorf("set into another user's secrets dir: %v", err)
+	}
+	if _, err := e.Reveal(profiles.Ref{Kind: profiles.RefSecret, Name: "tok"}); !errors.As(err, &unsafe) {
+		t.Errorf("reveal from another user's secrets dir: %v", err)
+	}
+	if err := e.SaveToken("sess-1", "t0ken"); !errors.As(err, &unsafe) {
+		t.Errorf("token into another user's tokens dir: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(tokens, "sess-1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a token was written: %v", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -22,43 +21,17 @@ type ListOptions struct {
 // NewCmdList is `agent ls`.
 func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
 	opts := &ListOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List agent presets",
-		Args:    cmdutil.ExactArgs(0, "agent ls takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			opts.JSON = f.JSON()
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return listRun(c.Context(), opts)
-		},
-	}
+	return cmdutil.NewListCmd(f, "agent", "List agent presets", &opts.JSON, cmdutil.Seam(opts, runF, listRun))
 }
 
 func listRun(ctx context.Context, o *ListOptions) error {
-	ex, err := o.Executor()
-	if err != nil {
-		return err
-	}
-	as, err := ex.ListAgents(ctx)
-	if err != nil {
-		return err
-	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, as)
-	}
-	if len(as) == 0 {
-		fmt.Fprintln(o.IO.ErrOut, "No agent presets yet: kandev-exec agent apply -f FILE.yaml")
-		return nil
-	}
-	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCOMMAND\tENV\tREVISION\tUPDATED")
-	for _, v := range as {
-		a := v.Agent
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", a.Name, strings.Join(a.Command, " "), len(a.Env),
-			v.Revision, cmdutil.Ago(v.UpdatedAt))
-	}
-	return tw.Flush()
+	return cmdutil.ListVerb[executor.AgentView]{
+		List:   (*executor.Executor).ListAgents,
+		Empty:  "No agent presets yet: kandev-exec agent apply -f FILE.yaml",
+		Header: "NAME\tCOMMAND\tENV\tREVISION\tUPDATED",
+		Row: func(v executor.AgentView) string {
+			a := v.Agent
+			return fmt.Sprintf("%s\t%s\t%d\t%d\t%s", a.Name, strings.Join(a.Command, " "), len(a.Env), v.Revision, cmdutil.Ago(v.UpdatedAt))
+		},
+	}.Run(ctx, o.IO, o.Executor, o.JSON)
 }

@@ -21,19 +21,8 @@ type ShowOptions struct {
 // NewCmdShow is `agent show NAME`.
 func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
-		Use:               "show NAME",
-		Short:             "Show an agent preset as YAML that `agent apply -f` accepts",
-		Args:              cmdutil.ExactArgs(1, "agent show needs a NAME"),
-		ValidArgsFunction: completeAgents(f, 1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Name, opts.JSON = args[0], f.JSON()
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return showRun(c.Context(), opts)
-		},
-	}
+	return cmdutil.NewShowCmd(f, "agent", "Show an agent preset as YAML that `agent apply -f` accepts", completeAgents(f, 1),
+		&opts.Name, &opts.JSON, cmdutil.Seam(opts, runF, showRun))
 }
 
 // agentYAML is the preset file's layout, in its order.
@@ -44,17 +33,11 @@ type agentYAML struct {
 }
 
 func showRun(ctx context.Context, o *ShowOptions) error {
-	ex, err := o.Executor()
-	if err != nil {
-		return err
-	}
-	v, err := ex.ShowAgent(ctx, o.Name)
-	if err != nil {
-		return err
-	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, v)
-	}
-	a := v.Agent
-	return profile.WriteYAML(o.IO.Out, agentYAML{Name: a.Name, Command: a.Command, Env: a.Env}, v.Revision, v.UpdatedAt)
+	return cmdutil.ShowVerb[executor.AgentView]{
+		Show: (*executor.Executor).ShowAgent,
+		Text: func(ios *cmdutil.IOStreams, v executor.AgentView) error {
+			a := v.Agent
+			return profile.WriteYAML(ios.Out, agentYAML{Name: a.Name, Command: a.Command, Env: a.Env}, v.Revision, v.UpdatedAt)
+		},
+	}.Run(ctx, o.IO, o.Executor, o.JSON, o.Name)
 }

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
@@ -120,9 +120,9 @@ var typedErrors = []struct {
 	{&remote.Error{Code: taskdir.CodeUnsafeCheckout}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeBusy}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeNotPrivate}, 1, "error"},
-	{&remote.Error{Code: hostops.CodeProtocol}, 1, "error"},
+	{&remote.Error{Code: protocol.CodeProtocol}, 1, "error"},
 	{&taskdir.Error{Code: taskdir.CodeBadRequest}, 1, "error"},
-	{&hostops.Error{Code: hostops.CodeIO}, 1, "error"},
+	{&protocol.Error{Code: protocol.CodeIO}, 1, "error"},
 	{&remote.HostPathError{Host: "h", OwnershipError: &fsx.OwnershipError{Path: "/srv/k", Reason: fsx.ReasonOwner}}, 1, "error"},
 	{&executor.TaskDirGoneError{TaskID: "t1", Host: "h", Dir: "/srv/k/tasks/t1", Phase: records.PhaseReady}, 1, "error"},
 	{&fsx.OwnershipError{Path: "/srv/k", Reason: fsx.ReasonWritable}, 1, "error"},

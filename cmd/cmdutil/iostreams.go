@@ -81,8 +81,3 @@ func (s *IOStreams) Confirm(question string) (bool, error) {
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes", nil
 }
-
-// Progress prints a step on stderr ("Connecting ...").
-func (s *IOStreams) Progress(format string, a ...any) {
-	fmt.Fprintf(s.ErrOut, format+"\n", a...)
-}

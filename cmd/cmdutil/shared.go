@@ -1,11 +1,10 @@
 package cmdutil
 
 // Helpers every noun shares: completion from local state and the
-// confirmation before a removal.
+// confirmation before a destructive step.
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -30,12 +29,6 @@ func CompleteNames(f *Factory, max int, names func(*executor.Executor, context.C
 		}
 		return list, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-// ConfirmRemove asks before a removal, or demands --yes without a
-// terminal so a script never hangs on a prompt.
-func ConfirmRemove(ios *IOStreams, yes bool, what, name string) error {
-	return ConfirmDestructive(ios, yes, fmt.Sprintf("Remove %s %s?", what, name), fmt.Sprintf("remove %s %s", what, name))
 }
 
 // ConfirmDestructive asks question on a terminal (doing names the action

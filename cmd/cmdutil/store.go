@@ -22,6 +22,12 @@ type StoreURL struct {
 // Etcd reports whether the URL names an etcd store.
 func (u StoreURL) Etcd() bool { return len(u.Endpoints) > 0 }
 
+// InStateDir reports whether u is the file store in stateDir, the
+// directory that also keeps what stays local (secret values, tokens).
+func (u StoreURL) InStateDir(stateDir string) bool {
+	return !u.Etcd() && filepath.Clean(u.Dir) == filepath.Clean(stateDir)
+}
+
 func (u StoreURL) String() string {
 	if u.Etcd() {
 		return etcdstore.URL(u.Endpoints, u.Prefix)
@@ -81,21 +87,6 @@ func (s *Settings) etcdConfig(u StoreURL) (etcdstore.Config, error) {
 
 // passwordEnv carries the etcd password for scripts; there is no flag.
 const passwordEnv = "KANDEV_EXEC_STORE_PASSWORD"
-
-// EtcdConfig is the etcd configuration of the --store setting, for doctor;
-// ok is false for a file store.
-func (f *Factory) EtcdConfig() (cfg etcdstore.Config, ok bool, err error) {
-	s, err := f.Settings()
-	if err != nil {
-		return cfg, false, err
-	}
-	u, err := ParseStoreURL(s.Store, s.StateDir)
-	if err != nil || !u.Etcd() {
-		return cfg, false, err
-	}
-	cfg, err = s.etcdConfig(u)
-	return cfg, err == nil, err
-}
 
 // OpenStore opens the store raw names ("" is the --store setting) with
 // the settings' lock timeout, TLS and credentials. Plain text across the

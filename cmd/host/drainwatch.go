@@ -8,7 +8,6 @@ import (
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
-	"github.com/kdlbs/kandev-exec/tui"
 )
 
 // drainEnds are the journal events a drain ends with.
@@ -41,7 +40,7 @@ func watchDrain(ctx context.Context, o *DrainOptions, ex *executor.Executor) err
 	stop := func(e state.Entry, _ records.Detail) bool {
 		return e.Kind == records.KindHost && e.Name == o.Name && drainEnds[e.Type]
 	}
-	ferr := watch.Follow(ctx, o.Factory, tui.Scope{Host: o.Name}, since, stop, nil)
+	ferr := watch.Follow(ctx, o.Factory, records.Scope{Host: o.Name}, since, stop, nil)
 	bg := context.WithoutCancel(ctx) // the drain's state is read even after Ctrl-C
 	h, err := ex.ShowHost(bg, o.Name)
 	if err != nil {

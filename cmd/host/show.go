@@ -23,34 +23,17 @@ type ShowOptions struct {
 // NewCmdShow is `host show NAME`.
 func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
-		Use:               "show NAME",
-		Short:             "Show one host: how it is reached and what is pinned",
-		Args:              cmdutil.ExactArgs(1, "host show needs a NAME"),
-		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Name, opts.JSON = args[0], f.JSON()
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return showRun(c.Context(), opts)
-		},
-	}
+	return cmdutil.NewShowCmd(f, "host", "Show one host: how it is reached and what is pinned", cmdutil.CompleteNames(f, 1, hostNames),
+		&opts.Name, &opts.JSON, cmdutil.Seam(opts, runF, showRun))
 }
 
 func showRun(ctx context.Context, o *ShowOptions) error {
-	ex, err := o.Executor()
-	if err != nil {
-		return err
-	}
-	h, err := ex.ShowHost(ctx, o.Name)
-	if err != nil {
-		return err
-	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, h)
-	}
-	w := o.IO.Out
+	return cmdutil.ShowVerb[executor.HostView]{Show: (*executor.Executor).ShowHost, Text: printHost}.Run(ctx, o.IO, o.Executor, o.JSON, o.Name)
+}
+
+// printHost is `host show` without --json.
+func printHost(ios *cmdutil.IOStreams, h executor.HostView) error {
+	w := ios.Out
 	fmt.Fprintf(w, "name:         %s\n", h.Name)
 	fmt.Fprintf(w, "alias:        %s\n", h.Alias)
 	fmt.Fprintf(w, "address:      %s:%d\n", h.Hostname, h.Port)
@@ -77,7 +60,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 		fmt.Fprintf(w, "pin:          %s  %s %s\n", p.Hop, p.KeyType, p.Fingerprint)
 	}
 	if h.ResolveError != "" {
-		fmt.Fprintf(o.IO.ErrOut, "warning: cannot resolve %s right now: %s\n", h.Name, h.ResolveError)
+		fmt.Fprintf(ios.ErrOut, "warning: cannot resolve %s right now: %s\n", h.Name, h.ResolveError)
 	}
 	return nil
 }

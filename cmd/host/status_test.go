@@ -8,44 +8,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/internal/cmdtest"
 )
-
-// runParsed runs args through a root holding cmd, the way the CLI would,
-// and returns cmd's error; cmd's runF records what it got.
-func runParsed(t *testing.T, build func(*cmdutil.Factory) *cobra.Command, args ...string) error {
-	t.Helper()
-	t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
-	ios, _, _, _ := cmdutil.Test()
-	f := cmdutil.NewFactory(ios, "test")
-	root := &cobra.Command{Use: "kandev-exec", SilenceErrors: true, SilenceUsage: true}
-	f.AddGlobalFlags(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
-	root.AddCommand(build(f))
-	root.SetArgs(args)
-	return root.ExecuteContext(context.Background())
-}
-
-func usage(t *testing.T, err error) {
-	t.Helper()
-	if got := cmdutil.Classify(err).Exit; got != cmdutil.ExitUsage.Status {
-		t.Fatalf("got exit %d (%v), want a usage error", got, err)
-	}
-}
 
 func TestNewCmdCordon(t *testing.T) {
 	var got *CordonOptions
 	build := func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdCordon(f, func(_ context.Context, o *CordonOptions) error { got = o; return nil })
 	}
-	if err := runParsed(t, build, "cordon", "prod", "--reason", "kernel upgrade", "--json"); err != nil {
+	if err := cmdtest.Run(t, build, "cordon", "prod", "--reason", "kernel upgrade", "--json"); err != nil {
 		t.Fatal(err)
 	}
 	if got.Name != "prod" || got.Reason != "kernel upgrade" || !got.JSON {
 		t.Fatalf("parsed %+v", got)
 	}
 	got = nil
-	usage(t, runParsed(t, build, "cordon", "prod"))
-	usage(t, runParsed(t, build, "cordon", "--reason", "x"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, build, "cordon", "prod"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, build, "cordon", "--reason", "x"))
 	if got != nil {
 		t.Fatal("runF ran on bad usage")
 	}
@@ -56,18 +35,18 @@ func TestNewCmdQuarantine(t *testing.T) {
 	build := func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdQuarantine(f, func(_ context.Context, o *QuarantineOptions) error { got = o; return nil })
 	}
-	if err := runParsed(t, build, "quarantine", "prod", "--reason", "disk", "--ttl", "2h"); err != nil {
+	if err := cmdtest.Run(t, build, "quarantine", "prod", "--reason", "disk", "--ttl", "2h"); err != nil {
 		t.Fatal(err)
 	}
 	if got.Name != "prod" || got.Reason != "disk" || got.TTL != 2*time.Hour {
 		t.Fatalf("parsed %+v", got)
 	}
-	if err := runParsed(t, build, "quarantine", "prod", "--reason", "disk"); err != nil || got.TTL != 0 {
+	if err := cmdtest.Run(t, build, "quarantine", "prod", "--reason", "disk"); err != nil || got.TTL != 0 {
 		t.Fatalf("no --ttl: %v, %+v", err, got)
 	}
 	got = nil
-	usage(t, runParsed(t, build, "quarantine", "prod", "--reason", "disk", "--ttl", "0s"))
-	usage(t, runParsed(t, build, "quarantine", "prod"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, build, "quarantine", "prod", "--reason", "disk", "--ttl", "0s"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, build, "quarantine", "prod"))
 	if got != nil {
 		t.Fatal("runF ran on bad usage")
 	}
@@ -75,14 +54,14 @@ func TestNewCmdQuarantine(t *testing.T) {
 
 func TestNewCmdReadmitAndUncordon(t *testing.T) {
 	var readmit *ReadmitOptions
-	if err := runParsed(t, func(f *cmdutil.Factory) *cobra.Command {
+	if err := cmdtest.Run(t, func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdReadmit(f, func(_ context.Context, o *ReadmitOptions) error { readmit = o; return nil })
 	}, "readmit", "prod", "--reason", "fixed"); err != nil || readmit.Name != "prod" || readmit.Reason != "fixed" {
 		t.Fatalf("readmit: %v %+v", err, readmit)
 	}
-	usage(t, runParsed(t, func(f *cmdutil.Factory) *cobra.Command { return NewCmdReadmit(f, nil) }, "readmit", "prod"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, func(f *cmdutil.Factory) *cobra.Command { return NewCmdReadmit(f, nil) }, "readmit", "prod"))
 	var uncordon *UncordonOptions
-	if err := runParsed(t, func(f *cmdutil.Factory) *cobra.Command {
+	if err := cmdtest.Run(t, func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdUncordon(f, func(_ context.Context, o *UncordonOptions) error { uncordon = o; return nil })
 	}, "uncordon", "prod"); err != nil || uncordon.Name != "prod" {
 		t.Fatalf("uncordon: %v %+v", err, uncordon)
@@ -94,21 +73,21 @@ func TestNewCmdDrain(t *testing.T) {
 	build := func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdDrain(f, func(_ context.Context, o *DrainOptions) error { got = o; return nil })
 	}
-	if err := runParsed(t, build, "drain", "prod"); err != nil {
+	if err := cmdtest.Run(t, build, "drain", "prod"); err != nil {
 		t.Fatal(err)
 	}
 	if got.Name != "prod" || got.Deadline != time.Hour || got.Detach || got.Worker || got.Settings == nil {
 		t.Fatalf("defaults %+v", got)
 	}
-	if err := runParsed(t, build, "drain", "prod", "--deadline", "10m", "--detach"); err != nil {
+	if err := cmdtest.Run(t, build, "drain", "prod", "--deadline", "10m", "--detach"); err != nil {
 		t.Fatal(err)
 	}
 	if got.Deadline != 10*time.Minute || !got.Detach {
 		t.Fatalf("parsed %+v", got)
 	}
 	got = nil
-	usage(t, runParsed(t, build, "drain", "prod", "--deadline", "0s"))
-	usage(t, runParsed(t, build, "drain"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, build, "drain", "prod", "--deadline", "0s"))
+	cmdtest.WantUsage(t, cmdtest.Run(t, build, "drain"))
 	if got != nil {
 		t.Fatal("runF ran on bad usage")
 	}

@@ -2,7 +2,7 @@
 // host and runs there: task directories, session controllers, the host
 // half of reclamation and the probes. It is built without the CLI's
 // client-only dependencies, so the first upload over a slow link is
-// small; see internal/hostops for the protocol.
+// small; see the helper package, and helper/protocol for the protocol.
 package main
 
 import (
@@ -11,12 +11,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := hostops.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := helper.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

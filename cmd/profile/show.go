@@ -21,19 +21,8 @@ type ShowOptions struct {
 // NewCmdShow is `profile show NAME`.
 func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
-		Use:               "show NAME",
-		Short:             "Show a profile as YAML that `profile apply -f` accepts",
-		Args:              cmdutil.ExactArgs(1, "profile show needs a NAME"),
-		ValidArgsFunction: completeProfiles(f, 1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Name, opts.JSON = args[0], f.JSON()
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return showRun(c.Context(), opts)
-		},
-	}
+	return cmdutil.NewShowCmd(f, "profile", "Show a profile as YAML that `profile apply -f` accepts", completeProfiles(f, 1),
+		&opts.Name, &opts.JSON, cmdutil.Seam(opts, runF, showRun))
 }
 
 // profileYAML is the profile file's layout (docs/profiles.md), in its order.
@@ -67,16 +56,10 @@ func toYAML(p *profiles.Profile) profileYAML {
 }
 
 func showRun(ctx context.Context, o *ShowOptions) error {
-	ex, err := o.Executor()
-	if err != nil {
-		return err
-	}
-	v, err := ex.ShowProfile(ctx, o.Name)
-	if err != nil {
-		return err
-	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, v)
-	}
-	return WriteYAML(o.IO.Out, toYAML(v.Profile), v.Revision, v.UpdatedAt)
+	return cmdutil.ShowVerb[executor.ProfileView]{
+		Show: (*executor.Executor).ShowProfile,
+		Text: func(ios *cmdutil.IOStreams, v executor.ProfileView) error {
+			return WriteYAML(ios.Out, toYAML(v.Profile), v.Revision, v.UpdatedAt)
+		},
+	}.Run(ctx, o.IO, o.Executor, o.JSON, o.Name)
 }

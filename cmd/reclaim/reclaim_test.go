@@ -9,21 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/internal/cmdtest"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 func run(t *testing.T, runF func(context.Context, *Options) error, args ...string) error {
 	t.Helper()
-	t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
-	ios, _, _, _ := cmdutil.Test()
-	f := cmdutil.NewFactory(ios, "test")
-	root := &cobra.Command{Use: "kandev-exec", SilenceErrors: true, SilenceUsage: true}
-	f.AddGlobalFlags(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
-	root.AddCommand(NewCmdReclaim(f, runF))
-	root.SetArgs(args)
-	return root.ExecuteContext(context.Background())
+	return cmdtest.Run(t, func(f *cmdutil.Factory) *cobra.Command { return NewCmdReclaim(f, runF) }, args...)
 }
 
 func TestNewCmdReclaim(t *testing.T) {

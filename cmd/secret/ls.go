@@ -3,12 +3,12 @@ package secret
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
+	"github.com/kdlbs/kandev-exec/vault"
 )
 
 // ListOptions are `secret ls`'s inputs.
@@ -21,41 +21,18 @@ type ListOptions struct {
 // NewCmdList is `secret ls`: names and times, never values.
 func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
 	opts := &ListOptions{IO: f.IO, Executor: f.Executor}
-	return &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List secret names and when they were set",
-		Args:    cmdutil.ExactArgs(0, "secret ls takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			opts.JSON = f.JSON()
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return listRun(c.Context(), opts)
-		},
-	}
+	return cmdutil.NewListCmd(f, "secret", "List secret names and when they were set", &opts.JSON, cmdutil.Seam(opts, runF, listRun))
 }
 
 func listRun(ctx context.Context, o *ListOptions) error {
-	ex, err := o.Executor()
-	if err != nil {
-		return err
-	}
-	ss, err := ex.Vault().ListSecrets(ctx)
-	if err != nil {
-		return err
-	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, ss)
-	}
-	if len(ss) == 0 {
-		fmt.Fprintln(o.IO.ErrOut, "No secrets yet: kandev-exec secret set NAME < FILE")
-		return nil
-	}
-	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCREATED\tUPDATED")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, cmdutil.Ago(s.CreatedAt), cmdutil.Ago(s.UpdatedAt))
-	}
-	return tw.Flush()
+	return cmdutil.ListVerb[vault.Secret]{
+		List: func(ex *executor.Executor, ctx context.Context) ([]vault.Secret, error) {
+			return ex.Vault().ListSecrets(ctx)
+		},
+		Empty:  "No secrets yet: kandev-exec secret set NAME < FILE",
+		Header: "NAME\tCREATED\tUPDATED",
+		Row: func(s vault.Secret) string {
+			return fmt.Sprintf("%s\t%s\t%s", s.Name, cmdutil.Ago(s.CreatedAt), cmdutil.Ago(s.UpdatedAt))
+		},
+	}.Run(ctx, o.IO, o.Executor, o.JSON)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -16,13 +17,15 @@ type MigrateOptions struct {
 	From string // the --store setting, as a URL
 	To   string
 	JSON bool
-	// Open opens a store by URL ("" is the --store setting).
-	Open func(ctx context.Context, url string) (state.Store, error)
+	// Executor works on the --store setting's store; Open opens the
+	// target by URL.
+	Executor func() (*executor.Executor, error)
+	Open     func(ctx context.Context, url string) (state.Store, error)
 }
 
 // NewCmdMigrate is `store migrate`.
 func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
-	opts := &MigrateOptions{IO: f.IO, Open: f.OpenStore}
+	opts := &MigrateOptions{IO: f.IO, Executor: f.Executor, Open: f.OpenStore}
 	c := &cobra.Command{
 		Use:   "migrate --to URL",
 		Short: "Copy the store (--store) into another: file to etcd, etcd to file",
@@ -80,23 +83,17 @@ type migrateResult struct {
 }
 
 func migrateRun(ctx context.Context, o *MigrateOptions) error {
-	src, err := o.Open(ctx, "")
+	ex, err := o.Executor()
 	if err != nil {
 		return err
 	}
-	defer src.Close()
 	dst, err := o.Open(ctx, o.To)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	from, ok := src.(state.Copier)
-	into, ok2 := dst.(state.Copier)
-	if !ok || !ok2 {
-		return fmt.Errorf("cannot copy from %T into %T", src, dst)
-	}
 	fmt.Fprintf(o.IO.ErrOut, "Copying %s into %s\n", o.From, o.To)
-	r, err := state.Copy(ctx, from, into, func(format string, a ...any) {
+	r, err := ex.MigrateStore(ctx, dst, func(format string, a ...any) {
 		fmt.Fprintf(o.IO.ErrOut, "  "+format+"\n", a...)
 	})
 	if err != nil {

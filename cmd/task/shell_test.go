@@ -9,36 +9,31 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/cmd/internal/cmdtest"
 	"github.com/kdlbs/kandev-exec/executor"
 )
 
-// run runs one `task` command line over ios with the verb's runF.
-func run(t *testing.T, ios *cmdutil.IOStreams, add func(*cmdutil.Factory) *cobra.Command, args ...string) error {
+// run runs one `task` command line with the verb's runF.
+func run(t *testing.T, add func(*cmdutil.Factory) *cobra.Command, args ...string) error {
 	t.Helper()
-	t.Setenv("KANDEV_EXEC_STATE_DIR", t.TempDir())
-	f := cmdutil.NewFactory(ios, "test")
-	root := &cobra.Command{Use: "kandev-exec", SilenceErrors: true, SilenceUsage: true}
-	f.AddGlobalFlags(root.PersistentFlags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
-	task := &cobra.Command{Use: "task"}
-	task.AddCommand(add(f))
-	root.AddCommand(task)
-	root.SetArgs(args)
-	return root.ExecuteContext(context.Background())
+	return cmdtest.Run(t, func(f *cmdutil.Factory) *cobra.Command {
+		task := &cobra.Command{Use: "task"}
+		task.AddCommand(add(f))
+		return task
+	}, args...)
 }
 
 func TestNewCmdShell(t *testing.T) {
-	ios, _, _, _ := cmdutil.Test()
 	var got *ShellOptions
 	add := func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdShell(f, func(_ context.Context, o *ShellOptions) error { got = o; return nil })
 	}
-	if err := run(t, ios, add, "task", "shell", "box"); err != nil || got == nil || got.ID != "box" {
+	if err := run(t, add, "task", "shell", "box"); err != nil || got == nil || got.ID != "box" {
 		t.Fatalf("task shell box: %v, parsed %+v", err, got)
 	}
 	got = nil
 	for _, args := range [][]string{{"task", "shell"}, {"task", "shell", "a", "b"}, {"task", "shell", "-t", "a"}} {
-		if err := run(t, ios, add, args...); cmdutil.Classify(err).Exit != cmdutil.ExitUsage.Status {
+		if err := run(t, add, args...); cmdutil.Classify(err).Exit != cmdutil.ExitUsage.Status {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
@@ -48,7 +43,6 @@ func TestNewCmdShell(t *testing.T) {
 }
 
 func TestNewCmdExec(t *testing.T) {
-	ios, _, _, _ := cmdutil.Test()
 	var got *ExecOptions
 	add := func(f *cmdutil.Factory) *cobra.Command {
 		return NewCmdExec(f, func(_ context.Context, o *ExecOptions) error { got = o; return nil })
@@ -63,7 +57,7 @@ func TestNewCmdExec(t *testing.T) {
 		{[]string{"task", "exec", "box", "--", "top", "-t"}, false}, // after --, -t is the command's
 	} {
 		got = nil
-		if err := run(t, ios, add, c.args...); err != nil || got == nil {
+		if err := run(t, add, c.args...); err != nil || got == nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
 		want := []string{"top", c.args[len(c.args)-1]}

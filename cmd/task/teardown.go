@@ -11,7 +11,6 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/tui"
 )
 
 // TeardownOptions are `task archive` and `task delete`'s inputs.
@@ -149,7 +148,7 @@ func watchTeardown(ctx context.Context, o *TeardownOptions, ex *executor.Executo
 		defer close(finished)
 		_, terr = ex.Teardown(ctx, topts)
 	}()
-	ferr := watch.Follow(ctx, o.Factory, tui.Scope{Task: topts.Task}, since, nil, finished)
+	ferr := watch.Follow(ctx, o.Factory, records.Scope{Task: topts.Task}, since, nil, finished)
 	<-finished
 	if terr != nil {
 		return terr

@@ -11,7 +11,6 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
-	"github.com/kdlbs/kandev-exec/tui"
 )
 
 // Follow ends when the command it follows returns, having printed what
@@ -35,7 +34,7 @@ func TestFollowEndsWhenItsCommandReturns(t *testing.T) {
 	}
 	done := make(chan struct{})
 	errc := make(chan error, 1)
-	go func() { errc <- Follow(context.Background(), f, tui.Scope{Task: "t1"}, since, nil, done) }()
+	go func() { errc <- Follow(context.Background(), f, records.Scope{Task: "t1"}, since, nil, done) }()
 	ctx := context.Background()
 	rec, err := st.Get(ctx, records.KindTask, "t1")
 	if err != nil {

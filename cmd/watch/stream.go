@@ -39,7 +39,7 @@ type Line struct {
 // LineOf is an entry as --json prints it.
 func LineOf(e state.Entry) Line {
 	d := records.DetailOf(e)
-	host, task := tui.About(e, d)
+	host, task := records.About(e, d)
 	detail := e.Detail
 	if len(detail) == 0 {
 		detail = json.RawMessage("{}")
@@ -53,7 +53,7 @@ func LineOf(e state.Entry) Line {
 // find what they look for.
 func PlainLine(e state.Entry) string {
 	d := records.DetailOf(e)
-	host, task := tui.About(e, d)
+	host, task := records.About(e, d)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s seq=%d %s %s/%s", cmdutil.Timestamp(e.At), e.Seq, cmdutil.Safe(e.Type), e.Kind, e.Name)
 	var fs []tui.Field
@@ -70,63 +70,13 @@ func PlainLine(e state.Entry) string {
 	return b.String()
 }
 
-// scope decides which entries a stream prints. An entry names its host
-// and task in its detail; one written without (older entries, sessions)
-// is placed by the record it names, read once.
-type scope struct {
-	st         state.Store
-	host, task string
-	placed     map[string][2]string // kind/name -> host, task
-}
-
-func (s *scope) keeps(ctx context.Context, e state.Entry, d records.Detail) bool {
-	if s.host == "" && s.task == "" {
-		return true
-	}
-	host, task := tui.About(e, d)
-	if (s.host != "" && host == "") || (s.task != "" && task == "") {
-		h, t := s.place(ctx, e)
-		host, task = or(host, h), or(task, t)
-	}
-	return (s.host == "" || host == s.host) && (s.task == "" || task == s.task)
-}
-
-func (s *scope) place(ctx context.Context, e state.Entry) (host, task string) {
-	key := string(e.Kind) + "/" + e.Name
-	if p, ok := s.placed[key]; ok {
-		return p[0], p[1]
-	}
-	rec, err := s.st.Get(ctx, e.Kind, e.Name)
-	if err == nil {
-		var v struct {
-			Host   string `json:"host"`
-			TaskID string `json:"task_id"`
-		}
-		if json.Unmarshal(rec.Data, &v) == nil {
-			host, task = v.Host, v.TaskID
-		}
-	}
-	if e.Kind == records.KindTask {
-		task = e.Name
-	}
-	s.placed[key] = [2]string{host, task}
-	return host, task
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // stream prints the journal from o.Since (or from now) as it grows,
 // until ctx ends, o.Stop says the awaited event came, or o.Done is closed
 // and what the journal then holds is printed. It waits on the store's
 // Follow, not a timer: the etcd store watches, the file store watches the
 // journal file's size and time.
 func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
-	_, cur, err := tui.Head(ctx, st)
+	_, cur, err := records.Head(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -136,7 +86,7 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 		}
 		cur.Seq = uint64(o.Since)
 	}
-	sc := &scope{st: st, host: o.Host, task: o.Task, placed: map[string][2]string{}}
+	sc, placer := records.Scope{Host: o.Host, Task: o.Task}, records.NewPlacer(st)
 	wctx, cancel := context.WithCancel(ctx) // waits end early once o.Done is closed
 	defer cancel()
 	if o.Done != nil {
@@ -151,13 +101,13 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 	last := false // o.Done was closed: read to the journal's end, then stop
 	for {
 		var es []state.Entry
-		var brk tui.Break
+		var brk records.Break
 		var gapAt uint64
 		var err error
 		if last {
-			es, brk, gapAt, err = tui.Next(ctx, st, cur)
+			es, brk, gapAt, err = records.Next(ctx, st, cur)
 		} else {
-			es, brk, gapAt, err = tui.Wait(wctx, st, cur, followWait)
+			es, brk, gapAt, err = records.Wait(wctx, st, cur, followWait)
 			if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 				last = true
 				continue
@@ -169,7 +119,7 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 		for _, e := range es {
 			cur.Seq = e.Seq
 			d := records.DetailOf(e)
-			if !sc.keeps(ctx, e, d) {
+			if !placer.Keeps(ctx, sc, e, d) {
 				continue
 			}
 			if err := o.print(e); err != nil {
@@ -180,15 +130,15 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 			}
 		}
 		switch brk {
-		case tui.NewEpoch:
+		case records.NewEpoch:
 			epoch, err := st.Epoch(ctx)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(o.IO.ErrOut, "watch: the journal was re-created (epoch %d): following it from its start\n", epoch)
-			cur = tui.Cursor{Epoch: epoch}
+			cur = records.Cursor{Epoch: epoch}
 			continue
-		case tui.Gap:
+		case records.Gap:
 			fmt.Fprintf(o.IO.ErrOut, "watch: the journal skips from seq %d to %d: those events are lost\n", cur.Seq, gapAt)
 			cur.Seq = gapAt - 1
 			continue
@@ -229,7 +179,7 @@ func writeLine(w io.Writer, v any) error {
 // something and then follows it passes this as Since, so it misses none
 // of the events its start wrote.
 func JournalEnd(ctx context.Context, st state.Store) (int64, error) {
-	_, cur, err := tui.Head(ctx, st)
+	_, cur, err := records.Head(ctx, st)
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +192,7 @@ func JournalEnd(ctx context.Context, st state.Store) (int64, error) {
 // one or done is closed (nil for both: until interrupted). The scope is
 // what the command resolved, followed even if it is gone since (a task a
 // delete forgot).
-func Follow(ctx context.Context, f *cmdutil.Factory, sc tui.Scope, since int64, stop func(state.Entry, records.Detail) bool, done <-chan struct{}) error {
+func Follow(ctx context.Context, f *cmdutil.Factory, sc records.Scope, since int64, stop func(state.Entry, records.Detail) bool, done <-chan struct{}) error {
 	o := NewOptions(f)
 	o.Host, o.Task, o.Since, o.JSON = sc.Host, sc.Task, since, f.JSON()
 	ex, err := o.Executor()

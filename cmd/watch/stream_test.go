@@ -19,7 +19,6 @@ import (
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
-	"github.com/kdlbs/kandev-exec/tui"
 )
 
 var t0 = time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
@@ -355,7 +354,7 @@ func TestFollowStreamsWhatACommandStarted(t *testing.T) {
 	}
 	story(t, st) // t1 is archived at seq 10; t9 drains at seq 11
 	since := int64(6)
-	err = Follow(context.Background(), f, tui.Scope{Task: "t1"}, since, func(_ state.Entry, d records.Detail) bool {
+	err = Follow(context.Background(), f, records.Scope{Task: "t1"}, since, func(_ state.Entry, d records.Detail) bool {
 		return d.Phase == "archived"
 	}, nil)
 	if err != nil {

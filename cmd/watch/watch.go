@@ -198,7 +198,7 @@ func renderer(ios *cmdutil.IOStreams) *lipgloss.Renderer {
 }
 
 func view(ctx context.Context, o *WatchOptions, ex *executor.Executor) error {
-	to := tui.Options{Store: ex.Store(), Scope: tui.Scope{Host: o.Host, Task: o.Task}, Since: o.Since, Renderer: renderer(o.IO), Poll: o.Poll}
+	to := tui.Options{Store: ex.Store(), Scope: records.Scope{Host: o.Host, Task: o.Task}, Since: o.Since, Renderer: renderer(o.IO), Poll: o.Poll}
 	if !o.ReadOnly {
 		to.Actions = o.Actions(ex)
 	}

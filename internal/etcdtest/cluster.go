@@ -232,9 +232,6 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
-// Members are the cluster's members, in order.
-func (c *Cluster) Members() []*Member { return c.members }
-
 // TLS is where the client's certificate files are; nil without WithTLS.
 func (c *Cluster) TLS() *TLSFiles { return c.tls }
 

@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // serveMarker ends a bootstrap's marker lines: what follows on stdout is
-// the helper speaking hostops.
+// the helper speaking helper/protocol.
 const serveMarker = "serve=yes"
 
 // maxMarkerLine bounds one marker line of a bootstrap (a hostile host
@@ -24,14 +24,15 @@ const serveMarker = "serve=yes"
 const maxMarkerLine = 64 << 10
 
 // Conversation is one helper process on a host serving requests in order
-// (hostops), reached through one SSH command: a bootstrap script that
-// prints its marker lines, checks the path to the helper and execs it.
+// (helper/protocol), reached through one SSH command: a bootstrap script
+// that prints its marker lines, checks the path to the helper and execs
+// it.
 // The command and the first request leave together (ssh.StreamEager).
 type Conversation struct {
 	host    string
 	KV      map[string]string // the bootstrap's marker lines
 	Served  bool              // the helper was exec'd: answers follow
-	answers *hostops.Answers
+	answers *protocol.Answers
 	op      string // the operation whose answer comes next
 
 	msgs   chan []byte // requests, written in order by one goroutine
@@ -87,7 +88,7 @@ func Converse(ctx context.Context, c *ssh.Client, host, script, op string, first
 	}
 	inTime := expired.Stop()
 	if cv.Served && inTime {
-		cv.answers = hostops.NewAnswers(br)
+		cv.answers = protocol.NewAnswers(br)
 		return cv, nil
 	}
 	cv.Finish(bound) // its output ended: so does the command
@@ -121,7 +122,7 @@ func readMarker(br *bufio.Reader) (string, error) {
 
 // Send writes the next request; its answer is read by next.
 func (cv *Conversation) Send(op string, req any) error {
-	b, err := hostops.EncodeRequest(op, req)
+	b, err := protocol.EncodeRequest(op, req)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (cv *Conversation) CloseInput() {
 // Next reads the answer to the last request into res, passing its
 // progress lines on; bound (0: none) limits the wait, after which the
 // command is killed. A failure the helper reports is a *Error.
-func (cv *Conversation) Next(bound time.Duration, res any, progress func(hostops.Progress)) error {
+func (cv *Conversation) Next(bound time.Duration, res any, progress func(protocol.Progress)) error {
 	answered := make(chan error, 1)
 	go func() { answered <- cv.answers.Next(res, progress) }()
 	var expired <-chan time.Time
@@ -161,7 +162,7 @@ func (cv *Conversation) Next(bound time.Duration, res any, progress func(hostops
 		<-answered
 		return fmt.Errorf("%s on %s: no answer within %s", cv.op, cv.host, bound)
 	}
-	var he *hostops.Error
+	var he *protocol.Error
 	switch {
 	case aerr == nil:
 		return nil

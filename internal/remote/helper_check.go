@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -111,7 +111,7 @@ exec "$f" serve <&3 3<&-
 // guarded) and prints its answer, on one line, as hello=; $kx_hello
 // keeps it for the script.
 func helloScript(file string) string {
-	req, err := hostops.EncodeRequest(hostops.OpVersion, nil)
+	req, err := protocol.EncodeRequest(protocol.OpVersion, nil)
 	if err != nil {
 		panic(err) // a constant request
 	}
@@ -129,23 +129,23 @@ type protocolError struct {
 
 func (e *protocolError) Error() string {
 	if e.theirs != 0 {
-		return fmt.Sprintf("it speaks protocol %d, this kandev-exec speaks %d", e.theirs, hostops.Protocol())
+		return fmt.Sprintf("it speaks protocol %d, this kandev-exec speaks %d", e.theirs, protocol.Protocol())
 	}
-	return fmt.Sprintf("it does not answer protocol %d's handshake (%.120q)", hostops.Protocol(), e.answer)
+	return fmt.Sprintf("it does not answer protocol %d's handshake (%.120q)", protocol.Protocol(), e.answer)
 }
 
 // parseHello reads a handshake answer: nil when the helper speaks this
 // protocol.
 func parseHello(answer string) error {
-	var vi hostops.VersionInfo
-	err := hostops.ReadAnswer(strings.NewReader(answer), &vi, nil)
-	var he *hostops.Error
+	var vi protocol.VersionInfo
+	err := protocol.ReadAnswer(strings.NewReader(answer), &vi, nil)
+	var he *protocol.Error
 	switch {
-	case errors.As(err, &he) && he.Code == hostops.CodeProtocol && he.Protocol != 0:
+	case errors.As(err, &he) && he.Code == protocol.CodeProtocol && he.Protocol != 0:
 		return &protocolError{theirs: he.Protocol}
 	case err != nil:
 		return &protocolError{answer: strings.TrimSpace(answer)}
-	case vi.Protocol != hostops.Protocol():
+	case vi.Protocol != protocol.Protocol():
 		return &protocolError{theirs: vi.Protocol}
 	}
 	return nil

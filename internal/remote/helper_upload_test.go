@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +13,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/internal/helpertest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
@@ -71,39 +71,6 @@ func testInstaller(locks string) Installer {
 	return Installer{Helpers: func() *helperbin.Locator { return locateHelpers() }, LocksDir: func() (string, error) { return locks, nil }}
 }
 
-// useLocator points the tests' helper lookup at l.
-func useLocator(t *testing.T, l *helperbin.Locator) {
-	t.Helper()
-	old := locateHelpers
-	locateHelpers = func() *helperbin.Locator { return l }
-	t.Cleanup(func() { locateHelpers = old })
-}
-
-// useHelper makes bin, a helper named for this platform, the one found
-// beside the CLI, with no cache and nothing embedded.
-func useHelper(t *testing.T, bin string) {
-	t.Helper()
-	useLocator(t, &helperbin.Locator{Executable: filepath.Join(filepath.Dir(bin), "kandev-exec"), Version: "dev"})
-}
-
-// buildHelper builds the real helper, as a release ships it, into a
-// directory of its own under this platform's helper name; ldflags are
-// extra -X settings.
-func buildHelper(t *testing.T, ldflags ...string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), helperbin.Name(localPlatform))
-	args := []string{"build", "-trimpath", "-o", bin}
-	if len(ldflags) > 0 {
-		args = append(args, "-ldflags", "-X "+strings.Join(ldflags, " -X "))
-	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "../../cmd/kandev-exec-helper")...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // buildCLI builds the CLI, which serves a host of its own platform when
 // no helper is found.
 func buildCLI(t *testing.T) string {
@@ -117,34 +84,10 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-func sha256Of(t *testing.T, p string) string {
-	t.Helper()
-	sum, err := helperbin.FileSHA256(p, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sum
-}
-
-func sameContent(t *testing.T, a, b string) {
-	t.Helper()
-	x, err := os.ReadFile(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := os.ReadFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(x, y) {
-		t.Fatalf("%s differs from %s", b, a)
-	}
-}
-
 func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	f := newUploadFixture(t)
-	bin := buildHelper(t)
-	useHelper(t, bin)
+	bin := helpertest.Build(t)
+	helpertest.UseHelper(t, &locateHelpers, bin)
 	c := f.dial(t)
 	ctx := context.Background()
 
@@ -154,10 +97,10 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 		t.Fatalf("first EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
 	remote := h.path()
-	if want := filepath.Join(f.root, "bin", sha256Of(t, bin), "kandev-exec"); remote != want {
+	if want := filepath.Join(f.root, "bin", helpertest.SHA256(t, bin), "kandev-exec"); remote != want {
 		t.Fatalf("path = %s, want %s", remote, want)
 	}
-	sameContent(t, bin, remote)
+	helpertest.SameContent(t, bin, remote)
 	fi, err := os.Stat(remote)
 	if err != nil {
 		t.Fatal(err)
@@ -190,15 +133,15 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 // it), and nothing is left beside it.
 func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
 	f := newUploadFixture(t, sshtest.WithoutCommands("gzip"))
-	bin := buildHelper(t)
-	useHelper(t, bin)
+	bin := helpertest.Build(t)
+	helpertest.UseHelper(t, &locateHelpers, bin)
 	c := f.dial(t)
 	var progress [][2]int64
 	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
 	if err != nil || !uploaded {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
-	sameContent(t, bin, h.path())
+	helpertest.SameContent(t, bin, h.path())
 	fi, err := os.Stat(h.path())
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("installed helper: %v, %v", fi, err)
@@ -216,8 +159,8 @@ func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
 
 func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 	f := newUploadFixture(t)
-	bin := buildHelper(t)
-	useHelper(t, bin)
+	bin := helpertest.Build(t)
+	helpertest.UseHelper(t, &locateHelpers, bin)
 	c := f.dial(t)
 	ctx := context.Background()
 	h, _, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
@@ -236,7 +179,7 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 		if err != nil || !uploaded || got != h {
 			t.Fatalf("%s: EnsureHelper = %+v, %v, %v", name, got, uploaded, err)
 		}
-		sameContent(t, bin, remote)
+		helpertest.SameContent(t, bin, remote)
 		if fi, err := os.Stat(remote); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Fatalf("%s: %v, %v", name, fi.Mode(), err)
 		}
@@ -246,8 +189,8 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 // Twelve launches on one host, each on its own connection, upload once.
 func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 	f := newUploadFixture(t)
-	bin := buildHelper(t)
-	useHelper(t, bin)
+	bin := helpertest.Build(t)
+	helpertest.UseHelper(t, &locateHelpers, bin)
 	const n = 12
 	clients := make([]*ssh.Client, n)
 	for i := range clients {
@@ -281,7 +224,7 @@ func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 		t.Fatalf("uploads = %d, paths = %v, errors = %v", uploads, paths, failures)
 	}
 	for p := range paths {
-		sameContent(t, bin, p)
+		helpertest.SameContent(t, bin, p)
 	}
 }
 
@@ -297,7 +240,7 @@ func TestEnsureHelperUnsupportedPlatform(t *testing.T) {
 // A dead connection is an error, never "needs upload".
 func TestEnsureHelperTransportFailure(t *testing.T) {
 	f := newUploadFixture(t)
-	useHelper(t, buildHelper(t))
+	helpertest.UseHelper(t, &locateHelpers, helpertest.Build(t))
 	c := f.dial(t)
 	c.Close()
 	remote, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
@@ -319,9 +262,9 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 	if localPlatform == other {
 		other = "linux/amd64"
 	}
-	helper := buildHelper(t)
+	helper := helpertest.Build(t)
 	exeDir, cache := t.TempDir(), t.TempDir()
-	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
+	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
 	c := f.dial(t)
 	ctx := context.Background()
 
@@ -341,10 +284,10 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, uploaded, err := f.inst.Ensure(ctx, c, f.root, other)
-		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", sha256Of(t, p), "kandev-exec") {
+		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", helpertest.SHA256(t, p), "kandev-exec") {
 			t.Fatalf("with %s: %+v, %v, %v", p, h, uploaded, err)
 		}
-		sameContent(t, p, h.path())
+		helpertest.SameContent(t, p, h.path())
 	}
 }
 
@@ -353,8 +296,8 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 // other source the error says why and names `helper fetch`.
 func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 	f := newUploadFixture(t)
-	stale := buildHelper(t, "github.com/kdlbs/kandev-exec/internal/hostops.protocol=99")
-	good := buildHelper(t)
+	stale := helpertest.BuildSpeaking(t, 99)
+	good := helpertest.Build(t)
 	exeDir, cache := filepath.Dir(stale), t.TempDir()
 	gz, err := (helperbin.Helper{Path: good}).Compressed()
 	if err != nil {
@@ -363,15 +306,15 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cache, helperbin.Name(localPlatform)+".gz"), gz, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	staleSHA, goodSHA := sha256Of(t, stale), sha256Of(t, good)
+	staleSHA, goodSHA := helpertest.SHA256(t, stale), helpertest.SHA256(t, good)
 	c := f.dial(t)
 	ctx := context.Background()
 
 	// Only the stale one: refused after upload, never installed.
-	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), Version: "1.2.3"})
+	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), Version: "1.2.3"})
 	_, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 	var me *helperbin.MissingError
-	if !errors.As(err, &me) || uploaded || !strings.Contains(err.Error(), fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", hostops.Protocol())) ||
+	if !errors.As(err, &me) || uploaded || !strings.Contains(err.Error(), fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", protocol.Protocol())) ||
 		!strings.Contains(err.Error(), stale) || !strings.Contains(err.Error(), "helper fetch --platform "+localPlatform) {
 		t.Fatalf("stale helper alone: %v, %v", uploaded, err)
 	}
@@ -380,12 +323,12 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 	}
 
 	// Beside the CLI (stale) then the cache (good): the good one replaces it.
-	useLocator(t, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
+	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
 	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
 	if err != nil || !uploaded || h.sha != goodSHA {
 		t.Fatalf("stale beside, good in cache: %+v, %v, %v", h, uploaded, err)
 	}
-	sameContent(t, good, h.path())
+	helpertest.SameContent(t, good, h.path())
 
 	// The stale one already cached on the host (by an older CLI) is
 	// refused there too, and the good one is used.
@@ -410,42 +353,16 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 func TestEnsureHelperCLIItself(t *testing.T) {
 	f := newUploadFixture(t)
 	cli := buildCLI(t)
-	useLocator(t, &helperbin.Locator{Executable: cli, Version: "dev"})
+	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: cli, Version: "dev"})
 	c := f.dial(t)
 	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
-	if err != nil || !uploaded || h.sha != sha256Of(t, cli) {
+	if err != nil || !uploaded || h.sha != helpertest.SHA256(t, cli) {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
-	var vi hostops.VersionInfo
-	if err := runHelperOp(t, c, h, hostops.OpVersion, nil, &vi); err != nil || vi.Protocol != hostops.Protocol() {
+	var vi protocol.VersionInfo
+	if err := runHelperOp(t, c, h, protocol.OpVersion, nil, &vi); err != nil || vi.Protocol != protocol.Protocol() {
 		t.Fatalf("version = %+v, %v", vi, err)
 	}
-}
-
-// gitRepo makes a bare repository with one commit on main and returns
-// its path and that commit.
-func gitRepo(t *testing.T) (bare, head string) {
-	t.Helper()
-	dir := t.TempDir()
-	run := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	bare = filepath.Join(dir, "origin.git")
-	run("init", "--quiet", "--bare", "--initial-branch=main", bare)
-	run("init", "--quiet", "--initial-branch=main", "work")
-	if err := os.WriteFile(filepath.Join(dir, "work", "README"), []byte("hi\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("-C", "work", "add", "README")
-	run("-C", "work", "commit", "--quiet", "-m", "initial")
-	run("-C", "work", "push", "--quiet", bare, "main")
-	return bare, run("-C", "work", "rev-parse", "HEAD")
 }
 
 // runHelperOp runs one helper request on the host, the way launches do.
@@ -458,13 +375,13 @@ func runHelperOp(t *testing.T, c *ssh.Client, helper Helper, op string, req, res
 // stdin, and runs a script with a secret that only reaches it there.
 func TestHelperEndToEnd(t *testing.T) {
 	f := newUploadFixture(t)
-	useHelper(t, buildHelper(t))
+	helpertest.UseHelper(t, &locateHelpers, helpertest.Build(t))
 	c := f.dial(t)
 	helper, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
 	if err != nil || !uploaded {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", helper, uploaded, err)
 	}
-	bare, head := gitRepo(t)
+	bare, head := helpertest.GitRepo(t)
 	req := taskdir.PrepareRequest{
 		Root:         f.root,
 		TaskDir:      "fix-flaky-test",
@@ -474,7 +391,7 @@ func TestHelperEndToEnd(t *testing.T) {
 		BaseBranch:   "main",
 	}
 	var res taskdir.PrepareResult
-	if err := runHelperOp(t, c, helper, hostops.OpPrepare, req, &res); err != nil {
+	if err := runHelperOp(t, c, helper, protocol.OpPrepare, req, &res); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(f.root, "tasks", "fix-flaky-test")
@@ -483,7 +400,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	}
 
 	req.Owner.TaskID = "task-2"
-	err = runHelperOp(t, c, helper, hostops.OpPrepare, req, &res)
+	err = runHelperOp(t, c, helper, protocol.OpPrepare, req, &res)
 	var he *Error
 	if !errors.As(err, &he) || he.Code != taskdir.CodeOwnerMismatch {
 		t.Fatalf("other task's prepare: %v", err)
@@ -492,7 +409,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	var run taskdir.RunScriptResult
 	script := taskdir.RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: `echo "using $TOKEN in $(pwd)"; exit 3`,
 		Env: map[string]string{"TOKEN": "hunter2"}, Redact: []string{"hunter2"}}
-	if err := runHelperOp(t, c, helper, hostops.OpRunScript, script, &run); err != nil {
+	if err := runHelperOp(t, c, helper, protocol.OpRunScript, script, &run); err != nil {
 		t.Fatal(err)
 	}
 	if run.ExitCode != 3 || run.OutputTail != "using *** in "+dir+"\n" {
@@ -503,14 +420,14 @@ func TestHelperEndToEnd(t *testing.T) {
 // The handshake's answer: this protocol, another one, or no answer a
 // helper of this protocol family would give (an old binary's usage text).
 func TestParseHello(t *testing.T) {
-	ok := fmt.Sprintf(`{"commit":"c","ok":true,"platform":"linux/amd64","protocol":%d,"version":"v"} `, hostops.Protocol())
+	ok := fmt.Sprintf(`{"commit":"c","ok":true,"platform":"linux/amd64","protocol":%d,"version":"v"} `, protocol.Protocol())
 	if err := parseHello(ok); err != nil {
 		t.Fatalf("this protocol: %v", err)
 	}
 	var pe *protocolError
 	other := `{"error":{"code":"protocol_mismatch","message":"this helper speaks protocol 99","protocol":99},"ok":false} `
 	if err := parseHello(other); !errors.As(err, &pe) || pe.theirs != 99 ||
-		err.Error() != fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", hostops.Protocol()) {
+		err.Error() != fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", protocol.Protocol()) {
 		t.Fatalf("protocol 99: %v", err)
 	}
 	if err := parseHello("usage: kandev-exec [command] "); !errors.As(err, &pe) || pe.theirs != 0 ||

@@ -4,7 +4,8 @@
 // handshake are read from marker lines (helper_check.go); a missing or
 // stale copy is uploaded under a local lock per host and binary
 // (helper_upload.go, helper_sftp.go); then the helper serves the
-// hostops protocol over one SSH command (converse.go, Call).
+// protocol of helper/protocol over one SSH command (converse.go, Call);
+// this package is the client half, the helper package the server.
 package remote
 
 import (
@@ -13,7 +14,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kdlbs/kandev-exec/internal/hostops"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -55,14 +56,14 @@ func (e *helperExit) Error() string {
 }
 func (e *helperExit) Unwrap() error { return e.Err }
 
-// Call runs one operation of the helper protocol (hostops) on
+// Call runs one operation of the helper protocol (helper/protocol) on
 // the host; progress, if not nil, gets the helper's progress lines.
-func Call(ctx context.Context, c *ssh.Client, host string, helper Helper, op string, req, resp any, progress ...func(hostops.Progress)) error {
-	in, err := hostops.EncodeRequest(op, req)
+func Call(ctx context.Context, c *ssh.Client, host string, helper Helper, op string, req, resp any, progress ...func(protocol.Progress)) error {
+	in, err := protocol.EncodeRequest(op, req)
 	if err != nil {
 		return err
 	}
-	var pf func(hostops.Progress)
+	var pf func(protocol.Progress)
 	if len(progress) > 0 {
 		pf = progress[0]
 	}
@@ -73,7 +74,7 @@ func Call(ctx context.Context, c *ssh.Client, host string, helper Helper, op str
 // never argv, never disk) and decodes its one JSON answer; what names the
 // step in errors. The whole path to the helper is checked on the host
 // first, in the same command (ServeScript).
-func runHelper(ctx context.Context, c *ssh.Client, host string, helper Helper, op string, in []byte, resp any, progress func(hostops.Progress)) error {
+func runHelper(ctx context.Context, c *ssh.Client, host string, helper Helper, op string, in []byte, resp any, progress func(protocol.Progress)) error {
 	cv, err := Converse(ctx, c, host, ServeScript(helper), op, in, ProbeTimeout)
 	if err != nil {
 		return err

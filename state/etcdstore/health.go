@@ -19,13 +19,6 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// Finding is one line of a store diagnosis.
-type Finding struct {
-	Name   string `json:"name"`
-	Status string `json:"status"` // ok, warn, fail
-	Detail string `json:"detail"`
-}
-
 // probeTimeout bounds each endpoint probe.
 const probeTimeout = 2 * time.Second
 
@@ -84,13 +77,30 @@ func explain(ctx context.Context, err error, eps []string, tc *tls.Config) error
 	return err
 }
 
-// Diagnose checks a store's configuration without writing anything: each
+// Diagnose checks the store's configuration (state.Diagnoser).
+func (s *Store) Diagnose(ctx context.Context) []state.Finding { return diagnose(ctx, s.cfg) }
+
+// openFailure is Open's error: it still diagnoses the store it could not
+// open (state.Diagnoser), so doctor can say why.
+type openFailure struct {
+	err error
+	cfg Config
+}
+
+func (e *openFailure) Error() string { return e.err.Error() }
+
+func (e *openFailure) Unwrap() error { return e.err }
+
+func (e *openFailure) Diagnose(ctx context.Context) []state.Finding { return diagnose(ctx, e.cfg) }
+
+// diagnose checks a store's configuration without writing anything: each
 // endpoint (connection, TLS, round trip), the credentials, read latency,
-// the members' health and alarms, and the journal under the prefix.
-func Diagnose(ctx context.Context, cfg Config) []Finding {
-	var out []Finding
+// the members' health and alarms, and the journal under the prefix. It
+// dials on its own, so that it can say what an open could not.
+func diagnose(ctx context.Context, cfg Config) []state.Finding {
+	var out []state.Finding
 	add := func(name, status, format string, a ...any) {
-		out = append(out, Finding{Name: name, Status: status, Detail: fmt.Sprintf(format, a...)})
+		out = append(out, state.Finding{Name: name, Status: status, Detail: fmt.Sprintf(format, a...)})
 	}
 	var tc *tls.Config
 	if cfg.TLS != nil {
@@ -170,8 +180,8 @@ func Diagnose(ctx context.Context, cfg Config) []Finding {
 	return out
 }
 
-func tlsFinding(cfg Config) Finding {
-	f := Finding{Name: "store tls"}
+func tlsFinding(cfg Config) state.Finding {
+	f := state.Finding{Name: "store tls"}
 	switch {
 	case cfg.TLS == nil && Loopback(cfg.Endpoints):
 		f.Status, f.Detail = "ok", "plain text, on this machine only (loopback)"
@@ -211,8 +221,8 @@ func tlsFinding(cfg Config) Finding {
 
 // membersFinding reports the cluster's members as each one sees itself:
 // who leads, who does not answer, database size and raised alarms.
-func (s *Store) membersFinding(ctx context.Context) Finding {
-	f := Finding{Name: "store members"}
+func (s *Store) membersFinding(ctx context.Context) state.Finding {
+	f := state.Finding{Name: "store members"}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ml, err := s.cli.MemberList(ctx)

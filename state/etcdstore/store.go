@@ -65,6 +65,7 @@ type Config struct {
 
 // Store is the etcd backend of state.Store.
 type Store struct {
+	cfg     Config // as opened, for Diagnose
 	cli     *clientv3.Client
 	name    string // etcd://host:port,.../prefix, for messages
 	prefix  string // ends in "/"
@@ -75,14 +76,17 @@ type Store struct {
 }
 
 var (
-	_ state.Store  = (*Store)(nil)
-	_ state.Copier = (*Store)(nil)
+	_ state.Store     = (*Store)(nil)
+	_ state.Copier    = (*Store)(nil)
+	_ state.Diagnoser = (*Store)(nil)
+	_ state.Diagnoser = (*openFailure)(nil)
 )
 
 // Open connects to the cluster, checks the store's schema and creates its
 // journal counter if the prefix is new. A store that cannot be reached
 // within the timeout is a *state.UnreachableError; refused credentials a
-// *state.AuthError; a bad configuration a *state.OpenError.
+// *state.AuthError; a bad configuration a *state.OpenError. The error is
+// also a state.Diagnoser of the store it could not open.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s, err := newStore(cfg)
 	if err == nil {
@@ -95,7 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if cfg.TLS != nil {
 			tc, _ = cfg.TLS.clientConfig()
 		}
-		return nil, explain(ctx, err, cfg.Endpoints, tc)
+		return nil, &openFailure{err: explain(ctx, err, cfg.Endpoints, tc), cfg: cfg}
 	}
 	return s, nil
 }
@@ -118,7 +122,7 @@ func newStore(cfg Config) (*Store, error) {
 	if cfg.Password != "" && cfg.Username == "" {
 		return nil, openErr(fmt.Errorf("etcd store %s: a password without a user", name), "set store-user in the config file")
 	}
-	s := &Store{name: name, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", user: cfg.Username, timeout: cfg.Timeout, now: cfg.Now}
+	s := &Store{cfg: cfg, name: name, prefix: strings.TrimSuffix(cfg.Prefix, "/") + "/", user: cfg.Username, timeout: cfg.Timeout, now: cfg.Now}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}

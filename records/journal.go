@@ -1,4 +1,4 @@
-package tui
+package records
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// Store is what the view reads: state.Store satisfies it. The view never
-// writes, and no call holds the store's lock (reads take none).
-type Store interface {
-	Get(ctx context.Context, kind state.Kind, name string) (state.Record, error)
-	List(ctx context.Context, kind state.Kind) ([]state.Record, error)
+// Following the journal, for the live view and the line streams of
+// `watch`: both keep a Cursor, read what follows it with Next or Wait,
+// and start again from Head after a break.
+
+// JournalReader is what following the journal needs of a store.
+type JournalReader interface {
 	Journal(ctx context.Context, after uint64) ([]state.Entry, error)
 	Epoch(ctx context.Context) (uint64, error)
 }
@@ -47,7 +48,7 @@ func (b Break) String() string {
 // epoch (no entry is returned: the old epoch's tail is gone) or a gap
 // (the entries before the hole are returned, the first one after it is
 // at gapAt).
-func Next(ctx context.Context, st Store, c Cursor) (entries []state.Entry, brk Break, gapAt uint64, err error) {
+func Next(ctx context.Context, st JournalReader, c Cursor) (entries []state.Entry, brk Break, gapAt uint64, err error) {
 	epoch, err := st.Epoch(ctx)
 	if err != nil {
 		return nil, Contiguous, 0, err
@@ -89,7 +90,7 @@ type Follower interface {
 // Wait is Next that waits up to d for the journal to move past c, when
 // the store can wait (nothing new within d: no entries and no error); a
 // store that cannot is read once, as by Next.
-func Wait(ctx context.Context, st Store, c Cursor, d time.Duration) ([]state.Entry, Break, uint64, error) {
+func Wait(ctx context.Context, st JournalReader, c Cursor, d time.Duration) ([]state.Entry, Break, uint64, error) {
 	f, ok := st.(Follower)
 	if !ok {
 		return Next(ctx, st, c)
@@ -109,7 +110,7 @@ func Wait(ctx context.Context, st Store, c Cursor, d time.Duration) ([]state.Ent
 
 // Head reads the whole journal of the current epoch, re-reading when the
 // epoch changed meanwhile, and returns it with the cursor at its end.
-func Head(ctx context.Context, st Store) ([]state.Entry, Cursor, error) {
+func Head(ctx context.Context, st JournalReader) ([]state.Entry, Cursor, error) {
 	for try := 0; ; try++ {
 		before, err := st.Epoch(ctx)
 		if err != nil {

@@ -1,4 +1,11 @@
-package hostops
+// Package helper is the program the CLI runs on a host, never typed by
+// people: it serves the protocol (helper/protocol) on its standard input
+// and output, each operation carried out by taskdir, controller or
+// reclaim, and runs session controllers. Its main is
+// cmd/kandev-exec-helper; the CLI answers the same arguments
+// (cmd/hostside.go), so that it can be its own helper. Nothing here
+// reaches the local side: no store, no vault, no profiles, no SSH.
+package helper
 
 import (
 	"context"
@@ -10,12 +17,12 @@ import (
 	"github.com/kdlbs/kandev-exec/controller"
 )
 
-// Main is the helper binary: what the CLI runs on a host, never typed by
-// people. It returns the process's exit status.
+// Main is the helper binary's entry point. It returns the process's
+// exit status.
 //
 //	serve                          one request on stdin, its answer on stdout
 //	controller run --session-dir D a session controller (started by controller-start)
-//	version                        VersionInfo as JSON
+//	version                        protocol.VersionInfo as JSON
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)

@@ -1,21 +1,22 @@
-// Package hostops is the one protocol between the CLI and the helper it
-// runs on a host: JSON requests on the helper's stdin, one per line (where
+// Package protocol is what the CLI and the helper it runs on a host say to
+// each other: JSON requests on the helper's stdin, one per line (where
 // secrets may travel: never argv, never disk), each answered on stdout by
 // zero or more progress lines and then one JSON answer, in order. A CLI
 // may send its next request once it has read an answer, so that a launch
-// is one helper process however many steps it takes. Both sides encode
-// and decode through this package, and every request carries the
-// protocol version, so a CLI never talks to a helper of another protocol
+// is one helper process however many steps it takes. Both halves encode
+// and decode through this package: the client (internal/remote, the
+// executor) and the server (helper). Every request carries the protocol
+// version, so a CLI never talks to a helper of another protocol
 // (docs/architecture.md, "The CLI and its helper").
-package hostops
+//
+// The operations' own requests and answers are the types of the packages
+// that carry them out (taskdir, reclaim, controller) and, for what the
+// helper composes itself, those of messages.go.
+package protocol
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 )
 
@@ -28,7 +29,7 @@ var protocol = "3"
 func Protocol() int {
 	n, err := strconv.Atoi(protocol)
 	if err != nil {
-		panic("hostops: bad protocol " + protocol)
+		panic("protocol: bad protocol " + protocol)
 	}
 	return n
 }
@@ -48,8 +49,10 @@ const (
 	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
 )
 
-// Error codes of the protocol itself; each operation adds its own (see
-// taskdir's Code constants).
+// Error codes of the protocol itself. The operations add their own, which
+// stay with the package that raises them (taskdir's Code constants, which
+// reclaim raises too): this package carries controller's types, and
+// controller builds on taskdir, so taskdir cannot import it.
 const (
 	CodeBadRequest = "bad_request"
 	CodeProtocol   = "protocol_mismatch"
@@ -96,14 +99,24 @@ func EncodeRequest(op string, req any) ([]byte, error) {
 	return json.Marshal(fields)
 }
 
-// encodeAnswer flattens res into the answer next to "ok", or encodes the
-// failure.
-func encodeAnswer(res any, opErr error) ([]byte, error) {
-	if opErr != nil {
+// RequestHead reads the protocol version and the operation a request
+// names; the rest of it is the operation's to decode.
+func RequestHead(b []byte) (version int, op string, err error) {
+	var h head
+	if err := json.Unmarshal(b, &h); err != nil {
+		return 0, "", err
+	}
+	return h.V, h.Op, nil
+}
+
+// EncodeAnswer flattens res into the answer next to "ok", or encodes the
+// failure when fail is not nil.
+func EncodeAnswer(res any, fail *Error) ([]byte, error) {
+	if fail != nil {
 		return json.Marshal(struct {
 			OK    bool   `json:"ok"`
 			Error *Error `json:"error"`
-		}{false, asError(opErr)})
+		}{false, fail})
 	}
 	fields, err := objectFields(res)
 	if err != nil {
@@ -111,6 +124,14 @@ func encodeAnswer(res any, opErr error) ([]byte, error) {
 	}
 	fields["ok"] = json.RawMessage("true")
 	return json.Marshal(fields)
+}
+
+// EncodeProgress renders p as a progress line.
+func EncodeProgress(p Progress) []byte {
+	line, _ := json.Marshal(struct {
+		Progress Progress `json:"progress"`
+	}{p})
+	return line
 }
 
 func objectFields(v any) (map[string]json.RawMessage, error) {
@@ -123,82 +144,7 @@ func objectFields(v any) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, fmt.Errorf("hostops: %T is not a JSON object", v)
+		return nil, fmt.Errorf("protocol: %T is not a JSON object", v)
 	}
 	return fields, nil
-}
-
-// ReadAnswer reads the helper's output: progress lines (each passed to
-// progress, if not nil) and then the answer, decoded into res; a failed
-// operation comes back as *Error.
-func ReadAnswer(r io.Reader, res any, progress func(Progress)) error {
-	return NewAnswers(r).Next(res, progress)
-}
-
-// Answers reads a helper's answers, in order, from its output.
-type Answers struct {
-	br *bufio.Reader
-}
-
-// NewAnswers reads answers from r.
-func NewAnswers(r io.Reader) *Answers { return &Answers{br: bufio.NewReader(r)} }
-
-// Next reads the next answer into res, as ReadAnswer does; an answer and
-// its progress lines together are at most MaxRequest bytes.
-func (a *Answers) Next(res any, progress func(Progress)) error {
-	budget := MaxRequest
-	for {
-		line, err := readLine(a.br, budget)
-		budget -= len(line)
-		if errors.Is(err, errTooLong) {
-			return fmt.Errorf("the helper's answer is larger than %d bytes", MaxRequest)
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			if err != nil {
-				return fmt.Errorf("the helper sent no answer")
-			}
-			continue
-		}
-		var h head
-		if jerr := json.Unmarshal(line, &h); jerr != nil {
-			return fmt.Errorf("unreadable answer from the helper: %v", jerr)
-		}
-		switch {
-		case h.Progress != nil && h.OK == nil:
-			if progress != nil {
-				progress(*h.Progress)
-			}
-			continue
-		case h.OK == nil:
-			return fmt.Errorf("the helper's answer has neither ok nor error: %.200q", line)
-		case !*h.OK:
-			if h.Error == nil {
-				return &Error{Code: CodeIO, Message: "the helper failed without saying why"}
-			}
-			return h.Error
-		}
-		if res == nil {
-			return nil
-		}
-		return json.Unmarshal(line, res)
-	}
-}
-
-var errTooLong = errors.New("line too long")
-
-// readLine reads up to and including the next newline, or to the end of
-// the input (then with io.EOF), refusing a line longer than max.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
-			return nil, errTooLong
-		}
-		line = append(line, chunk...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package hostops
+package helper
 
 import (
 	"bytes"
@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -38,7 +40,7 @@ func serve(t *testing.T, in []byte) []byte {
 
 func request(t *testing.T, op string, req any) []byte {
 	t.Helper()
-	in, err := EncodeRequest(op, req)
+	in, err := protocol.EncodeRequest(op, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +49,13 @@ func request(t *testing.T, op string, req any) []byte {
 
 func TestServeRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	out := serve(t, request(t, OpSessionFiles, SessionRequest{SessionDir: dir}))
-	var res SessionFiles
-	if err := ReadAnswer(bytes.NewReader(out), &res, nil); err != nil || res.PID != 0 || res.Status != nil {
+	out := serve(t, request(t, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: dir}))
+	var res protocol.SessionFiles
+	if err := protocol.ReadAnswer(bytes.NewReader(out), &res, nil); err != nil || res.PID != 0 || res.Status != nil {
 		t.Fatalf("session-files %s: %+v, %v (%s)", dir, res, err, out)
 	}
-	var v VersionInfo
-	if err := ReadAnswer(bytes.NewReader(serve(t, request(t, OpVersion, nil))), &v, nil); err != nil || v.Protocol != Protocol() {
+	var v protocol.VersionInfo
+	if err := protocol.ReadAnswer(bytes.NewReader(serve(t, request(t, protocol.OpVersion, nil))), &v, nil); err != nil || v.Protocol != protocol.Protocol() {
 		t.Fatalf("version: %+v, %v", v, err)
 	}
 }
@@ -63,14 +65,14 @@ func TestServeRoundTrip(t *testing.T) {
 func TestServeRefusesOtherProtocol(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "root")
 	var fields map[string]any
-	if err := json.Unmarshal(request(t, OpPrepare, taskdir.PrepareRequest{Root: target, TaskDir: "t1"}), &fields); err != nil {
+	if err := json.Unmarshal(request(t, protocol.OpPrepare, taskdir.PrepareRequest{Root: target, TaskDir: "t1"}), &fields); err != nil {
 		t.Fatal(err)
 	}
-	fields["v"] = Protocol() + 1
+	fields["v"] = protocol.Protocol() + 1
 	in, _ := json.Marshal(fields)
-	err := ReadAnswer(bytes.NewReader(serve(t, in)), nil, nil)
-	var he *Error
-	if !errors.As(err, &he) || he.Code != CodeProtocol || he.Protocol != Protocol() {
+	err := protocol.ReadAnswer(bytes.NewReader(serve(t, in)), nil, nil)
+	var he *protocol.Error
+	if !errors.As(err, &he) || he.Code != protocol.CodeProtocol || he.Protocol != protocol.Protocol() {
 		t.Fatalf("other protocol: %v", err)
 	}
 	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
@@ -82,38 +84,19 @@ func TestServeUnknownOpAndBadJSON(t *testing.T) {
 	for name, in := range map[string][]byte{
 		"unknown op": request(t, "frobnicate", nil),
 		"not json":   []byte("{"),
-		"bad field":  []byte(`{"v":` + protocol + `,"op":"session-files","session_dir":7}`),
+		"bad field":  []byte(`{"v":` + strconv.Itoa(protocol.Protocol()) + `,"op":"session-files","session_dir":7}`),
 	} {
-		err := ReadAnswer(bytes.NewReader(serve(t, in)), nil, nil)
-		var he *Error
-		if !errors.As(err, &he) || he.Code != CodeBadRequest {
+		err := protocol.ReadAnswer(bytes.NewReader(serve(t, in)), nil, nil)
+		var he *protocol.Error
+		if !errors.As(err, &he) || he.Code != protocol.CodeBadRequest {
 			t.Errorf("%s: %v", name, err)
-		}
-	}
-}
-
-// Progress lines reach the callback in order before the answer; an
-// answer with neither ok nor error, or none at all, is an error.
-func TestReadAnswerProgress(t *testing.T) {
-	stream := `{"progress":{"step":"Preparing"}}` + "\n" + `{"progress":{"step":"Uploading","bytes":42}}` + "\n" + `{"ok":true,"pid":42}` + "\n"
-	var got []Progress
-	var res SessionFiles
-	if err := ReadAnswer(strings.NewReader(stream), &res, func(p Progress) { got = append(got, p) }); err != nil || res.PID != 42 {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	if len(got) != 2 || got[0].Step != "Preparing" || got[1].Bytes != 42 {
-		t.Fatalf("progress = %+v", got)
-	}
-	for name, s := range map[string]string{"empty": "", "progress only": `{"progress":{"step":"x"}}` + "\n", "no verdict": `{"pid":42}` + "\n"} {
-		if err := ReadAnswer(strings.NewReader(s), &res, nil); err == nil {
-			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
 func TestMainArguments(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := Main(context.Background(), []string{"version"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), `"protocol":`+protocol) {
+	if code := Main(context.Background(), []string{"version"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), `"protocol":`+strconv.Itoa(protocol.Protocol())) {
 		t.Fatalf("version: %d %q %q", code, out.String(), errb.String())
 	}
 	for _, args := range [][]string{nil, {"frobnicate"}, {"controller", "run"}, {"serve", "extra"}} {
@@ -135,7 +118,7 @@ func TestServeConversation(t *testing.T) {
 		served <- Serve(context.Background(), inR, outW)
 		outW.Close()
 	}()
-	answers := NewAnswers(outR)
+	answers := protocol.NewAnswers(outR)
 	send := func(op string, req any) {
 		t.Helper()
 		if _, err := inW.Write(append(request(t, op, req), '\n')); err != nil {
@@ -144,20 +127,20 @@ func TestServeConversation(t *testing.T) {
 	}
 	// The second request leaves only once the first is answered, as the
 	// CLI does: the helper must not wait for the end of its input.
-	send(OpSessionFiles, SessionRequest{SessionDir: dir})
-	var sf SessionFiles
+	send(protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: dir})
+	var sf protocol.SessionFiles
 	if err := answers.Next(&sf, nil); err != nil || sf.PID != 0 {
 		t.Fatalf("session-files: %+v, %v", sf, err)
 	}
 	send("frobnicate", nil)
-	var he *Error
-	if err := answers.Next(nil, nil); !errors.As(err, &he) || he.Code != CodeBadRequest {
+	var he *protocol.Error
+	if err := answers.Next(nil, nil); !errors.As(err, &he) || he.Code != protocol.CodeBadRequest {
 		t.Fatalf("unknown op: %v", err)
 	}
-	send(OpVersion, nil)
+	send(protocol.OpVersion, nil)
 	inW.Close()
-	var v VersionInfo
-	if err := answers.Next(&v, nil); err != nil || v.Protocol != Protocol() {
+	var v protocol.VersionInfo
+	if err := answers.Next(&v, nil); err != nil || v.Protocol != protocol.Protocol() {
 		t.Fatalf("version: %+v, %v", v, err)
 	}
 	if err := <-served; err != nil {
@@ -171,16 +154,13 @@ func TestServeConversation(t *testing.T) {
 // Empty input is still answered (bad request); a request past the bound
 // is refused unread.
 func TestServeEmptyAndOversized(t *testing.T) {
-	var he *Error
-	if err := ReadAnswer(bytes.NewReader(serve(t, nil)), nil, nil); !errors.As(err, &he) || he.Code != CodeBadRequest {
+	var he *protocol.Error
+	if err := protocol.ReadAnswer(bytes.NewReader(serve(t, nil)), nil, nil); !errors.As(err, &he) || he.Code != protocol.CodeBadRequest {
 		t.Fatalf("empty input: %v", err)
 	}
-	big := bytes.Repeat([]byte{' '}, MaxRequest+1)
+	big := bytes.Repeat([]byte{' '}, protocol.MaxRequest+1)
 	if err := Serve(context.Background(), bytes.NewReader(big), io.Discard); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("oversized request: %v", err)
-	}
-	if err := ReadAnswer(bytes.NewReader(big), nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
-		t.Fatalf("oversized answer: %v", err)
 	}
 }
 
@@ -192,11 +172,11 @@ func TestControllerStartProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	token, nonce := controller.NewNonce(), controller.NewNonce()
-	req := ControllerStart{Nonce: nonce, StartRequest: controller.StartRequest{SessionID: "sess-1", TaskID: "task-1", TaskDir: task,
+	req := protocol.ControllerStart{Nonce: nonce, StartRequest: controller.StartRequest{SessionID: "sess-1", TaskID: "task-1", TaskDir: task,
 		SessionDir: filepath.Join(task, ".kandev", "sessions", "sess-1"), Shell: "sh", Command: "sleep 30", Token: token, Linger: "1s"}}
 	var steps []string
-	var got Started
-	err := ReadAnswer(bytes.NewReader(serve(t, request(t, OpControllerStart, req))), &got, func(p Progress) { steps = append(steps, p.Step) })
+	var got protocol.Started
+	err := protocol.ReadAnswer(bytes.NewReader(serve(t, request(t, protocol.OpControllerStart, req))), &got, func(p protocol.Progress) { steps = append(steps, p.Step) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +185,7 @@ func TestControllerStartProof(t *testing.T) {
 		got.Health.PID != got.PID || got.Health.StartTime != got.StartTime || got.Health.SessionID != "sess-1" {
 		t.Fatalf("started: %+v (health %+v)", got, got.Health)
 	}
-	if len(steps) != 1 || steps[0] != StepProof {
+	if len(steps) != 1 || steps[0] != protocol.StepProof {
 		t.Fatalf("progress = %q", steps)
 	}
 }

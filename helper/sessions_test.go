@@ -1,4 +1,4 @@
-package hostops
+package helper
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
 )
 
 // One sessions-probe answers for every session asked, in order: a gone
@@ -41,14 +42,14 @@ func TestSessionsProbeAnswersEachSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := 3
-	req := SessionsRequest{Sessions: []SessionRequest{
+	req := protocol.SessionsRequest{Sessions: []protocol.SessionRequest{
 		{SessionDir: filepath.Join(root, "missing"), StartTime: 7},
 		{SessionDir: dir("exited", strconv.Itoa(gone.Process.Pid), &controller.Status{State: controller.StateExited, ExitCode: &code}), StartTime: 7},
 		{SessionDir: dir("reused", strconv.Itoa(os.Getpid()), &controller.Status{State: controller.StateRunning}), StartTime: 1},
 		{SessionDir: dir("garbled", "not-a-pid", nil), StartTime: 7},
 	}}
-	var rep SessionsReport
-	if err := ReadAnswer(bytes.NewReader(serve(t, request(t, OpSessionsProbe, req))), &rep, nil); err != nil {
+	var rep protocol.SessionsReport
+	if err := protocol.ReadAnswer(bytes.NewReader(serve(t, request(t, protocol.OpSessionsProbe, req))), &rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Sessions) != 4 {

@@ -1,0 +1,141 @@
+package helper
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/helper/protocol"
+	"github.com/kdlbs/kandev-exec/internal/buildinfo"
+	"github.com/kdlbs/kandev-exec/reclaim"
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+func versionInfo() protocol.VersionInfo {
+	return protocol.VersionInfo{Protocol: protocol.Protocol(), Version: buildinfo.Version, Commit: buildinfo.CommitID(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
+// handler runs one operation on the request's bytes.
+type handler func(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error)
+
+// op adapts a typed operation.
+func op[Req any](run func(context.Context, Req) (any, error)) handler {
+	return withProgress(func(ctx context.Context, r Req, _ func(protocol.Progress)) (any, error) { return run(ctx, r) })
+}
+
+// withProgress adapts a typed operation that reports progress.
+func withProgress[Req any](run func(context.Context, Req, func(protocol.Progress)) (any, error)) handler {
+	return func(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {
+		var req Req
+		if err := json.Unmarshal(b, &req); err != nil {
+			return nil, &protocol.Error{Code: protocol.CodeBadRequest, Message: fmt.Sprintf("decode request: %v", err)}
+		}
+		return run(ctx, req, progress)
+	}
+}
+
+var handlers = map[string]handler{
+	protocol.OpVersion: op(func(context.Context, struct{}) (any, error) { return versionInfo(), nil }),
+	protocol.OpPrepare: op(func(ctx context.Context, r taskdir.PrepareRequest) (any, error) { return taskdir.Prepare(ctx, r) }),
+	protocol.OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
+		return taskdir.RunScript(ctx, r)
+	}),
+	protocol.OpControllerStart: withProgress(startController),
+	protocol.OpControllerProbe: op(func(_ context.Context, r protocol.SessionRequest) (any, error) {
+		return identity(controller.Probe(r.SessionDir, r.StartTime))
+	}),
+	protocol.OpControllerKill: op(func(_ context.Context, r protocol.SessionRequest) (any, error) {
+		return identity(controller.KillIfOurs(r.SessionDir, r.StartTime))
+	}),
+	protocol.OpSessionFiles: op(func(_ context.Context, r protocol.SessionRequest) (any, error) {
+		return sessionFiles(r.SessionDir)
+	}),
+	protocol.OpSessionsProbe: op(func(_ context.Context, r protocol.SessionsRequest) (any, error) {
+		return probeSessions(r), nil
+	}),
+	protocol.OpReclaimProve: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
+	protocol.OpReclaimApply: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
+	protocol.OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
+}
+
+// Serve answers the requests on r, one per line, in order, until r ends:
+// each gets its progress lines and its answer on w before the next is
+// read. Input that holds no request at all is answered as a bad one. It
+// returns an error only when a request cannot be read or an answer
+// cannot be written; a failed operation is a normal answer.
+func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	var mu sync.Mutex
+	emit := func(line []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := w.Write(append(line, '\n'))
+		return err
+	}
+	progress := func(p protocol.Progress) { _ = emit(protocol.EncodeProgress(p)) }
+	br := bufio.NewReader(r)
+	for served := 0; ; {
+		b, err := protocol.ReadLine(br, protocol.MaxRequest)
+		switch {
+		case errors.Is(err, protocol.ErrTooLong):
+			return fmt.Errorf("read request: larger than %d bytes", protocol.MaxRequest)
+		case err != nil && !errors.Is(err, io.EOF):
+			return fmt.Errorf("read request: %w", err)
+		}
+		if len(bytes.TrimSpace(b)) > 0 || err != nil && served == 0 {
+			res, opErr := dispatch(ctx, b, progress)
+			var fail *protocol.Error
+			if opErr != nil {
+				fail = asError(opErr)
+			}
+			out, eerr := protocol.EncodeAnswer(res, fail)
+			if eerr != nil {
+				return eerr
+			}
+			if eerr := emit(out); eerr != nil {
+				return eerr
+			}
+			served++
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+func dispatch(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {
+	v, opName, err := protocol.RequestHead(b)
+	if err != nil {
+		return nil, &protocol.Error{Code: protocol.CodeBadRequest, Message: fmt.Sprintf("decode request: %v", err)}
+	}
+	if v != protocol.Protocol() {
+		return nil, &protocol.Error{Code: protocol.CodeProtocol, Protocol: protocol.Protocol(),
+			Message: fmt.Sprintf("this helper (kandev-exec %s) speaks protocol %d, the request is protocol %d", buildinfo.Version, protocol.Protocol(), v)}
+	}
+	run, ok := handlers[opName]
+	if !ok {
+		return nil, &protocol.Error{Code: protocol.CodeBadRequest, Message: fmt.Sprintf("unknown operation %q", opName)}
+	}
+	return run(ctx, b, progress)
+}
+
+// asError gives any failure the protocol's shape: a code the CLI can act
+// on and a message that names what failed.
+func asError(err error) *protocol.Error {
+	var e *protocol.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var te *taskdir.Error
+	if errors.As(err, &te) {
+		return &protocol.Error{Code: te.Code, Message: te.Message}
+	}
+	return &protocol.Error{Code: protocol.CodeIO, Message: err.Error()}
+}
