@@ -15,8 +15,16 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	line("ListenAddress 127.0.0.1:%d", s.port)
 	for _, k := range s.hostKeys {
 		line("HostKey %s", quote(k.path))
+		if s.hostCA != nil {
+			line("HostCertificate %s", quote(k.path+"-cert.pub"))
+		}
 	}
-	line("AuthorizedKeysFile %s", quote(s.authorizedKeysPath()))
+	if s.userCA != nil {
+		line("TrustedUserCAKeys %s", quote(s.userCA.KeyPath+".pub"))
+		line("AuthorizedKeysFile none")
+	} else {
+		line("AuthorizedKeysFile %s", quote(s.authorizedKeysPath()))
+	}
 	// The tempdir and key files are not laid out the way StrictModes demands.
 	line("StrictModes no")
 	line("PubkeyAuthentication yes")

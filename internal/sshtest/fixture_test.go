@@ -3,6 +3,7 @@ package sshtest_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -510,5 +511,57 @@ func TestProxyCommand(t *testing.T) {
 	}
 	if n := strings.Count(bastion.Log(), "Accepted publickey"); n != 1 {
 		t.Fatalf("bastion accepted %d logins, want 1 (ssh -W)", n)
+	}
+}
+
+// Certificate-only user auth: the user key's certificate logs in, the
+// bare key does not.
+func TestTrustedUserCA(t *testing.T) {
+	t.Parallel()
+	ca := sshtest.NewCA(t)
+	s := sshtest.NewServer(t, sshtest.WithTrustedUserCA(ca))
+	if s.UserCertPath != s.UserKeyPath+"-cert.pub" {
+		t.Fatalf("user certificate at %q", s.UserCertPath)
+	}
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	sshtest.WriteSSHConfig(t, cfg, s.HostEntry("target"))
+	if out := openssh(t, "-F", cfg, "target", "echo", "hi"); out != "hi\n" {
+		t.Fatalf("output %q", out)
+	}
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err == nil {
+		c.Close()
+		t.Fatal("the bare key logged in on a certificate-only server")
+	}
+}
+
+// A host certificate that OpenSSH's client accepts through
+// @cert-authority, and refuses once RecertifyHost made it expired.
+func TestHostCertificate(t *testing.T) {
+	t.Parallel()
+	ca := sshtest.NewCA(t)
+	s := sshtest.NewServer(t, sshtest.WithHostCertificate(ca, sshtest.Cert{Principals: []string{"127.0.0.1"}}))
+	cert := s.HostCertificate(sshtest.KeyEd25519)
+	if !bytes.Equal(cert.Key.Marshal(), s.HostKeys()[0].Marshal()) || cert.CertType != ssh.HostCert {
+		t.Fatalf("certificate of another key, or not a host certificate: %+v", cert)
+	}
+	dir := t.TempDir()
+	known := filepath.Join(dir, "known_hosts")
+	line := "@cert-authority 127.0.0.1 " + string(ssh.MarshalAuthorizedKey(ca.PublicKey))
+	if err := os.WriteFile(known, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-o", "BatchMode=yes", "-o", "UserKnownHostsFile=" + known, "-o", "StrictHostKeyChecking=yes",
+		"-i", s.UserKeyPath, "-p", fmt.Sprint(s.Port()), s.User() + "@127.0.0.1"}
+	if out := openssh(t, append(args, "echo", "hi")...); out != "hi\n" {
+		t.Fatalf("output %q", out)
+	}
+	s.RecertifyHost(sshtest.Cert{Principals: []string{"127.0.0.1"}, Validity: "-2d:-1d"})
+	if renewed := s.HostCertificate(sshtest.KeyEd25519); bytes.Equal(renewed.Marshal(), cert.Marshal()) ||
+		!bytes.Equal(renewed.Key.Marshal(), cert.Key.Marshal()) {
+		t.Fatal("RecertifyHost must certify the same key anew")
+	}
+	if out, err := exec.Command("ssh", append(args, "true")...).CombinedOutput(); err == nil {
+		t.Fatalf("ssh accepted an expired host certificate: %s", out)
 	}
 }

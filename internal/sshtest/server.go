@@ -51,6 +51,12 @@ type Server struct {
 	maxSessions       int  // MaxSessions (WithMaxSessions)
 
 	dropbear bool // NewDropbear's: Dropbear instead of OpenSSH's sshd
+	userCA   *CA  // WithTrustedUserCA
+	hostCA   *CA  // WithHostCertificate, certifying hostCert
+	hostCert Cert
+
+	// UserCertPath is the user key's certificate, with WithTrustedUserCA.
+	UserCertPath string
 
 	mu       sync.Mutex
 	port     int
@@ -169,8 +175,14 @@ func (s *Server) start() *Server {
 			t.Fatalf("sshtest: %v", err)
 		}
 	}
+	if s.dropbear && (s.userCA != nil || s.hostCA != nil) {
+		t.Fatal("sshtest: Dropbear has no certificates")
+	}
 	s.UserKeyPath, s.UserPublicKey = s.NewUserKey(t, "")
 	s.AuthorizeKey(s.UserPublicKey)
+	if s.userCA != nil {
+		s.UserCertPath = s.userCA.SignUserKey(t, s.UserKeyPath+".pub", Cert{Principals: []string{s.user}})
+	}
 
 	// Registered after t.TempDir, so the server is gone before its directory is removed.
 	t.Cleanup(func() {
@@ -310,6 +322,7 @@ func (s *Server) generateHostKeys() {
 		}
 		s.hostKeys = append(s.hostKeys, hostKey{keyType: kt, path: path, pub: pub})
 	}
+	s.certifyHostKeysLocked()
 }
 
 // startLocked starts sshd and waits until it serves an SSH banner. With newPort it picks a free
