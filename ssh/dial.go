@@ -32,6 +32,8 @@ type DialOptions struct {
 	// Algorithms restricts the host key algorithms of unpinned hops, by
 	// address (to reach a particular key of a server that has several).
 	Algorithms map[string][]string
+	// Unlocker asks for the passphrases of identity files; nil never asks.
+	Unlocker *Unlocker
 }
 
 // Client is an authenticated connection to a target through its hops.
@@ -111,17 +113,14 @@ func timeoutFor(hop *sshconfig.Target, opts DialOptions) time.Duration {
 
 func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts DialOptions, rec *keyRecorder) (*xssh.Client, error) {
 	timeout := timeoutFor(hop, opts)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, deadline, cancel := withHopDeadline(ctx, timeout)
 	defer cancel()
 	debugf(opts.Debug, "dial %s (user %s, timeout %s)", hop.Label(), hop.User, timeout)
 	if hop.ProxyCommand != "" {
 		debugf(opts.Debug, "  through the ssh config's ProxyCommand")
 	}
 
-	auth, err := planAuth(hop)
-	if err != nil {
-		return nil, err
-	}
+	auth := planAuth(hop, opts.Unlocker, deadline)
 	// With nothing to offer, the dial still goes on: the host key is
 	// worth reporting, and the server gets to say no.
 	defer auth.closer()
@@ -163,10 +162,14 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	case !pin.IsZero() && strings.Contains(err.Error(), "no common algorithm for host key"):
 		// The pinned key's type is gone from the server: a changed key.
 		return nil, &HostKeyChangedError{Expected: pin}
+	case errors.As(err, new(*PassphraseKeyError)):
+		return nil, err
 	case len(auth.locked) > 0 && isAuthFailure(err):
-		return nil, fmt.Errorf("%w (and %w)", err, &PassphraseKeyError{Path: auth.locked[0]})
+		return nil, &PassphraseKeyError{Path: auth.locked[0], Agent: auth.agent.describe("ssh-agent does not hold it"), Err: err}
 	case auth.none != nil && isAuthFailure(err):
 		return nil, auth.none
+	case auth.agent.unusable() && isAuthFailure(err):
+		return nil, fmt.Errorf("%w; and %s", err, auth.agent.describe(""))
 	default:
 		return nil, err
 	}

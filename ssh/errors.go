@@ -83,6 +83,16 @@ func (e *HostKeyChangedError) Error() string {
 	return fmt.Sprintf("host key changed: expected %s, got %s", e.Expected, e.Got)
 }
 
+// NoIdentitiesError: nothing to offer the server (exit 6).
+type NoIdentitiesError struct {
+	Tried []string
+	Agent string // why the agent offered nothing
+}
+
+func (e *NoIdentitiesError) Error() string {
+	return fmt.Sprintf("no identities to offer: no IdentityFile is readable (tried %s), and %s", strings.Join(e.Tried, ", "), e.Agent)
+}
+
 // HandshakeClosedError: the server ended the connection during the key
 // exchange, before presenting a host key. A server that offers a host
 // key algorithm it has no key for does that when the client picks it, so
@@ -100,11 +110,35 @@ func (e *HandshakeClosedError) Error() string {
 
 func (e *HandshakeClosedError) Unwrap() error { return e.Err }
 
-// PassphraseKeyError: a key needs a passphrase and no agent holds it.
-type PassphraseKeyError struct{ Path string }
+// PassphraseKeyError: a key needs a passphrase and no agent holds it,
+// with no terminal to ask on (Agent says why no agent held it), or the
+// passphrase given was wrong every time.
+type PassphraseKeyError struct {
+	Path  string
+	Agent string // why the agent did not offer it
+	Wrong bool
+	Err   error // the server's refusal of what was offered instead
+}
 
 func (e *PassphraseKeyError) Error() string {
-	return fmt.Sprintf("identity %s is protected by a passphrase and ssh-agent does not hold it", e.Path)
+	msg := fmt.Sprintf("identity %s is protected by a passphrase and %s", e.Path, e.Agent)
+	if e.Wrong {
+		msg = fmt.Sprintf("identity %s: wrong passphrase, %d times", e.Path, passphraseTries)
+	}
+	if e.Err != nil {
+		msg = strings.TrimPrefix(e.Err.Error(), "ssh: handshake failed: ") + ": " + msg
+	}
+	return msg
+}
+
+func (e *PassphraseKeyError) Unwrap() error { return e.Err }
+
+// hint says what lets the key be used.
+func (e *PassphraseKeyError) hint() string {
+	if e.Wrong {
+		return "check the passphrase (`ssh-keygen -y -f " + e.Path + "` asks for it)"
+	}
+	return fmt.Sprintf("load it into ssh-agent (`ssh-add %s`), or run the command on a terminal to be asked for its passphrase", e.Path)
 }
 
 // timeoutError marks a deadline we imposed ourselves.
@@ -163,9 +197,7 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 		e.Class, e.Err = ClassAuth, none
 		e.Hint = "load a key into ssh-agent (`ssh-add`), or name one with IdentityFile or `host add --identity-file`"
 	case errors.As(err, &pp):
-		e.Class = ClassAuth
-		e.Err = fmt.Errorf("%s: %w", strings.TrimPrefix(err.Error(), "ssh: handshake failed: "), pp)
-		e.Hint = fmt.Sprintf("load it into ssh-agent: `ssh-add %s`", pp.Path)
+		e.Class, e.Err, e.Hint = ClassAuth, pp, pp.hint()
 	case strings.Contains(err.Error(), "Too many authentication failures"):
 		e.Class = ClassAuth
 		e.Err = errors.New("too many authentication failures: the server gave up before the right key was offered")

@@ -23,7 +23,7 @@ import (
 // used are the keywords that change how kandev-exec connects.
 var used = map[string]bool{
 	"hostname": true, "port": true, "user": true, "identityfile": true, "identitiesonly": true,
-	"identityagent": true, "proxyjump": true, "proxycommand": true, "connecttimeout": true,
+	"identityagent": true, "proxyjump": true, "proxycommand": true, "connecttimeout": true, "certificatefile": true,
 }
 
 // known are valid keywords that do not change how kandev-exec dials. A few
@@ -35,7 +35,7 @@ var known = map[string]bool{}
 func init() {
 	for _, k := range strings.Fields(`addkeystoagent addressfamily batchmode bindaddress bindinterface
 		canonicaldomains canonicalizefallbacklocal canonicalizemaxdots casignaturealgorithms
-		certificatefile checkhostip ciphers clearallforwardings compression connectionattempts
+		checkhostip ciphers clearallforwardings compression connectionattempts
 		controlmaster controlpath controlpersist dynamicforward enableescapecommandline
 		enablesshkeysign escapechar exitonforwardfailure fingerprinthash forkafterauthentication
 		forwardagent forwardx11 forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile
@@ -74,8 +74,8 @@ var defaultIdentities = []string{"~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_
 	"~/.ssh/id_ed25519", "~/.ssh/id_ed25519_sk", "~/.ssh/id_xmss", "~/.ssh/id_dsa"}
 
 const (
-	maxIncludeDepth  = 16
-	maxIdentityFiles = 100
+	maxIncludeDepth = 16
+	maxFiles        = 100 // of IdentityFile, and of CertificateFile
 )
 
 type cfgParser struct {
@@ -272,8 +272,8 @@ func (p *cfgParser) single(kw string, args []string, f *cfgFile, n int, active b
 	}
 	switch {
 	case !active || v == "":
-	case kw == "identityfile":
-		return p.addIdentity(v, fail)
+	case kw == "identityfile" || kw == "certificatefile":
+		return p.addFile(kw, v, fail)
 	case kw == "ignoreunknown":
 		if p.ignore == nil {
 			p.ignore = &v
@@ -337,16 +337,18 @@ func yesNo(keyword, arg string) (string, error) {
 	return "", fmt.Errorf("%s: unsupported option %q (yes or no)", keyword, arg)
 }
 
-func (p *cfgParser) addIdentity(v string, fail func(string, ...any) error) error {
-	for _, have := range p.s["identityfile"] {
+// addFile keeps one more IdentityFile or CertificateFile: every value
+// counts, in order, once each.
+func (p *cfgParser) addFile(kw, v string, fail func(string, ...any) error) error {
+	for _, have := range p.s[kw] {
 		if have == v {
 			return nil
 		}
 	}
-	if len(p.s["identityfile"]) >= maxIdentityFiles {
-		return fail("too many identity files (at most %d)", maxIdentityFiles)
+	if len(p.s[kw]) >= maxFiles {
+		return fail("too many %s values (at most %d)", kw, maxFiles)
 	}
-	p.s["identityfile"] = append(p.s["identityfile"], v)
+	p.s[kw] = append(p.s[kw], v)
 	return nil
 }
 

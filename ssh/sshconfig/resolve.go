@@ -138,11 +138,24 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 		t.User = currentUser()
 	}
 	// Explicit files go first, like `ssh -i`, and the config's follow.
-	files := append(append([]string{}, ov.IdentityFiles...), s["identityfile"]...)
 	me := currentLocal()
 	keys := clientTokens(me, name, t.HostName, s.first("hostkeyalias"), t.User, t.Port)
+	var err error
+	if t.IdentityFiles, err = localPaths(append(append([]string{}, ov.IdentityFiles...), s["identityfile"]...), me, keys); err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: IdentityFile %v", name, err)}
+	}
+	if t.CertificateFiles, err = localPaths(s["certificatefile"], me, keys); err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: CertificateFile %v", name, err)}
+	}
+	return t, nil
+}
+
+// localPaths expands IdentityFile or CertificateFile values as ssh does
+// (~, %-tokens, ${VAR}), dropping "none" and repeats.
+func localPaths(values []string, me local, keys tokenKeys) ([]string, error) {
+	var out []string
 	seen := map[string]bool{}
-	for _, f := range files {
+	for _, f := range values {
 		if strings.EqualFold(f, "none") {
 			continue
 		}
@@ -151,14 +164,14 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 			p, err = expand(p, keys, true)
 		}
 		if err != nil {
-			return nil, &ConfigError{Msg: fmt.Sprintf("host %q: IdentityFile %v", name, err)}
+			return nil, err
 		}
 		if !seen[p] {
 			seen[p] = true
-			t.IdentityFiles = append(t.IdentityFiles, p)
+			out = append(out, p)
 		}
 	}
-	return t, nil
+	return out, nil
 }
 
 // proxyCommand is the config's ProxyCommand for t with its tokens

@@ -10,14 +10,17 @@ import (
 // Target is one fully resolved SSH endpoint, with the chain of jump hosts
 // in front of it (first hop first). Every hop carries its own settings.
 type Target struct {
-	Name           string   // what the user typed (host name or alias), used in errors
-	HostName       string   // what to connect to
-	Port           int      // 22 when unset
-	User           string   // login user
-	IdentityFiles  []string // absolute paths, in the order OpenSSH tries them
-	IdentitiesOnly bool
-	IdentityAgent  string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
-	ConnectTimeout int    // seconds from ConnectTimeout, 0 when unset
+	Name          string   // what the user typed (host name or alias), used in errors
+	HostName      string   // what to connect to
+	Port          int      // 22 when unset
+	User          string   // login user
+	IdentityFiles []string // absolute paths, in the order OpenSSH tries them
+	// CertificateFiles are user certificates (CertificateFile), each
+	// offered with the private key of its certified key.
+	CertificateFiles []string
+	IdentitiesOnly   bool
+	IdentityAgent    string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
+	ConnectTimeout   int    // seconds from ConnectTimeout, 0 when unset
 	// ProxyCommand is the command whose standard input and output carry
 	// the connection, its tokens expanded ("" connects directly). Only
 	// the first hop of a chain has one. It comes from the operator's own
