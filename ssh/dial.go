@@ -24,6 +24,7 @@ const DefaultTimeout = 10 * time.Second
 // DialOptions controls one dial.
 type DialOptions struct {
 	Pins    Pins // by hop address
+	CAs     CAs  // by hop address: trusted through a CA instead of a pin
 	Mode    TrustMode
 	Timeout time.Duration // per hop: TCP connect + handshake
 	Debug   io.Writer     // dial chain diagnostics; nil = silent
@@ -126,21 +127,24 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	defer auth.closer()
 	debugf(opts.Debug, "  offering %d key(s) (%s), identities_only=%v", len(auth.signers), keyTypes(auth.signers), hop.IdentitiesOnly)
 
-	pin := opts.Pins[hop.Addr()]
+	pin, ca := opts.Pins[hop.Addr()], opts.CAs[hop.Addr()]
 	algos := hostKeyAlgorithms(pin)
-	if a := opts.Algorithms[hop.Addr()]; pin.IsZero() && a != nil {
+	switch a := opts.Algorithms[hop.Addr()]; {
+	case ca != "":
+		algos, pin = certAlgorithms, Pin{}
+	case pin.IsZero() && a != nil:
 		algos = a
 	}
 	cfg := &xssh.ClientConfig{
 		User:              hop.User,
 		Auth:              []xssh.AuthMethod{xssh.PublicKeys(auth.signers...)},
-		HostKeyCallback:   rec.callback(hop, pin, opts.Mode),
+		HostKeyCallback:   rec.callback(hop, pin, ca, opts.Mode),
 		HostKeyAlgorithms: algos,
 		Timeout:           timeout,
 	}
 	c, err := connectHop(ctx, prev, hop, cfg, rec, timeout)
 	var closed *HandshakeClosedError
-	if errors.As(err, &closed) && opts.Mode == Record && pin.IsZero() {
+	if errors.As(err, &closed) && opts.Mode == Record && pin.IsZero() && ca == "" {
 		// A server may list a host key type it has no key for and hang
 		// up when the client picks it: the probe tries each type.
 		for _, fam := range KeyAlgorithmFamilies {
@@ -157,9 +161,12 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 			err = closed
 		}
 	}
+	noKeyType := err != nil && strings.Contains(err.Error(), "no common algorithm for host key")
 	switch {
 	case err == nil:
-	case !pin.IsZero() && strings.Contains(err.Error(), "no common algorithm for host key"):
+	case ca != "" && noKeyType:
+		return nil, &HostCertError{CA: ca, Reason: "the host presents no host certificate"}
+	case !pin.IsZero() && noKeyType:
 		// The pinned key's type is gone from the server: a changed key.
 		return nil, &HostKeyChangedError{Expected: pin}
 	case errors.As(err, new(*PassphraseKeyError)):

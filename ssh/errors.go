@@ -164,6 +164,7 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 		cfg  *sshconfig.ConfigError
 		tr   *TrustRequiredError
 		hk   *HostKeyChangedError
+		hce  *HostCertError
 		pp   *PassphraseKeyError
 		none *NoIdentitiesError
 		nerr interface{ Timeout() bool }
@@ -193,6 +194,9 @@ func classify(host string, hop *sshconfig.Target, err error) *Error {
 		if !hk.Got.IsZero() {
 			e.Hint = fmt.Sprintf("if the key rotated on purpose, verify it out of band, then `kandev-exec host trust %s --replace --fingerprint %s`", host, hk.Got.Fingerprint)
 		}
+	case errors.As(err, &hce):
+		e.Class, e.Err = ClassHostKey, hce
+		e.Hint = fmt.Sprintf("the host is trusted through its CA, and this certificate does not hold: renew it on the host, or `kandev-exec host trust %s --replace` to trust it another way", host)
 	case errors.As(err, &none):
 		e.Class, e.Err = ClassAuth, none
 		e.Hint = "load a key into ssh-agent (`ssh-add`), or name one with IdentityFile or `host add --identity-file`"

@@ -60,8 +60,9 @@ func describeResult(t *Target, err error) string {
 	}
 	var b strings.Builder
 	for _, h := range t.Hops() {
-		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q certs=%q pc=%q; ", h.Name, h.User, h.Addr(),
-			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles, h.CertificateFiles, h.ProxyCommand)
+		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q certs=%q pc=%q hka=%q rev=%q; ", h.Name, h.User, h.Addr(),
+			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles, h.CertificateFiles, h.ProxyCommand,
+			h.HostKeyAlias, h.RevokedHostKeys)
 	}
 	return b.String()
 }
@@ -225,6 +226,9 @@ func (g *cfgGen) directive(depth int) (string, string) {
 		}
 		return g.pick("ProxyJump", "proxyjump"), strings.Join(hops, ",")
 	case 11:
+		if g.chance(0.3) {
+			return "RevokedHostKeys", g.pick("~/.ssh/revoked", "/etc/ssh/revoked", "none")
+		}
 		return "HostKeyAlias", g.pick("KeyAlias", "ka-%h")
 	case 12:
 		if depth == 0 && g.chance(0.7) {

@@ -45,7 +45,7 @@ func init() {
 		logverbose macs nohostauthenticationforlocalhost numberofpasswordprompts passwordauthentication
 		permitlocalcommand permitremoteopen pkcs11provider preferredauthentications
 		pubkeyacceptedalgorithms pubkeyacceptedkeytypes pubkeyauthentication rekeylimit remotecommand
-		remoteforward requesttty requiredrsasize revokedhostkeys securitykeyprovider sendenv
+		remoteforward requesttty requiredrsasize securitykeyprovider sendenv
 		serveraliveinterval serveralivecountmax sessiontype setenv stdinnull streamlocalbindmask
 		streamlocalbindunlink stricthostkeychecking syslogfacility tcpkeepalive tunnel tunneldevice
 		updatehostkeys userknownhostsfile verifyhostkeydns visualhostkey xauthlocation
@@ -63,11 +63,12 @@ func init() {
 // keywordAlias maps obsolete spellings OpenSSH still reads as another keyword.
 var keywordAlias = map[string]string{"identityfile2": "identityfile"}
 
-// tracked are the keywords the parser keeps besides used: %k needs the
-// host key alias, and canonicalization and ProxyUseFdpass must be
+// tracked are the keywords the parser keeps besides used: %k and host
+// certificates need the host key alias, host keys are checked against
+// RevokedHostKeys, and canonicalization and ProxyUseFdpass must be
 // refused, not ignored.
 var tracked = map[string]bool{"hostkeyalias": true, "canonicalizehostname": true, "canonicalizepermittedcnames": true,
-	"proxyusefdpass": true}
+	"proxyusefdpass": true, "revokedhostkeys": true}
 
 // defaultIdentities are the files ssh tries when no IdentityFile is set.
 var defaultIdentities = []string{"~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ecdsa_sk",
@@ -397,7 +398,7 @@ func (p *cfgParser) hostLine(args []string, f *cfgFile, active *bool, fail func(
 		if neg {
 			a = a[1:]
 		}
-		if matchPattern(p.host, a) {
+		if MatchPattern(p.host, a) {
 			if neg {
 				*active = false
 				break

@@ -128,6 +128,7 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 	}
 	t.IdentitiesOnly = strings.EqualFold(s.first("identitiesonly"), "yes") || ov.IdentitiesOnly
 	t.IdentityAgent = s.first("identityagent")
+	t.HostKeyAlias = s.first("hostkeyalias")
 	if ct := s.first("connecttimeout"); ct != "" && ct != "none" {
 		t.ConnectTimeout, _ = strconv.Atoi(ct)
 	}
@@ -146,6 +147,11 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 	}
 	if t.CertificateFiles, err = localPaths(s["certificatefile"], me, keys); err != nil {
 		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: CertificateFile %v", name, err)}
+	}
+	if r := s.first("revokedhostkeys"); r != "" && !strings.EqualFold(r, "none") {
+		if t.RevokedHostKeys, err = tildeExpand(r, me); err != nil {
+			return nil, &ConfigError{Msg: fmt.Sprintf("host %q: RevokedHostKeys %v", name, err)}
+		}
 	}
 	return t, nil
 }

@@ -21,6 +21,11 @@ type Target struct {
 	IdentitiesOnly   bool
 	IdentityAgent    string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
 	ConnectTimeout   int    // seconds from ConnectTimeout, 0 when unset
+	// HostKeyAlias is the name the host's key is known by, when the config
+	// gives one: a host certificate must name it instead of HostName.
+	HostKeyAlias string
+	// RevokedHostKeys is the file of host and CA keys no longer trusted.
+	RevokedHostKeys string
 	// ProxyCommand is the command whose standard input and output carry
 	// the connection, its tokens expanded ("" connects directly). Only
 	// the first hop of a chain has one. It comes from the operator's own
@@ -42,6 +47,15 @@ func (t *Target) Label() string {
 		return t.Addr()
 	}
 	return fmt.Sprintf("%s (%s)", t.Name, t.Addr())
+}
+
+// KeyName is the name a host certificate of t must certify, as OpenSSH
+// checks it: HostKeyAlias when set, else HostName.
+func (t *Target) KeyName() string {
+	if t.HostKeyAlias != "" {
+		return t.HostKeyAlias
+	}
+	return t.HostName
 }
 
 // Hops returns the jump hosts followed by the target itself.
