@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // attempt is one run of a cleanup job, under the task's claim. It keeps
@@ -21,10 +19,7 @@ type attempt struct {
 	deadline time.Time
 	progress func(string)
 
-	c      *ssh.Client
-	wd     *ssh.Watchdog
-	info   remote.Info
-	helper remote.Helper
+	hc *hostConn // once a step needed the host
 }
 
 func (a *attempt) step(s string) {
@@ -36,38 +31,31 @@ func (a *attempt) step(s string) {
 // remaining is what is left of the attempt's budget.
 func (a *attempt) remaining() time.Duration { return max(time.Until(a.deadline), 0) }
 
-// connect dials the task's host (pinned; quarantine does not block
+// connect connects to the task's host (quarantine does not block
 // teardown) and makes sure the helper is there.
 func (a *attempt) connect(ctx context.Context, t *records.Task) error {
-	if a.c != nil {
+	if a.hc != nil {
 		return nil
 	}
 	h, _, err := a.e.getHost(ctx, t.Host)
 	if err != nil {
 		return err
 	}
-	c, err := a.e.dialHost(ctx, h)
+	hc, err := a.e.connect(ctx, h)
 	if err != nil {
 		return err
 	}
-	wd := c.StartKeepalive(a.e.cfg.KeepaliveInterval, a.e.cfg.KeepaliveDeadline)
-	info, err := detect(ctx, c, t.Root)
-	if err == nil {
-		a.helper, _, err = a.e.ensureHelper(ctx, c, info)
-	}
-	if err != nil {
-		wd.Stop()
-		c.Close()
+	if _, err := hc.helperAt(ctx, t.Root); err != nil {
+		hc.Close()
 		return err
 	}
-	a.c, a.wd, a.info = c, wd, info
+	a.hc = hc
 	return nil
 }
 
 func (a *attempt) close() {
-	if a.c != nil {
-		a.wd.Stop()
-		a.c.Close()
+	if a.hc != nil {
+		a.hc.Close()
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/crashpoint"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
@@ -90,7 +89,7 @@ func (a *attempt) cleanupScript(ctx context.Context, t *records.Task, p *profile
 	cctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
 	defer cancel()
 	var res taskdir.RunScriptResult
-	if err := remote.Call(cctx, a.c, t.Host, a.helper, protocol.OpRunScript, req, &res); err != nil {
+	if err := a.hc.call(cctx, t.Root, protocol.OpRunScript, req, &res); err != nil {
 		return "", err
 	}
 	if res.TimedOut {
@@ -108,16 +107,16 @@ func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Res
 	if err := a.connect(ctx, t); err != nil {
 		return nil, err
 	}
-	inst, err := a.e.installationID(ctx)
+	inst, err := records.InstallationID(ctx, a.e.cfg.Store, newID("i"))
 	if err != nil {
 		return nil, err
 	}
 	req := reclaim.Request{
-		Targets:        []reclaim.Target{{Root: a.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true}},
+		Targets:        []reclaim.Target{{Root: a.hc.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true}},
 		TimeoutSeconds: int(max(a.remaining(), 10*time.Second).Seconds()),
 	}
 	var rep reclaim.Report
-	if err := remote.Call(ctx, a.c, t.Host, a.helper, protocol.OpReclaimApply, req, &rep); err != nil {
+	if err := a.hc.call(ctx, t.Root, protocol.OpReclaimApply, req, &rep); err != nil {
 		return nil, err
 	}
 	if len(rep.Results) != 1 {

@@ -72,15 +72,11 @@ func (a *attempt) drain(ctx context.Context, t *records.Task) (records.DrainOutc
 // drainSession seals and stops one session within min(15 s, a third of
 // what is left of the budget). detail says what was proved.
 func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.Session) (records.DrainOutcome, string, string) {
-	at := &attach{s: s, t: t, c: a.c, wd: a.wd, helper: &a.helper}
-	token, terr := a.e.vault.LoadToken(s.ID)
-	if terr == nil && s.RemotePort > 0 {
-		at.ctrl = a.e.controllerClient(a.c, s, token)
-	}
+	at := attachOn(a.hc, t, s)
 	bound := min(maxGracefulStop, a.remaining()/3)
 	if at.ctrl != nil {
 		bctx, cancel := context.WithTimeout(ctx, bound)
-		o, receipt, detail, done := a.drainByReceipt(bctx, at, token, drainGrace(bound))
+		o, receipt, detail, done := a.drainByReceipt(bctx, at, drainGrace(bound))
 		cancel()
 		if done {
 			return o, receipt, detail
@@ -121,22 +117,22 @@ func (a *attempt) drainSession(ctx context.Context, t *records.Task, s *records.
 // drainByReceipt asks the controller to seal and stop, killing the agent
 // after grace, and verifies its receipt. done is false when the
 // controller could not be asked at all.
-func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string, grace time.Duration) (o records.DrainOutcome, receipt, detail string, done bool) {
+func (a *attempt) drainByReceipt(ctx context.Context, at *attach, grace time.Duration) (o records.DrainOutcome, receipt, detail string, done bool) {
 	_, err := at.ctrl.Health(ctx)
 	switch {
 	case errors.Is(err, controller.ErrBusy):
 		return records.DrainUncertain, "", "its controller refuses connections (another user may hold them all)", true
-	case err != nil && a.wd.Check() != nil:
+	case err != nil && a.hc.lost():
 		return records.DrainUnreachable, "", fmt.Sprintf("the connection to %s was lost", at.s.Host), true
 	case err != nil:
 		return "", "", "", false
 	}
 	r, err := at.ctrl.Drain(ctx, a.tc.ID(), grace)
 	switch {
-	case err == nil && r.ClaimID == a.tc.ID() && r.SessionID == at.s.ID && controller.VerifyReceipt(token, r):
+	case err == nil && r.ClaimID == a.tc.ID() && r.SessionID == at.s.ID && controller.VerifyReceipt(at.token, r):
 	case err == nil:
 		return records.DrainUncertain, "", "its controller's receipt does not verify", true
-	case a.wd.Check() != nil:
+	case a.hc.lost():
 		return records.DrainUnreachable, "", fmt.Sprintf("the connection to %s was lost while draining", at.s.Host), true
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return records.DrainUncertain, "", "its controller did not confirm the stop in time", true
@@ -167,7 +163,7 @@ func (a *attempt) drainByReceipt(ctx context.Context, at *attach, token string, 
 
 // linkOr is unreachable when the connection died, else o.
 func (a *attempt) linkOr(o records.DrainOutcome) records.DrainOutcome {
-	if a.wd != nil && a.wd.Check() != nil {
+	if a.hc != nil && a.hc.lost() {
 		return records.DrainUnreachable
 	}
 	return o

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -25,7 +24,7 @@ type drainWorker struct {
 	e        *Executor
 	host     string
 	progress func(string)
-	helper   *remote.Helper // found on the host once, shared by every session
+	helper   *remote.Helper // found on the host once, shared by every session and round
 	claim    *records.Held  // the host's drain
 }
 
@@ -151,9 +150,9 @@ func (e *Executor) liveSessions(ctx context.Context, host string) ([]*records.Se
 // early, saying so, when the worker lost the drain.
 func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*records.Session) error {
 	h, _, err := w.e.getHost(ctx, w.host)
-	var c *ssh.Client
+	var hc *hostConn
 	if err == nil {
-		c, err = w.e.dialHost(ctx, h)
+		hc, err = w.e.connect(ctx, h)
 	}
 	if err != nil {
 		left := make([]records.DrainLeft, len(live))
@@ -162,9 +161,10 @@ func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*rec
 		}
 		return w.step(ctx, nil, left, fmt.Sprintf("unreachable: %s; retrying in %s", oneLine(err), drainRetry))
 	}
-	defer c.Close()
-	wd := c.StartKeepalive(w.e.cfg.KeepaliveInterval, w.e.cfg.KeepaliveDeadline)
-	defer wd.Stop()
+	defer hc.Close()
+	// The helper found in an earlier round is still in place.
+	hc.helper = w.helper
+	defer func() { w.helper = hc.helper }()
 	var left []records.DrainLeft
 	for _, s := range live {
 		if ctx.Err() != nil {
@@ -175,7 +175,7 @@ func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*rec
 			return err
 		}
 		sctx, cancel := context.WithTimeout(ctx, min(time.Until(deadline), maxSessionStop))
-		end, err := w.stop(sctx, c, wd, s)
+		end, err := w.stop(sctx, hc, s)
 		cancel()
 		switch {
 		case err != nil:
@@ -194,7 +194,7 @@ func (w *drainWorker) round(ctx context.Context, deadline time.Time, live []*rec
 
 // stop stops one session the way `session stop` does. It says how the
 // session ended, or why it could not be stopped now.
-func (w *drainWorker) stop(ctx context.Context, c *ssh.Client, wd *ssh.Watchdog, s *records.Session) (string, error) {
+func (w *drainWorker) stop(ctx context.Context, hc *hostConn, s *records.Session) (string, error) {
 	s, err := w.e.startedSession(ctx, s.ID)
 	var ns *NotStartedError
 	switch {
@@ -209,12 +209,7 @@ func (w *drainWorker) stop(ctx context.Context, c *ssh.Client, wd *ssh.Watchdog,
 	if err != nil {
 		return "", err
 	}
-	a := w.e.attachOn(c, wd, t, s)
-	a.helper = w.helper
-	s, err = w.e.stopAttached(ctx, a)
-	if a.helper != nil {
-		w.helper = a.helper
-	}
+	s, err = w.e.stopAttached(ctx, attachOn(hc, t, s))
 	if err != nil {
 		return "", err
 	}

@@ -26,7 +26,7 @@ func (e *Executor) Exec(ctx context.Context, prefix string, argv []string, stdin
 	}
 	defer in.close()
 	out := in.gate(stdout)
-	err = in.c.Stream(ctx, in.script(argv), stdin, out, stderr)
+	err = in.hc.c.Stream(ctx, in.script(argv), stdin, out, stderr)
 	return in.status(ctx, err, out, "running a command in task "+in.t.ID)
 }
 
@@ -63,7 +63,7 @@ func (e *Executor) ExecTerminal(ctx context.Context, prefix string, argv []strin
 		doing = "running a shell in task " + in.t.ID
 	}
 	out := in.gate(term.Out)
-	err = in.c.StreamPTY(ctx, in.script(argv), term.PTY, term.In, out)
+	err = in.hc.c.StreamPTY(ctx, in.script(argv), term.PTY, term.In, out)
 	return in.status(ctx, err, out, doing)
 }
 
@@ -71,9 +71,8 @@ func (e *Executor) ExecTerminal(ctx context.Context, prefix string, argv []strin
 type inTask struct {
 	t     *records.Task
 	shell string
-	c     *ssh.Client
-	wd    *ssh.Watchdog
-	nonce string // the line the directory check prints once it passed
+	hc    *hostConn // its watchdog ends a command whose link died, not hangs it
+	nonce string    // the line the directory check prints once it passed
 }
 
 // enterTask connects to the task's host. On failure the status is 255 for
@@ -101,19 +100,14 @@ func (e *Executor) enterTask(ctx context.Context, prefix string) (*inTask, int, 
 	if _, err := rand.Read(b); err != nil {
 		return nil, -1, err
 	}
-	c, err := e.dialHost(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return nil, 255, err
 	}
-	// A command may run for long: a dead link must end it, not hang it.
-	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
-	return &inTask{t: t, shell: shell, c: c, wd: wd, nonce: "kandev-exec-dir-ok-" + hex.EncodeToString(b)}, 0, nil
+	return &inTask{t: t, shell: shell, hc: hc, nonce: "kandev-exec-dir-ok-" + hex.EncodeToString(b)}, 0, nil
 }
 
-func (in *inTask) close() {
-	in.wd.Stop()
-	in.c.Close()
-}
+func (in *inTask) close() { in.hc.Close() }
 
 // TaskDirGoneError is a live task whose directory is not on its host.
 type TaskDirGoneError struct {
@@ -174,7 +168,7 @@ func (in *inTask) status(ctx context.Context, err error, out *verdictGate, doing
 	case ctx.Err() != nil:
 		return -1, ctx.Err()
 	}
-	return 255, linkLost(in.wd, in.t.Host, fmt.Errorf("task %s: %w", in.t.ID, err), doing,
+	return 255, in.hc.linkLost(fmt.Errorf("task %s: %w", in.t.ID, err), doing,
 		"it may still be running on the host", "")
 }
 
@@ -199,7 +193,7 @@ func (in *inTask) refused(ctx context.Context, err error, held string) (int, err
 	case ee != nil:
 		return -1, fmt.Errorf("task %s: the directory check on %s failed: %w", in.t.ID, in.t.Host, err)
 	}
-	return 255, linkLost(in.wd, in.t.Host, fmt.Errorf("task %s: checking its directory: %w", in.t.ID, err),
+	return 255, in.hc.linkLost(fmt.Errorf("task %s: checking its directory: %w", in.t.ID, err),
 		"checking task "+in.t.ID+"'s directory", "nothing was run", "")
 }
 

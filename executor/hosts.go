@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -47,7 +46,6 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (v HostView, c
 	if _, err := e.resolveSpec(ctx, h, explicitAlias); err != nil {
 		return HostView{}, false, err
 	}
-	data, _ := json.Marshal(h)
 	old, rec, err := e.getHost(ctx, o.Name)
 	if err == nil {
 		if old.SameSpec(h) {
@@ -59,7 +57,8 @@ func (e *Executor) AddHost(ctx context.Context, o AddHostOptions) (v HostView, c
 	if !errors.As(err, &nf) {
 		return HostView{}, false, err
 	}
-	rec, err = e.cfg.Store.Create(ctx, records.KindHost, o.Name, data, state.Event{Type: "host.added"})
+	// Journaled without a detail, as it always has been.
+	rec, err = records.Create(ctx, e.cfg.Store, records.KindHost, o.Name, h, state.Event{Type: "host.added"}, nil)
 	if err != nil {
 		return HostView{}, false, err
 	}

@@ -184,12 +184,12 @@ func sameTime(a, b *time.Time) bool {
 func (e *Executor) probeHost(ctx context.Context, h *records.Host) error {
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
-	c, err := e.dialHost(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if _, _, err := c.Run(ctx, "true", nil); err != nil {
+	defer hc.Close()
+	if _, _, err := hc.c.Run(ctx, "true", nil); err != nil {
 		return fmt.Errorf("running `true` on %s: %w", h.Name, err)
 	}
 	return nil

@@ -2,12 +2,10 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/crashpoint"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/state"
 )
@@ -19,16 +17,9 @@ func (e *Executor) ensureJob(ctx context.Context, t *records.Task, trigger recor
 	now := time.Now().UTC().Truncate(time.Second)
 	j := &records.CleanupJob{ID: t.ID, OperationID: newID("op"), TaskID: t.ID, Host: t.Host, Trigger: trigger,
 		State: records.JobPending, CreatedAt: now, UpdatedAt: now}
-	data, err := json.Marshal(j)
-	if err != nil {
-		return nil, err
-	}
-	_, err = e.cfg.Store.Create(ctx, records.KindJob, t.ID, data, records.EventFor("job.pending", j))
+	_, err := records.Create(ctx, e.cfg.Store, records.KindJob, t.ID, j, records.EventFor("job.pending", j), nil)
 	var ce *state.ConflictError
 	if !errors.As(err, &ce) {
-		if err == nil {
-			crashpoint.Hit("job.pending")
-		}
 		return j, err
 	}
 	return records.Mutate(ctx, e.cfg.Store, records.KindJob, t.ID, "job.pending", func(x *records.CleanupJob) error {

@@ -41,13 +41,13 @@ func (e *PrepareScriptError) Error() string {
 func (e *Executor) prepareRequest(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan) (taskdir.PrepareRequest, error) {
 	if _, err := tc.update(ctx, "task.preparing", func(x *records.Task) error {
 		if x.Phase == records.PhaseAllocating {
-			x.Phase = records.PhasePreparing
+			return x.Move(records.PhasePreparing)
 		}
 		return nil
 	}); err != nil {
 		return taskdir.PrepareRequest{}, err
 	}
-	inst, err := e.installationID(ctx)
+	inst, err := records.InstallationID(ctx, e.cfg.Store, newID("i"))
 	if err != nil {
 		return taskdir.PrepareRequest{}, err
 	}

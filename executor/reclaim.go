@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // reclaim is the operator's tool for orphans: directories under
@@ -112,7 +110,7 @@ func (e *Executor) reclaimHosts(ctx context.Context, name string) ([]*records.Ho
 
 // localView is this installation and the phase of every task it knows.
 func (e *Executor) localView(ctx context.Context) (reclaim.LocalView, error) {
-	inst, err := e.installationID(ctx)
+	inst, err := records.InstallationID(ctx, e.cfg.Store, newID("i"))
 	if err != nil {
 		return reclaim.LocalView{}, err
 	}
@@ -157,43 +155,34 @@ func (e *Executor) rootsOf(ctx context.Context, h *records.Host) ([]string, erro
 	return roots, nil
 }
 
-// reclaimConn is a connection to a host with its helper in place.
-type reclaimConn struct {
-	c      *ssh.Client
-	helper remote.Helper
-}
-
-// connectHelper dials the host (pinned; quarantine does not block
-// reclamation) and makes sure the helper is there.
-func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*reclaimConn, error) {
-	c, err := e.dialHost(ctx, h)
+// connectHelper connects to the host (quarantine does not block
+// reclamation) and makes sure the helper is there, looked for under the
+// host's own root.
+func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*hostConn, error) {
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	info, err := detect(ctx, c, h.WorkdirRoot)
-	if err == nil {
-		var helper remote.Helper
-		if helper, _, err = e.ensureHelper(ctx, c, info); err == nil {
-			return &reclaimConn{c: c, helper: helper}, nil
-		}
+	if _, err := hc.helperAt(ctx, h.WorkdirRoot); err != nil {
+		hc.Close()
+		return nil, err
 	}
-	c.Close()
-	return nil, err
+	return hc, nil
 }
 
 // listHost lists each root once (two spellings of one physical root are
 // one listing) and plans its entries.
 func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, olderThan time.Duration) ([]ReclaimRow, error) {
-	rc, err := e.connectHelper(ctx, h)
+	hc, err := e.connectHelper(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	defer rc.c.Close()
+	defer hc.Close()
 	var rows []ReclaimRow
 	seen := map[string]bool{}
 	for _, root := range roots {
 		var l reclaim.Listing
-		if err := remote.Call(ctx, rc.c, h.Name, rc.helper, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
+		if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
 			return nil, fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
 		}
 		if seen[l.Root] {

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -96,14 +95,14 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	if len(targets) == 0 {
 		return
 	}
-	rc, err := e.connectHelper(ctx, h)
+	hc, err := e.connectHelper(ctx, h)
 	if err != nil {
 		fail(err)
 		return
 	}
-	defer rc.c.Close()
+	defer hc.Close()
 	var rep reclaim.Report
-	if err := remote.Call(ctx, rc.c, host, rc.helper, protocol.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
+	if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
 		fail(err)
 		return
 	}

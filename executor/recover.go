@@ -7,7 +7,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -181,22 +180,14 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 	if err != nil {
 		return cannotTell(err)
 	}
-	c, err := e.dialHost(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return cannotTell(err)
 	}
-	defer c.Close()
-	info, err := detect(ctx, c, t.Root)
-	if err != nil {
-		return cannotTell(err)
-	}
-	helper, _, err := e.ensureHelper(ctx, c, info)
-	if err != nil {
-		return cannotTell(err)
-	}
+	defer hc.Close()
 	dir := sessionDirOf(t.TaskDir, s.ID)
 	var files protocol.SessionFiles
-	if err := remote.Call(ctx, c, t.Host, helper, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: dir}, &files); err != nil {
+	if err := hc.call(ctx, t.Root, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: dir}, &files); err != nil {
 		return cannotTell(err)
 	}
 	if files.PID == 0 {
@@ -209,14 +200,12 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 		return nil
 	}
 	if token, err := e.vault.LoadToken(s.ID); err == nil && files.Port > 0 {
-		probe := *s
-		probe.RemotePort = files.Port
-		if hl, err := e.controllerClient(c, &probe, token).Health(ctx); err == nil {
+		if hl, err := hc.controller(files.Port, token).Health(ctx); err == nil {
 			return ignoreSettled(e.adopt(ctx, s.ID, dir, files.Port, hl))
 		}
 	}
 	var id controller.Identity
-	if err := remote.Call(ctx, c, t.Host, helper, protocol.OpControllerProbe, protocol.SessionRequest{SessionDir: dir}, &id); err != nil {
+	if err := hc.call(ctx, t.Root, protocol.OpControllerProbe, protocol.SessionRequest{SessionDir: dir}, &id); err != nil {
 		return cannotTell(err)
 	}
 	if id.Alive {
@@ -235,8 +224,8 @@ func (e *Executor) adopt(ctx context.Context, id, dir string, port int, hl contr
 		if x.State != records.SessionStarting {
 			return errSettled
 		}
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = records.SessionRunning, hl.PID, hl.StartTime, port, dir
-		return nil
+		x.PID, x.StartTime, x.RemotePort, x.SessionDir = hl.PID, hl.StartTime, port, dir
+		return x.Move(records.SessionRunning)
 	})
 	return err
 }
@@ -249,17 +238,17 @@ func (e *Executor) settleGone(ctx context.Context, id, dir string, st controller
 			return errSettled
 		}
 		x.SessionDir, x.EndedAt = dir, st.EndedAt
-		switch st.State {
-		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode = records.SessionState(st.State), st.ExitCode
-		default:
-			x.State, x.Error = records.SessionLost, "launch interrupted; its controller is gone and recorded no end"
-		}
 		if x.EndedAt == nil {
 			now := time.Now().UTC().Truncate(time.Second)
 			x.EndedAt = &now
 		}
-		return nil
+		switch st.State {
+		case controller.StateExited, controller.StateStopped:
+			x.ExitCode = st.ExitCode
+			return x.Move(records.SessionState(st.State))
+		}
+		x.Error = "launch interrupted; its controller is gone and recorded no end"
+		return x.Move(records.SessionLost)
 	})
 	return err
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -142,31 +141,23 @@ func (e *Executor) refreshHost(ctx context.Context, host string, vs []*SessionVi
 		fail(err)
 		return
 	}
-	c, err := e.dialHost(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		fail(err)
 		return
 	}
-	defer c.Close()
-	wd := c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
-	defer wd.Stop()
+	defer hc.Close()
 	req := protocol.SessionsRequest{Sessions: make([]protocol.SessionRequest, len(vs))}
 	for i, v := range vs {
 		req.Sessions[i] = protocol.SessionRequest{SessionDir: v.SessionDir, StartTime: v.StartTime}
 	}
 	var rep protocol.SessionsReport
-	info, err := detect(ctx, c, t.Root)
-	if err == nil {
-		var helper remote.Helper
-		if helper, _, err = e.ensureHelper(ctx, c, info); err == nil {
-			err = remote.Call(ctx, c, host, helper, protocol.OpSessionsProbe, req, &rep)
-		}
-	}
+	err = hc.call(ctx, t.Root, protocol.OpSessionsProbe, req, &rep)
 	if err == nil && len(rep.Sessions) != len(vs) {
 		err = fmt.Errorf("the helper on %s answered for %d sessions, asked about %d", host, len(rep.Sessions), len(vs))
 	}
 	if err != nil {
-		fail(linkLost(wd, host, err, "asking about the sessions on "+host, "their states are as recorded",
+		fail(hc.linkLost(err, "asking about the sessions on "+host, "their states are as recorded",
 			"`kandev-exec session ls --refresh` again once the host answers"))
 		return
 	}

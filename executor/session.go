@@ -1,24 +1,17 @@
 package executor
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
-	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/taskdir"
 	"github.com/kdlbs/kandev-exec/vault"
@@ -48,148 +41,6 @@ func (e *LaunchError) Error() string {
 
 func (e *LaunchError) Unwrap() error { return e.Err }
 
-// dialHost connects to a stored host, enforcing every pin.
-func (e *Executor) dialHost(ctx context.Context, h *records.Host) (*ssh.Client, error) {
-	t, err := e.resolveHost(ctx, h)
-	if err != nil {
-		return nil, err
-	}
-	return ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
-}
-
-// locateHelpers finds the helper binaries on this machine; tests point
-// it at real builds, since a test binary is not the CLI.
-var locateHelpers = sync.OnceValue(helperbin.Default)
-
-// localPlatform is this binary's platform, as remote.NormalizePlatform
-// names it.
-var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
-
-// detect learns the platform and home, makes the workdir root exist and
-// checks it and every directory above it and, in the same round trip,
-// whether the helper this machine would upload to a host of its own
-// platform is in place.
-func detect(ctx context.Context, c *ssh.Client, root string) (remote.Info, error) {
-	sha := ""
-	if local, err := locateHelpers().Find(localPlatform, nil); err == nil {
-		sha = local.SHA256
-	}
-	return remote.Detect(ctx, c, root, sha, localPlatform)
-}
-
-// ensureHelper uploads the helper unless detect already found it cached
-// and speaking this CLI's protocol.
-func (e *Executor) ensureHelper(ctx context.Context, c *ssh.Client, info remote.Info, uploading ...func(sent, total int64)) (remote.Helper, bool, error) {
-	if info.Helper.Usable() {
-		return info.Helper.Helper, false, nil
-	}
-	return e.installer().Ensure(ctx, c, info.Root, info.Platform, uploading...)
-}
-
-// installer puts helpers found on this machine in place, under this
-// state directory's upload locks.
-func (e *Executor) installer() remote.Installer {
-	return remote.Installer{Helpers: func() *helperbin.Locator { return locateHelpers() }, LocksDir: e.locksDir}
-}
-
-// UploadProgress renders bytes sent of total for people.
-func UploadProgress(sent, total int64) string {
-	return fmt.Sprintf("%s (%.1f of %.1f MB)", StepUploading, float64(sent)/1e6, float64(total)/1e6)
-}
-
-// warmHelper is the helper a launch expects cached on h: the local one
-// for the platform h was last seen with, this machine's until then.
-func warmHelper(h *records.Host) (sha, platform string) {
-	platform = cmp.Or(h.Platform, localPlatform)
-	local, err := locateHelpers().Find(platform, nil)
-	if err != nil {
-		return "", ""
-	}
-	return local.SHA256, platform
-}
-
-// notePlatform records the platform a host showed when it differs from
-// the one on record, so that its next launch expects the helper built for
-// it (warmHelper). It is a hint: a failed write costs that launch the
-// slow path, never a wrong answer, so it does not fail this one.
-func (e *Executor) notePlatform(ctx context.Context, h *records.Host, platform string) {
-	if platform == h.Platform || !helperbin.Supported(platform) {
-		return
-	}
-	_, _ = records.Mutate(context.WithoutCancel(ctx), e.cfg.Store, records.KindHost, h.Name, "host.platform", func(x *records.Host) error {
-		if x.Platform == platform {
-			return errSettled
-		}
-		x.Platform = platform
-		return nil
-	})
-}
-
-// openLaunch starts a launch's conversation with the helper, sending
-// first (the prepare request) with the command, and reads its answer
-// into res. Where the helper is cached this is the launch's one command
-// (remote.WarmScript): detect, checks, helper and prepare in one round trip.
-// Otherwise the markers that command printed say what to do: the helper
-// is put in place (uploaded if need be, or another local copy when the
-// cached one speaks another protocol) and first sent to it then. step and
-// progress follow the launch's steps; the conversation is returned once
-// the helper took the request, even when its answer is a failure.
-func (e *Executor) openLaunch(ctx context.Context, c *ssh.Client, h *records.Host, root string, first []byte, res any,
-	bound time.Duration, step *string, progress func(string)) (*remote.Conversation, remote.Info, error) {
-	serving := func(cv *remote.Conversation, uploaded bool) (*remote.Conversation, error) {
-		if !uploaded {
-			progress(StepHelperCached)
-		}
-		*step = StepPreparing
-		progress(*step)
-		return cv, cv.Next(bound, res, nil)
-	}
-	var info remote.Info
-	sha, platform := warmHelper(h)
-	if sha == "" {
-		var err error
-		if info, err = detect(ctx, c, root); err != nil {
-			return nil, info, err
-		}
-	} else {
-		cv, err := remote.Converse(ctx, c, h.Name, remote.WarmScript(root, sha, platform), protocol.OpPrepare, first, probeTimeout)
-		if err != nil {
-			return nil, info, err
-		}
-		if info, err = remote.Detected(cv.KV, c.Target.Label(), sha, platform); err != nil {
-			cv.Finish(probeTimeout)
-			return nil, info, err
-		}
-		if cv.Served {
-			cv, err := serving(cv, false)
-			var re *remote.Error
-			if !errors.As(err, &re) || re.Code != protocol.CodeProtocol {
-				return cv, info, err
-			}
-			// A stale copy (another protocol), which did nothing: the
-			// slow path passes it over for another.
-			cv.Finish(probeTimeout)
-			info.Helper = nil
-		}
-	}
-	helper, uploaded, err := e.ensureHelper(ctx, c, info, func(sent, total int64) { progress(UploadProgress(sent, total)) })
-	if err != nil {
-		if !errors.As(err, new(*helperbin.UnsupportedPlatformError)) {
-			*step = StepUploading
-		}
-		return nil, info, err
-	}
-	cv, err := remote.Converse(ctx, c, h.Name, remote.ServeScript(helper), protocol.OpPrepare, first, probeTimeout)
-	if err != nil {
-		return nil, info, err
-	}
-	if !cv.Served {
-		return nil, info, fmt.Errorf("%s on %s: the helper was not started", protocol.OpPrepare, h.Name)
-	}
-	cv, err = serving(cv, uploaded)
-	return cv, info, err
-}
-
 // startSession runs one session of t: connect, then one conversation
 // with the helper (openLaunch) for the task directory, the prepare script
 // and the controller. Every step's outcome lands in the records before
@@ -199,165 +50,228 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	if progress == nil {
 		progress = func(string) {}
 	}
-	s := &records.Session{ID: newID("s"), TaskID: t.ID, Host: t.Host, State: records.SessionStarting, Command: lp.command,
-		OperationID: t.OperationID, StartedAt: time.Now().UTC().Truncate(time.Second), Launcher: launcher()}
-	if err := e.createRecord(ctx, records.KindSession, s.ID, "session.starting", s); err != nil {
+	l := &sessionLaunch{e: e, tc: tc, t: t, lp: lp, progress: progress, step: StepConnecting}
+	if err := l.createSession(ctx); err != nil {
 		return nil, err
 	}
-	step := StepConnecting
-	var wd *ssh.Watchdog
-	launchErr := func(err error) error {
-		if wd != nil {
-			// A link that died is exit 7 and says so, not a step's EOF.
-			err = linkLost(wd, t.Host, err, "launching task "+t.ID, "the launch did not finish",
-				fmt.Sprintf("`kandev-exec task show %s` settles it once the host answers", t.ID))
-		}
-		return &LaunchError{TaskID: t.ID, Host: t.Host, SessionID: s.ID, Step: step, Err: err}
+	defer l.close()
+	env, err := l.prepare(ctx)
+	if err != nil {
+		return l.fail(ctx, err)
 	}
-	fail := func(err error) (*records.Session, error) {
-		e.markFailed(context.WithoutCancel(ctx), tc, s.ID, err.Error())
-		s.State, s.Error = records.SessionFailed, err.Error()
-		return s, launchErr(err)
+	return l.start(ctx, env)
+}
+
+// sessionLaunch is one session's launch under way: what each step needs
+// from the steps before it, and the step it is at, which a failure names.
+type sessionLaunch struct {
+	e        *Executor
+	tc       *taskClaim
+	t        *records.Task
+	lp       *launchPlan
+	progress func(string)
+
+	s    *records.Session     // as last recorded
+	step string               // a Step* of launch.go
+	hc   *hostConn            // once the host is reached
+	cv   *remote.Conversation // once the helper took the first request
+}
+
+// launchEnv is the prepared task directory and what runs in it gets.
+type launchEnv struct {
+	taskDir string
+	env     map[string]string
+	redact  []string
+}
+
+// at moves the launch to step, and says so.
+func (l *sessionLaunch) at(step string) {
+	l.step = step
+	l.progress(step)
+}
+
+func (l *sessionLaunch) close() {
+	if l.cv != nil {
+		l.cv.Finish(probeTimeout)
 	}
-	if _, err := tc.update(ctx, "task.session", func(x *records.Task) error {
-		x.Sessions = append(x.Sessions, s.ID)
+	if l.hc != nil {
+		l.hc.Close()
+	}
+}
+
+// createSession records the session's intent: starting, launched by this
+// process.
+func (l *sessionLaunch) createSession(ctx context.Context) error {
+	s := &records.Session{ID: newID("s"), TaskID: l.t.ID, Host: l.t.Host, State: records.SessionStarting, Command: l.lp.command,
+		OperationID: l.t.OperationID, StartedAt: time.Now().UTC().Truncate(time.Second), Launcher: launcher()}
+	if err := l.e.createRecord(ctx, records.KindSession, s.ID, "session.starting", s); err != nil {
+		return err
+	}
+	l.s = s
+	return nil
+}
+
+// fail records a session that never ran an agent (markFailed), and says
+// how far the launch got.
+func (l *sessionLaunch) fail(ctx context.Context, err error) (*records.Session, error) {
+	if failed := l.e.markFailed(context.WithoutCancel(ctx), l.tc, l.s.ID, err.Error()); failed != nil {
+		l.s = failed
+	}
+	return l.s, l.launchErr(err)
+}
+
+// launchErr is err at the launch's step. A link that died is exit 7 and
+// says so, not a step's EOF.
+func (l *sessionLaunch) launchErr(err error) error {
+	if l.hc != nil {
+		err = l.hc.linkLost(err, "launching task "+l.t.ID, "the launch did not finish",
+			fmt.Sprintf("`kandev-exec task show %s` settles it once the host answers", l.t.ID))
+	}
+	return &LaunchError{TaskID: l.t.ID, Host: l.t.Host, SessionID: l.s.ID, Step: l.step, Err: err}
+}
+
+// prepare takes the launch as far as a ready task: the session named on
+// its task, the host reached, the task directory made or checked, the
+// environment resolved, the prepare script passed. No controller has
+// been asked for yet, so a failure leaves none.
+func (l *sessionLaunch) prepare(ctx context.Context) (launchEnv, error) {
+	if _, err := l.tc.update(ctx, "task.session", func(x *records.Task) error {
+		x.Sessions = append(x.Sessions, l.s.ID)
 		return nil
 	}); err != nil {
-		return fail(err)
+		return launchEnv{}, err
 	}
+	l.at(StepConnecting)
+	hc, err := l.e.connect(ctx, l.lp.host)
+	if err != nil {
+		return launchEnv{}, err
+	}
+	l.hc = hc
+	taskDir, err := l.prepareDir(ctx)
+	if err != nil {
+		return launchEnv{}, err
+	}
+	env, err := l.environment(taskDir)
+	if err != nil {
+		return launchEnv{}, err
+	}
+	if l.lp.profile.PrepareScript != "" {
+		l.at(StepPrepareScript)
+		if err := runPrepareScript(l.cv, l.lp, taskDir, env.env, env.redact); err != nil {
+			return launchEnv{}, err
+		}
+	}
+	_, err = l.tc.update(ctx, "task.ready", func(x *records.Task) error {
+		x.Error = ""
+		return x.Move(records.PhaseReady)
+	})
+	return env, err
+}
 
-	progress(step)
-	c, err := e.dialHost(ctx, lp.host)
+// prepareDir makes or checks the task directory: the task recorded
+// preparing, the prepare request sent as the helper's first (openLaunch),
+// and the directory it made recorded on the task. It returns that
+// directory.
+func (l *sessionLaunch) prepareDir(ctx context.Context) (string, error) {
+	l.at(StepDetecting)
+	req, err := l.e.prepareRequest(ctx, l.tc, l.t, l.lp)
 	if err != nil {
-		return fail(err)
+		return "", err
 	}
-	defer c.Close()
-	// A silent link closes the client, so no step below can hang on it.
-	wd = c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)
-	defer wd.Stop()
-
-	step = StepDetecting
-	progress(step)
-	prep, err := e.prepareRequest(ctx, tc, t, lp)
+	first, err := protocol.EncodeRequest(protocol.OpPrepare, req)
 	if err != nil {
-		return fail(err)
-	}
-	first, err := protocol.EncodeRequest(protocol.OpPrepare, prep)
-	if err != nil {
-		return fail(err)
+		return "", err
 	}
 	var prepared taskdir.PrepareResult
-	cv, info, err := e.openLaunch(ctx, c, lp.host, t.Root, first, &prepared, stepBound(lp.profile), &step, progress)
-	if cv != nil {
-		defer cv.Finish(probeTimeout)
-	}
-	e.notePlatform(ctx, lp.host, info.Platform)
+	l.cv, err = l.hc.openLaunch(ctx, l.t.Root, first, &prepared, stepBound(l.lp.profile), &l.step, l.progress)
+	l.hc.notePlatform(ctx)
 	if err != nil {
-		return fail(err)
+		return "", err
 	}
-	taskDir, err := e.recordPrepared(ctx, tc, t, info.Root, prepared)
-	if err != nil {
-		return fail(err)
-	}
-	runtime := map[string]string{profiles.EnvTaskID: t.ID, profiles.EnvSessionID: s.ID, profiles.EnvTaskDir: taskDir}
-	defs := profiles.Assemble(runtime, lp.profile, lp.agent, lp.launch)
-	env, _, err := profiles.Resolve(defs, e.vault.Reveal)
-	if err != nil {
-		return fail(err)
-	}
-	if lp.profile.PrepareScript != "" {
-		step = StepPrepareScript
-		progress(step)
-		if err := runPrepareScript(cv, lp, taskDir, env, redactions(defs, env)); err != nil {
-			return fail(err)
-		}
-	}
-	if _, err := tc.update(ctx, "task.ready", func(x *records.Task) error {
-		x.Phase, x.Error = records.PhaseReady, ""
-		return nil
-	}); err != nil {
-		return fail(err)
-	}
+	return l.e.recordPrepared(ctx, l.tc, l.t, l.hc.info.Root, prepared)
+}
 
-	step = StepStarting
-	progress(step)
-	token := vault.NewToken()
-	if err := e.vault.SaveToken(s.ID, token); err != nil {
-		return fail(err)
+// environment resolves what the prepare script and the agent get in
+// taskDir, and the secret values to mask in what comes back.
+func (l *sessionLaunch) environment(taskDir string) (launchEnv, error) {
+	runtime := map[string]string{profiles.EnvTaskID: l.t.ID, profiles.EnvSessionID: l.s.ID, profiles.EnvTaskDir: taskDir}
+	defs := profiles.Assemble(runtime, l.lp.profile, l.lp.agent, l.lp.launch)
+	env, _, err := profiles.Resolve(defs, l.e.vault.Reveal)
+	if err != nil {
+		return launchEnv{}, err
 	}
-	req := controller.StartRequest{SessionID: s.ID, TaskID: t.ID, SessionDir: sessionDirOf(taskDir, s.ID),
-		TaskDir: taskDir, Shell: shellOf(lp.profile), Command: lp.command, Env: env, Token: token, Require: programOf(lp.command),
-		Redact: redactions(defs, env)}
-	// From here a controller may exist: recovery must ask the host.
-	if _, err := e.updateSession(ctx, s.ID, "session.controller", func(x *records.Session) error {
+	return launchEnv{taskDir: taskDir, env: env, redact: redactions(defs, env)}, nil
+}
+
+// start asks the helper for the session's controller, with a token made
+// and kept here. Once the start is recorded as asked for, a controller
+// may exist: a failure after marks the session failed only when the
+// helper says none was left (startRefused); otherwise it stays starting,
+// and once this process is gone the next command asks the host
+// (recover.go).
+func (l *sessionLaunch) start(ctx context.Context, env launchEnv) (*records.Session, error) {
+	l.at(StepStarting)
+	token := vault.NewToken()
+	if err := l.e.vault.SaveToken(l.s.ID, token); err != nil {
+		return l.fail(ctx, err)
+	}
+	if _, err := l.e.updateSession(ctx, l.s.ID, "session.controller", func(x *records.Session) error {
 		now := time.Now().UTC().Truncate(time.Second) // JSON times are to the second
 		x.ControllerStartAt = &now
 		return nil
 	}); err != nil {
-		return fail(err)
+		return l.fail(ctx, err)
 	}
-	// The helper proves the controller answers: for this nonce, with the
-	// token made here, checked here (proven).
-	nonce := controller.NewNonce()
-	if err := cv.Send(protocol.OpControllerStart, protocol.ControllerStart{StartRequest: req, Nonce: nonce}); err != nil {
-		return fail(err)
+	// The helper has the controller prove itself: for this nonce, with
+	// the token made here, checked here (proven).
+	ask := protocol.ControllerStart{StartRequest: l.controllerRequest(env, token), Nonce: controller.NewNonce()}
+	if err := l.cv.Send(protocol.OpControllerStart, ask); err != nil {
+		return l.fail(ctx, err)
 	}
-	cv.CloseInput()
+	l.cv.CloseInput()
 	var started protocol.Started
-	err = cv.Next(controllerStartBound, &started, func(p protocol.Progress) {
-		if p.Step == protocol.StepProof {
-			step = StepConnectingCtrl
-		}
-		progress(p.Step)
-	})
-	if err != nil {
+	if err := l.cv.Next(controllerStartBound, &started, l.startStep); err != nil {
 		if startRefused(err) {
-			return fail(err)
+			return l.fail(ctx, err)
 		}
-		// Left starting: once this process is gone, the next command asks
-		// the host (see recover.go).
-		return s, launchErr(fmt.Errorf("%w (a controller may have started; the host will tell)", err))
+		return l.s, l.launchErr(fmt.Errorf("%w (a controller may have started; the host will tell)", err))
 	}
-	running, err := e.updateSession(ctx, s.ID, "session.running", func(x *records.Session) error {
-		x.State, x.PID, x.StartTime, x.RemotePort, x.SessionDir = records.SessionRunning, started.PID, started.StartTime, started.Port, req.SessionDir
-		return nil
+	return l.recordRunning(ctx, started, ask)
+}
+
+// controllerRequest is what the controller is started with.
+func (l *sessionLaunch) controllerRequest(env launchEnv, token string) controller.StartRequest {
+	return controller.StartRequest{SessionID: l.s.ID, TaskID: l.t.ID, SessionDir: sessionDirOf(env.taskDir, l.s.ID),
+		TaskDir: env.taskDir, Shell: shellOf(l.lp.profile), Command: l.lp.command, Env: env.env, Token: token,
+		Require: programOf(l.lp.command), Redact: env.redact}
+}
+
+// startStep follows controller-start's progress: the proof step is the
+// launch's.
+func (l *sessionLaunch) startStep(p protocol.Progress) {
+	if p.Step == protocol.StepProof {
+		l.step = StepConnectingCtrl
+	}
+	l.progress(p.Step)
+}
+
+// recordRunning records the controller controller-start reported, then
+// checks the proof the helper relayed. A session it could not record
+// stays starting: it is settled like an interrupted launch.
+func (l *sessionLaunch) recordRunning(ctx context.Context, started protocol.Started, ask protocol.ControllerStart) (*records.Session, error) {
+	running, err := l.e.updateSession(ctx, l.s.ID, "session.running", func(x *records.Session) error {
+		x.PID, x.StartTime, x.RemotePort, x.SessionDir = started.PID, started.StartTime, started.Port, ask.SessionDir
+		return x.Move(records.SessionRunning)
 	})
 	if err != nil {
-		// Still starting in the store: settled like an interrupted launch.
-		return s, launchErr(fmt.Errorf("controller pid %d started, but recording it failed: %w", started.PID, err))
+		return l.s, l.launchErr(fmt.Errorf("controller pid %d started, but recording it failed: %w", started.PID, err))
 	}
-	s = running
-	step = StepConnectingCtrl
-	if err := proven(started, s.ID, token, nonce); err != nil {
-		return s, launchErr(fmt.Errorf("controller pid %d on port %d started but does not answer: %w", s.PID, s.RemotePort, err))
+	l.s = running
+	l.step = StepConnectingCtrl
+	if err := proven(started, l.s.ID, ask.Token, ask.Nonce); err != nil {
+		return l.s, l.launchErr(fmt.Errorf("controller pid %d on port %d started but does not answer: %w", l.s.PID, l.s.RemotePort, err))
 	}
-	return s, nil
-}
-
-// proven checks the controller's answer to nonce, as the helper relayed
-// it: made with token, by the controller controller-start reported.
-func proven(started protocol.Started, sessionID, token, nonce string) error {
-	h := started.Health
-	switch {
-	case h == nil && started.Unproven != "":
-		return errors.New(started.Unproven)
-	case h == nil:
-		return errors.New("the helper relayed no proof")
-	case !controller.VerifyHealth(token, nonce, *h):
-		return fmt.Errorf("%w: health proof does not verify", controller.ErrNotOurs)
-	case h.SessionID != sessionID || h.PID != started.PID || h.StartTime != started.StartTime:
-		return fmt.Errorf("%w: it proves session %s, pid %d, not session %s, pid %d", controller.ErrNotOurs, h.SessionID, h.PID, sessionID, started.PID)
-	}
-	return nil
-}
-
-// startRefused: the helper ran `controller start` to the end and reported
-// a failure, after which no controller is left running. Anything else (a
-// lost link, a killed helper) leaves that open.
-func startRefused(err error) bool {
-	var ee *ssh.ExitError
-	var re *remote.Error
-	return errors.As(err, &re) || errors.As(err, &ee) && ee.Signal == ""
+	return l.s, nil
 }
 
 // launcher is this process, recorded on what it creates.
@@ -367,22 +281,25 @@ func launcher() *state.Holder {
 }
 
 // markFailed records a session that never ran an agent, and the reason on
-// its task; a session settled meanwhile by another process is left alone.
-func (e *Executor) markFailed(ctx context.Context, tc *taskClaim, sessionID, msg string) {
+// its task. It returns the session as recorded, nil when it could not
+// record it: one settled meanwhile by another process is left alone.
+func (e *Executor) markFailed(ctx context.Context, tc *taskClaim, sessionID, msg string) *records.Session {
 	now := time.Now().UTC().Truncate(time.Second)
-	if _, err := e.updateSession(ctx, sessionID, "session.failed", func(x *records.Session) error {
+	s, err := e.updateSession(ctx, sessionID, "session.failed", func(x *records.Session) error {
 		if x.State != records.SessionStarting {
 			return errSettled
 		}
-		x.State, x.Error, x.EndedAt = records.SessionFailed, msg, &now
+		x.Error, x.EndedAt = msg, &now
+		return x.Move(records.SessionFailed)
+	})
+	if err != nil {
 		return nil
-	}); err != nil {
-		return
 	}
 	tc.update(ctx, "task.error", func(x *records.Task) error {
 		x.Error = msg
 		return nil
 	})
+	return s
 }
 
 // errSettled stops a record change that is no longer needed.
@@ -393,15 +310,6 @@ func shellOf(p *profiles.Profile) string {
 		return profiles.DefaultShell
 	}
 	return p.Shell
-}
-
-// controllerClient reaches a session's controller through a direct-tcpip
-// channel on c: nothing listens beyond the host's loopback.
-func (e *Executor) controllerClient(c *ssh.Client, s *records.Session, token string) *controller.Client {
-	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return c.DialContext(ctx, "tcp", addr)
-	}
-	return controller.NewClient(dial, s.RemotePort, token)
 }
 
 // redactions are the revealed values of references: masked in any output
@@ -416,27 +324,4 @@ func redactions(defs []profiles.Definition, env map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// installationID names this state directory on every host it touches
-// (the ownership marker), created once.
-func (e *Executor) installationID(ctx context.Context) (string, error) {
-	const kind, name = state.Kind("installation"), "id"
-	rec, err := e.cfg.Store.Get(ctx, kind, name)
-	if errors.Is(err, state.ErrNotFound) {
-		data, _ := json.Marshal(map[string]string{"id": newID("i")})
-		if rec, err = e.cfg.Store.Create(ctx, kind, name, data, state.Event{Type: "installation.created"}); err != nil {
-			// Another process may have created it first: read theirs.
-			if rec, err = e.cfg.Store.Get(ctx, kind, name); err != nil {
-				return "", err
-			}
-		}
-	} else if err != nil {
-		return "", err
-	}
-	var v struct{ ID string }
-	if err := json.Unmarshal(rec.Data, &v); err != nil || v.ID == "" {
-		return "", fmt.Errorf("installation id: corrupt record in the state store")
-	}
-	return v.ID, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -36,33 +35,14 @@ const StaleAfter = time.Minute
 // known to have ended.
 func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*records.Session, error) {
 	now := time.Now().UTC().Truncate(time.Second)
-	apply := func(x *records.Session) {
-		x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
-		switch st.State {
-		case controller.StateRunning, controller.StateStarting:
-			x.State = records.SessionRunning
-			return
-		case controller.StateExited, controller.StateStopped:
-			x.State, x.ExitCode, x.Signal = records.SessionState(st.State), st.ExitCode, st.Signal
-			if st.EndedAt != nil {
-				x.EndedAt = st.EndedAt
-			}
-		default:
-			if isFinal(x.State) && x.State != records.SessionLost {
-				return
-			}
-			x.State, x.Error = records.SessionLost, lostWhy
-		}
-		if x.EndedAt == nil {
-			x.EndedAt = &now
-		}
-	}
 	cur, _, err := records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return nil, err
 	}
 	next := *cur
-	apply(&next)
+	if err := applyFinal(&next, st, lostWhy, now); err != nil {
+		return nil, err
+	}
 	changed := !reflect.DeepEqual(&next, cur)
 	if !changed && cur.CheckedAt != nil && now.Sub(*cur.CheckedAt) < StaleAfter {
 		return cur, nil
@@ -72,10 +52,35 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 		event = "session.checked"
 	}
 	return e.updateSession(ctx, id, event, func(x *records.Session) error {
-		apply(x)
 		x.CheckedAt = &now
-		return nil
+		return applyFinal(x, st, lostWhy, now)
 	})
+}
+
+// applyFinal moves x to what the host said of its session at now (see
+// recordFinal).
+func applyFinal(x *records.Session, st controller.Status, lostWhy string, now time.Time) error {
+	x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
+	var to records.SessionState
+	switch st.State {
+	case controller.StateRunning, controller.StateStarting:
+		return x.Move(records.SessionRunning)
+	case controller.StateExited, controller.StateStopped:
+		x.ExitCode, x.Signal = st.ExitCode, st.Signal
+		if st.EndedAt != nil {
+			x.EndedAt = st.EndedAt
+		}
+		to = records.SessionState(st.State)
+	default:
+		if isFinal(x.State) && x.State != records.SessionLost {
+			return nil
+		}
+		x.Error, to = lostWhy, records.SessionLost
+	}
+	if x.EndedAt == nil {
+		x.EndedAt = &now
+	}
+	return x.Move(to)
 }
 
 // finalFromHost reads status.json on the host once liveness found the
@@ -83,12 +88,8 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 // process group lives on, its id comes back as orphan: the agent runs
 // unsupervised.
 func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Session, orphan int, err error) {
-	helper, err := e.helperOnHost(ctx, a)
-	if err != nil {
-		return nil, 0, err
-	}
 	var files protocol.SessionFiles
-	if err := remote.Call(ctx, a.c, a.s.Host, helper, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
+	if err := a.call(ctx, protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: a.s.SessionDir}, &files); err != nil {
 		return nil, 0, err
 	}
 	if endedOnHost(files) {

@@ -12,27 +12,21 @@ import (
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/logview"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
-// attach is a live connection to a session's host and controller. Every
-// attach runs a keepalive watchdog, so no session operation can hang on a
-// dead link.
+// attach is a session reached on its host, over a connection (conn.go)
+// that may serve other sessions too (a drain's).
 type attach struct {
-	s      *records.Session
-	t      *records.Task
-	c      *ssh.Client
-	wd     *ssh.Watchdog
-	ctrl   *controller.Client // nil when this state dir holds no token
-	helper *remote.Helper
-	orphan int // the agent's live process group, once its controller is found gone
-}
-
-func (a *attach) Close() {
-	a.wd.Stop()
-	a.c.Close()
+	s     *records.Session
+	t     *records.Task
+	hc    *hostConn
+	token string             // the session's controller token, "" when this state dir holds none
+	ctrl  *controller.Client // nil without a token
+	// orphan is the agent's live process group, once its controller is
+	// found gone.
+	orphan int
 }
 
 // NotStartedError: the session has no controller to ask, so there is
@@ -72,8 +66,8 @@ func (e *Executor) startedSession(ctx context.Context, prefix string) (*records.
 	return s, nil
 }
 
-// attachSession dials the session's host (refused hosts may still be
-// inspected: quarantine blocks launches, never recovery).
+// attachSession connects to the session's host; closing it closes the
+// connection.
 func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*attach, error) {
 	t, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, s.TaskID)
 	if err != nil {
@@ -83,47 +77,33 @@ func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*atta
 	if err != nil {
 		return nil, err
 	}
-	c, err := e.dialHost(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	return e.attachOn(c, c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline), t, s), nil
+	return attachOn(hc, t, s), nil
 }
 
-// attachOn is an attach over a connection already made; closing it
-// closes the connection, so one shared by many attaches (a host drain)
-// is closed by its owner instead.
-func (e *Executor) attachOn(c *ssh.Client, wd *ssh.Watchdog, t *records.Task, s *records.Session) *attach {
-	a := &attach{s: s, t: t, c: c, wd: wd}
-	if token, err := e.vault.LoadToken(s.ID); err == nil && s.RemotePort > 0 {
-		a.ctrl = e.controllerClient(c, s, token)
+// attachOn is an attach over a connection already made, which its owner
+// closes.
+func attachOn(hc *hostConn, t *records.Task, s *records.Session) *attach {
+	a := &attach{s: s, t: t, hc: hc}
+	if token, err := hc.e.vault.LoadToken(s.ID); err == nil && s.RemotePort > 0 {
+		a.token, a.ctrl = token, hc.controller(s.RemotePort, token)
 	}
 	return a
 }
 
-// linkErr turns a failure caused by the connection dying under an
-// operation into an unreachable error (exit 7) that says what became of
-// the session; any other error is returned as is.
-func (a *attach) linkErr(err error, doing, outcome, hint string) error {
-	return linkLost(a.wd, a.s.Host, err, fmt.Sprintf("%s session %s", doing, a.s.ID), outcome, hint)
+func (a *attach) Close() { a.hc.Close() }
+
+// call sends one request about the session to the helper.
+func (a *attach) call(ctx context.Context, op string, req, res any) error {
+	return a.hc.call(ctx, a.t.Root, op, req, res)
 }
 
-// linkLost asks the watchdog whether the link is gone when err happened;
-// if so, the error says so, with what was going on and what follows.
-func linkLost(wd *ssh.Watchdog, host string, err error, doing, outcome, hint string) error {
-	if err == nil {
-		return nil
-	}
-	gone := wd.Check()
-	if gone == nil {
-		return err
-	}
-	class, why := ssh.ClassNetwork, gone.Error()
-	var lost *ssh.LostError
-	if errors.As(gone, &lost) {
-		class, why = ssh.ClassTimeout, fmt.Sprintf("no reply to keepalives for %s", lost.Silent)
-	}
-	return &ssh.Error{Host: host, Hop: host, Class: class, Err: fmt.Errorf("connection lost while %s (%s); %s", doing, why, outcome), Hint: hint}
+// linkErr is linkLost for an operation on the session.
+func (a *attach) linkErr(err error, doing, outcome, hint string) error {
+	return a.hc.linkLost(err, fmt.Sprintf("%s session %s", doing, a.s.ID), outcome, hint)
 }
 
 // NoTokenError: the controller runs and proves to be the session's, but
@@ -181,27 +161,8 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 
 func (e *Executor) probeController(ctx context.Context, a *attach, op string) (controller.Identity, error) {
 	var id controller.Identity
-	helper, err := e.helperOnHost(ctx, a)
-	if err != nil {
-		return id, err
-	}
-	err = remote.Call(ctx, a.c, a.s.Host, helper, op, protocol.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
+	err := a.call(ctx, op, protocol.SessionRequest{SessionDir: a.s.SessionDir, StartTime: a.s.StartTime}, &id)
 	return id, err
-}
-
-func (e *Executor) helperOnHost(ctx context.Context, a *attach) (remote.Helper, error) {
-	if a.helper != nil {
-		return *a.helper, nil
-	}
-	info, err := detect(ctx, a.c, a.t.Root)
-	if err != nil {
-		return remote.Helper{}, err
-	}
-	h, _, err := e.ensureHelper(ctx, a.c, info)
-	if err == nil {
-		a.helper = &h
-	}
-	return h, err
 }
 
 // RefreshSession asks the host how the session is doing and records it.
@@ -277,7 +238,7 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 			_, view = o.view(w, -1)
 		}
 		tail := fmt.Sprintf("tail -c +%d -- %s", offset+1, ssh.ShellQuote(a.s.SessionDir+"/controller.log"))
-		if err := a.c.Stream(ctx, tail+" 2>/dev/null || true", nil, view, io.Discard); err != nil {
+		if err := a.hc.c.Stream(ctx, tail+" 2>/dev/null || true", nil, view, io.Discard); err != nil {
 			return nil, err
 		}
 		if err := view.Close(); err != nil {
@@ -370,7 +331,7 @@ func (e *Executor) ForwardSession(ctx context.Context, prefix string, local, rem
 		return &UsageError{Msg: fmt.Sprintf("cannot listen on 127.0.0.1:%d: %v", local, err)}
 	}
 	ready(s.ID, ln.Addr().String())
-	err = a.c.Forward(ctx, ln, fmt.Sprintf("127.0.0.1:%d", remote), onErr)
+	err = a.hc.c.Forward(ctx, ln, fmt.Sprintf("127.0.0.1:%d", remote), onErr)
 	if ctx.Err() != nil {
 		return nil
 	}

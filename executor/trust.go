@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -146,24 +147,36 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if slices.Equal(newPins, h.Pins) {
 		return res, nil
 	}
-	// Pin only the host that was dialled: re-read it and compare what the
-	// revision alone cannot tell (a host removed and added again during
-	// the dial starts again at revision 1).
-	cur, curRec, err := e.getHost(ctx, o.Name)
-	if err != nil {
-		return TrustResult{}, err
-	}
-	if curRec.Revision != rec.Revision || !cur.SameSpec(h) || !cur.CreatedAt.Equal(h.CreatedAt) || !slices.Equal(cur.Pins, h.Pins) {
-		return TrustResult{}, fmt.Errorf("%w; run `kandev-exec host trust %s` again",
-			&state.ConflictError{Kind: records.KindHost, Name: o.Name, Expected: rec.Revision, Actual: curRec.Revision}, o.Name)
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	cur.Pins, cur.TrustedAt = newPins, &now
-	data, _ := json.Marshal(cur)
-	detail, _ := json.Marshal(res.Changes)
-	_, err = e.cfg.Store.Update(ctx, records.KindHost, o.Name, curRec.Revision, data, state.Event{Type: "host.trusted", Detail: detail})
-	return res, err
+	return res, e.pinHost(ctx, h, rec.Revision, newPins, res.Changes)
 }
+
+// pinHost writes pins on h, the host as read at revision rev before the
+// dial, journaling the changes. It pins only the host that was dialled:
+// any write since changed it, and a host removed and added again starts
+// again at revision 1, so its content is compared.
+func (e *Executor) pinHost(ctx context.Context, h *records.Host, rev uint64, pins []records.HopPin, changes []TrustChange) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	detail, _ := json.Marshal(changes)
+	_, err := records.MutateEvent(ctx, e.cfg.Store, records.KindHost, h.Name, state.Event{Type: "host.trusted", Detail: detail}, func(cur *records.Host) error {
+		if !reflect.DeepEqual(cur, h) {
+			return errHostChanged
+		}
+		cur.Pins, cur.TrustedAt = pins, &now
+		return nil
+	})
+	if !errors.Is(err, errHostChanged) {
+		return err
+	}
+	_, curRec, err := e.getHost(ctx, h.Name)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w; run `kandev-exec host trust %s` again",
+		&state.ConflictError{Kind: records.KindHost, Name: h.Name, Expected: rev, Actual: curRec.Revision}, h.Name)
+}
+
+// errHostChanged: the host record changed while `host trust` dialled it.
+var errHostChanged = errors.New("the host changed during the dial")
 
 func confirmChanges(o TrustOptions, changes []TrustChange) error {
 	given := map[string]bool{}

@@ -32,8 +32,12 @@ func Acquire(ctx context.Context, st state.Store, kind state.Kind, name string, 
 // CreateClaimed stores a new record of v already claimed, in one
 // transaction with check (nil: none), so no other process sees it
 // unclaimed before its creator's first checkpoint, and what check
-// verified (the records it points at) still holds when it lands.
+// verified (the records it points at) still holds when it lands. Its
+// first state is held to its type's, as by Create.
 func CreateClaimed(ctx context.Context, st state.Store, kind state.Kind, name, event string, v any, ttl time.Duration, check func(state.Tx) error) (*Held, error) {
+	if err := checkFirst(v); err != nil {
+		return nil, err
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,17 @@ const mutateAttempts = 5
 // store's compare-and-swap keeps every write, ours and theirs. A change
 // the transition table refuses is a *TransitionError and writes nothing.
 func Mutate[T any](ctx context.Context, st state.Store, kind state.Kind, name, event string, change func(*T) error) (*T, error) {
+	return mutate(ctx, st, kind, name, func(v *T) state.Event { return EventFor(event, v) }, change)
+}
+
+// MutateEvent is Mutate journaled as ev rather than with the record's
+// Detail: for a write whose journal entry has always said something the
+// record does not (`host trust`: the key each hop got).
+func MutateEvent[T any](ctx context.Context, st state.Store, kind state.Kind, name string, ev state.Event, change func(*T) error) (*T, error) {
+	return mutate(ctx, st, kind, name, func(*T) state.Event { return ev }, change)
+}
+
+func mutate[T any](ctx context.Context, st state.Store, kind state.Kind, name string, eventOf func(*T) state.Event, change func(*T) error) (*T, error) {
 	var lastErr error
 	for range mutateAttempts {
 		v, rec, err := Get[T](ctx, st, kind, name)
@@ -34,14 +45,15 @@ func Mutate[T any](ctx context.Context, st state.Store, kind state.Kind, name, e
 		if err != nil {
 			return nil, err
 		}
-		_, err = st.Update(ctx, kind, name, rec.Revision, data, EventFor(event, v))
+		ev := eventOf(v)
+		_, err = st.Update(ctx, kind, name, rec.Revision, data, ev)
 		var conflict *state.ConflictError
 		if errors.As(err, &conflict) {
 			lastErr = err
 			continue
 		}
 		if err == nil {
-			crashpoint.Hit(event)
+			crashpoint.Hit(ev.Type)
 		}
 		return v, err
 	}

@@ -21,12 +21,17 @@ func (m moves[S]) allowed(from, to S) bool {
 }
 
 // TransitionError is a move the table refuses: a bug, or a stale local
-// copy of a record (re-read it and decide again).
+// copy of a record (re-read it and decide again). A create in a state
+// its type is never created in is one too, with no From (Create).
 type TransitionError struct {
 	What, ID, From, To string
+	Create             bool
 }
 
 func (e *TransitionError) Error() string {
+	if e.Create {
+		return fmt.Sprintf("%s %s cannot be created %s", e.What, e.ID, e.To)
+	}
 	return fmt.Sprintf("%s %s cannot move from %s to %s", e.What, e.ID, e.From, e.To)
 }
 
