@@ -37,7 +37,8 @@ type fixture struct {
 	relay   *sshtest.Relay
 	held    *os.File // the store lock taken by holdlock
 	etcd    *etcdtest.Cluster
-	helper  string // the real helper for this platform
+	helper  string      // the real helper for this platform
+	ca      *sshtest.CA // the transcript's host and user CA, once a server needs it
 }
 
 // TestScripts runs every transcript in testdata/script against its own
@@ -262,6 +263,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"freeport":  cmdFreePort,
 		"httpget":   cmdHTTPGet,
 		"server":    fx.cmdServer,
+		"recertify": fx.cmdRecertify,
 		// genkey NAME [passphrase]: a new key authorized on target.
 		"genkey": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) < 1 || len(args) > 2 {
