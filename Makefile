@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 HELPER    := bin/kandev-exec-helper-$(shell $(GO) env GOOS)-$(shell $(GO) env GOARCH)
 export CGO_ENABLED := 0
 
-.PHONY: build test test-race fuzz demo bench helpers dist lint completions clean
+.PHONY: build test test-race fuzz demo bench helpers dist snapshot release-test lint completions man clean
 
 # The CLI, and beside it the helper it uploads to hosts of this platform.
 build:
@@ -57,6 +57,21 @@ helpers:
 dist:
 	@VERSION='$(VERSION)' COMMIT='$(COMMIT)' scripts/dist.sh
 
+# goreleaser from PATH, else built for this target into a temporary directory.
+WITH_GORELEASER = bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; \
+	command -v goreleaser >/dev/null || scripts/install-goreleaser.sh "$$bin" || exit 1; PATH="$$bin:$$PATH"
+
+# What a release publishes, into dist/, offline: archives, .deb and .rpm,
+# the Homebrew formula, checksums.txt (signed when KANDEV_EXEC_SIGNING_KEY
+# names the release key). docs/releasing.md.
+snapshot:
+	@$(WITH_GORELEASER); goreleaser check && goreleaser release --snapshot --clean
+
+# That snapshot on a clean clone of HEAD, checked, and its .deb installed
+# with dpkg and used (release_test.go, package_test.go; .ci/run runs it).
+release-test:
+	@$(WITH_GORELEASER); $(GO) test -tags release -count=1 -timeout 45m -run '^TestRelease$$' -v .
+
 lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -65,5 +80,11 @@ completions:
 	@mkdir -p completions
 	@for sh in bash zsh fish powershell; do $(GO) run . completion $$sh > completions/kandev-exec.$$sh; done
 
+# man/: kandev-exec.1 and a page per command, from the command tree (cobra's
+# doc generator, in a test so the CLI does not link it). TestManPages fails
+# when they are out of date.
+man:
+	$(GO) test -count=1 -run '^TestManPages$$' ./cmd -update
+
 clean:
-	rm -rf bin dist internal/helperbin/embedded
+	rm -rf bin dist build internal/helperbin/embedded

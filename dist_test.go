@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +19,10 @@ import (
 	"strings"
 	"testing"
 
+	xssh "golang.org/x/crypto/ssh"
+
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/internal/sshsig/sshsigtest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
@@ -26,15 +30,20 @@ import (
 const distVersion = "0.0.0-disttest"
 
 // TestDist builds a release with `make dist` on a clean clone of this
-// checkout's HEAD, once, and checks what a user of it gets: every CLI
-// carries the four helpers, the linux/arm64 one runs (under qemu), and
-// this platform's CLI alone, with nothing in its directory and an empty
-// cache, launches a task on a real sshd.
+// checkout's HEAD, once, signed with a key of its own, and checks what a
+// user of it gets: every CLI carries the four helpers, the linux/arm64 one
+// runs (under qemu), this platform's CLI alone, with nothing in its
+// directory and an empty cache, launches a task on a real sshd, and it
+// refuses to fetch helpers that the project's release key did not sign.
 func TestDist(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Fatalf("TestDist runs the linux CLIs it builds: run it on linux, not %s", runtime.GOOS)
 	}
-	dist := makeDist(t)
+	signer, err := sshsigtest.New(t.TempDir(), "ed25519")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := makeDist(t, signer.KeyPath)
 	helperSums := map[string]string{} // platform -> sha256 of the binary
 	t.Run("contents", func(t *testing.T) {
 		sums, err := helperbin.ParseSums(readFile(t, filepath.Join(dist, helperbin.ChecksumsFile)))
@@ -52,6 +61,10 @@ func TestDist(t *testing.T) {
 		}
 		if len(sums) != 2*len(helperbin.Platforms) {
 			t.Errorf("checksums.txt lists %d files, want the 4 CLIs and the 4 helpers: %v", len(sums), sums)
+		}
+		sig := readFile(t, filepath.Join(dist, helperbin.SignatureFile))
+		if err := sshsigtest.KeygenVerify(signer.PublicKey, helperbin.ReleaseNamespace, readFile(t, filepath.Join(dist, helperbin.ChecksumsFile)), sig); err != nil {
+			t.Errorf("checksums.txt.sig: %v", err)
 		}
 	})
 
@@ -107,13 +120,14 @@ func TestDist(t *testing.T) {
 		}
 	})
 
-	t.Run("lone CLI launches on sshd", func(t *testing.T) { loneLaunch(t, dist, helperSums) })
+	t.Run("lone CLI launches on sshd", func(t *testing.T) { loneLaunch(t, dist, helperSums, signer) })
 }
 
 // loneLaunch copies this platform's CLI from dist alone into an empty
-// directory and, with an empty user cache, launches a task; then fetches
-// another platform's helper from dist served as its release.
-func loneLaunch(t *testing.T, dist string, helperSums map[string]string) {
+// directory and, with an empty user cache, launches a task; then asks for
+// another platform's helper from dist served as its release, which the
+// CLI refuses: signed by another key than the project's, then unsigned.
+func loneLaunch(t *testing.T, dist string, helperSums map[string]string, signer *sshsigtest.Signer) {
 	work := t.TempDir()
 	cli := filepath.Join(work, "bin", "kandev-exec")
 	if err := os.MkdirAll(filepath.Dir(cli), 0o700); err != nil {
@@ -175,36 +189,86 @@ func loneLaunch(t *testing.T, dist string, helperSums map[string]string) {
 		t.Fatalf("the CLI's directory holds more than the CLI: %v", entries)
 	}
 
-	// dist/ is laid out as a release: helper fetch downloads from it.
-	var fetched []helperbin.Fetched
-	if err := json.Unmarshal(run(t, env, cli, "helper", "fetch", "--platform", "darwin/arm64", "--json"), &fetched); err != nil {
+	// dist/ is laid out as a release, but signed by another key than the
+	// project's: helper fetch refuses it, unsigned too, and caches nothing.
+	fetch := exec.Command(cli, "helper", "fetch", "--platform", "darwin/arm64")
+	fetch.Env = env
+	out, err = fetch.CombinedOutput()
+	want := "checksums.txt.sig does not prove checksums.txt is a kandev-exec release: signed by key " +
+		xssh.FingerprintSHA256(signer.PublicKey) + ", not the trusted " + releaseKeyFingerprint(t)
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), want) {
+		t.Fatalf("helper fetch of a dist signed by another key: exit %d, want 1 and %q:\n%s", code, want, out)
+	}
+	if err := os.Remove(filepath.Join(dist, helperbin.SignatureFile)); err != nil {
 		t.Fatal(err)
 	}
-	if len(fetched) != 1 || fetched[0].SHA256 != helperSums["darwin/arm64"] ||
-		fetched[0].Path != filepath.Join(work, "cache", "kandev-exec", "helpers", distVersion, helperbin.Name("darwin/arm64")+".gz") {
-		t.Fatalf("helper fetch = %+v", fetched)
+	fetch = exec.Command(cli, "helper", "fetch", "--platform", "darwin/arm64")
+	fetch.Env = env
+	out, err = fetch.CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "checksums.txt is unsigned (no checksums.txt.sig beside it)") {
+		t.Fatalf("helper fetch of an unsigned dist: exit %d, want 1, unsigned:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "cache", "kandev-exec", "helpers", distVersion)); !os.IsNotExist(err) {
+		t.Fatalf("the cache was written after a refusal: %v", err)
 	}
 }
 
-// makeDist runs `make dist` in a fresh clone of HEAD and returns its dist/.
-func makeDist(t *testing.T) string {
+func releaseKeyFingerprint(t *testing.T) string {
 	t.Helper()
-	head := strings.TrimSpace(string(run(t, nil, "git", "rev-parse", "HEAD")))
-	src := filepath.Join(t.TempDir(), "src")
+	k, _, _, _, err := xssh.ParseAuthorizedKey([]byte(helperbin.ReleaseKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xssh.FingerprintSHA256(k)
+}
+
+// exitCode is a finished command's exit status: 0, or the failure's.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// makeDist runs `make dist` in a fresh clone of HEAD, signing with key,
+// and returns its dist/.
+func makeDist(t *testing.T, key string) string {
+	t.Helper()
+	src, head := cloneHead(t)
+	run(t, append(os.Environ(), "KANDEV_EXEC_SIGNING_KEY="+key), "make", "-C", src, "dist", "VERSION="+distVersion, "COMMIT="+head)
+	return filepath.Join(src, "dist")
+}
+
+// cloneHead clones this checkout's HEAD, clean, and returns the clone's
+// directory and the commit.
+func cloneHead(t *testing.T) (src, head string) {
+	t.Helper()
+	head = strings.TrimSpace(string(run(t, nil, "git", "rev-parse", "HEAD")))
+	src = filepath.Join(t.TempDir(), "src")
 	run(t, nil, "git", "clone", "-q", "--no-checkout", ".", src)
 	run(t, nil, "git", "-C", src, "checkout", "-q", head)
 	if out := run(t, nil, "git", "-C", src, "status", "--porcelain"); len(out) != 0 {
 		t.Fatalf("the clone is not clean:\n%s", out)
 	}
-	run(t, nil, "make", "-C", src, "dist", "VERSION="+distVersion, "COMMIT="+head)
-	return filepath.Join(src, "dist")
+	return src, head
 }
 
 // run runs name with args (env, if given, as its whole environment plus
 // PATH) and returns its stdout; a failure ends the test.
 func run(t *testing.T, env []string, name string, args ...string) []byte {
 	t.Helper()
+	return runIn(t, "", env, name, args...)
+}
+
+// runIn is run in the directory dir.
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) []byte {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	}

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/profiles"
 )
 
@@ -60,4 +63,35 @@ func wrapTicks(s string) string {
 		return ""
 	}
 	return "`" + s + "`"
+}
+
+// What the README tells operators to type is what the release uses: the
+// release key for verifying a download by hand, with its fingerprint,
+// and the packages' crontab line for the scheduled sweep.
+func TestReadmeShowsTheReleaseKeyAndTheSweepSchedule(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(helperbin.ReleaseKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := helperbin.ReleaseNamespace + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
+	for _, want := range []string{"echo '" + signer + "' > allowed_signers", ssh.FingerprintSHA256(key),
+		"-I " + helperbin.ReleaseNamespace + " -n " + helperbin.ReleaseNamespace + " -s " + helperbin.SignatureFile} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	cron, err := os.ReadFile("../packaging/kandev-exec-sweep.cron")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(cron)), "\n") {
+		if !strings.HasPrefix(line, "#") && !strings.Contains(readme, "\n"+line+"\n") {
+			t.Errorf("README.md does not show the crontab line %q", line)
+		}
+	}
 }

@@ -20,13 +20,24 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/kdlbs/kandev-exec/internal/etcdtest"
+	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/helpertest"
+	"github.com/kdlbs/kandev-exec/internal/sshsig/sshsigtest"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
+// testReleaseKeyEnv carries the transcripts' release key (its public
+// half) to the CLI they run; only this test binary reads it.
+const testReleaseKeyEnv = "KANDEV_EXEC_TEST_RELEASE_KEY"
+
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"kandev-exec": func() { os.Exit(Execute()) },
+		"kandev-exec": func() {
+			if k := os.Getenv(testReleaseKeyEnv); k != "" {
+				helperbin.TrustForTesting(k)
+			}
+			os.Exit(Execute())
+		},
 	})
 }
 
@@ -37,7 +48,8 @@ type fixture struct {
 	relay   *sshtest.Relay
 	held    *os.File // the store lock taken by holdlock
 	etcd    *etcdtest.Cluster
-	helper  string      // the real helper for this platform
+	helper  string // the real helper for this platform
+	release *sshsigtest.Signer
 	ca      *sshtest.CA // the transcript's host and user CA, once a server needs it
 }
 
@@ -53,11 +65,17 @@ func TestScripts(t *testing.T) {
 	// in for the CLI, but launches upload what a user's would, the helper
 	// found in the user cache.
 	helper := helpertest.Build(t)
+	// The transcripts sign their releases with this key ($RELEASE_KEY),
+	// and their CLI trusts it in place of the project's.
+	release, err := sshsigtest.New(t.TempDir(), "ed25519")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			fx := &fixture{t: t, helper: helper, servers: map[string]*sshtest.Server{
+			fx := &fixture{t: t, helper: helper, release: release, servers: map[string]*sshtest.Server{
 				"target":   sshtest.NewServer(t, sshtest.WithHostKeyTypes(sshtest.KeyEd25519, sshtest.KeyECDSA, sshtest.KeyRSA)),
 				"bastion":  sshtest.NewServer(t),
 				"bastion2": sshtest.NewServer(t),
@@ -99,6 +117,8 @@ func (fx *fixture) setup(env *testscript.Env) error {
 	}
 	env.Setenv("XDG_CACHE_HOME", cache)
 	env.Setenv("HELPER_CACHE", dev)
+	env.Setenv("RELEASE_KEY", fx.release.KeyPath)
+	env.Setenv(testReleaseKeyEnv, fx.release.AuthorizedKey)
 	env.Setenv("KANDEV_EXEC_STATE_DIR", filepath.Join(env.WorkDir, "state"))
 	env.Setenv("KANDEV_EXEC_SSH_CONFIG", cfg)
 	env.Setenv("SSH_AUTH_SOCK", "")

@@ -112,7 +112,8 @@ func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Res
 		return nil, err
 	}
 	req := reclaim.Request{
-		Targets:        []reclaim.Target{{Root: a.hc.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true}},
+		Targets: []reclaim.Target{{Root: a.hc.info.Root, Dir: t.DirName, InstallationID: inst, TaskID: t.ID, Enabled: true,
+			Upstreams: upstreamsOf(t)}},
 		TimeoutSeconds: int(max(a.remaining(), 10*time.Second).Seconds()),
 	}
 	var rep reclaim.Report

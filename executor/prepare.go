@@ -39,9 +39,22 @@ func (e *PrepareScriptError) Error() string {
 // again, and recordPrepared holds the answer to the root the bootstrap
 // checked.
 func (e *Executor) prepareRequest(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan) (taskdir.PrepareRequest, error) {
+	repos := repositoriesOf(t, lp)
 	if _, err := tc.update(ctx, "task.preparing", func(x *records.Task) error {
 		if x.Phase == records.PhaseAllocating {
-			return x.Move(records.PhasePreparing)
+			if err := x.Move(records.PhasePreparing); err != nil {
+				return err
+			}
+		}
+		// Recorded before anything is cloned: these URLs are what a
+		// later reclamation counts as pushed.
+		x.Repositories = nil
+		for i, r := range repos {
+			at := r.Name
+			if i == 0 {
+				at = "."
+			}
+			x.Repositories = append(x.Repositories, records.TaskRepository{Path: at, URL: r.URL})
 		}
 		return nil
 	}); err != nil {
@@ -51,9 +64,17 @@ func (e *Executor) prepareRequest(ctx context.Context, tc *taskClaim, t *records
 	if err != nil {
 		return taskdir.PrepareRequest{}, err
 	}
-	req := taskdir.PrepareRequest{Root: t.Root, TaskDir: t.DirName,
-		Owner:      taskdir.Owner{InstallationID: inst, TaskID: t.ID, OperationID: t.OperationID, Created: t.CreatedAt},
-		TaskBranch: t.Branch, BaseBranch: t.BaseBranch, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
+	return taskdir.PrepareRequest{Root: t.Root, TaskDir: t.DirName,
+		Owner:        taskdir.Owner{InstallationID: inst, TaskID: t.ID, OperationID: t.OperationID, Created: t.CreatedAt},
+		Repositories: repos, TaskBranch: t.Branch, BaseBranch: t.BaseBranch,
+		TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}, nil
+}
+
+// repositoriesOf is what prepare checks out for t: the profile's
+// repositories, the primary's URL and base branch as the task was
+// launched with them.
+func repositoriesOf(t *records.Task, lp *launchPlan) []taskdir.Repository {
+	var repos []taskdir.Repository
 	for i, r := range lp.profile.Repositories {
 		spec := taskdir.Repository{Name: r.Name, URL: r.URL, Branch: r.Branch}
 		if i == 0 {
@@ -63,12 +84,12 @@ func (e *Executor) prepareRequest(ctx context.Context, tc *taskClaim, t *records
 				spec.URL = t.Repo
 			}
 		}
-		req.Repositories = append(req.Repositories, spec)
+		repos = append(repos, spec)
 	}
-	if len(req.Repositories) == 0 && t.Repo != "" {
-		req.Repositories = []taskdir.Repository{{Name: "primary", URL: t.Repo, Branch: t.BaseBranch}}
+	if len(repos) == 0 && t.Repo != "" {
+		repos = []taskdir.Repository{{Name: "primary", URL: t.Repo, Branch: t.BaseBranch}}
 	}
-	return req, nil
+	return repos
 }
 
 // stepBound is how long a launch waits for the answer to prepare or

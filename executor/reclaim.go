@@ -118,11 +118,26 @@ func (e *Executor) localView(ctx context.Context) (reclaim.LocalView, error) {
 	if err != nil {
 		return reclaim.LocalView{}, err
 	}
-	v := reclaim.LocalView{InstallationID: inst, Phases: map[string]string{}}
+	v := reclaim.LocalView{InstallationID: inst, Phases: map[string]string{}, Upstreams: map[string][]reclaim.Upstream{}}
 	for _, t := range ts {
 		v.Phases[t.ID] = string(t.Phase)
+		v.Upstreams[t.ID] = upstreamsOf(t)
 	}
 	return v, nil
+}
+
+// upstreamsOf is what the proof counts as pushed for t's checkouts: the
+// repositories its last prepare was asked for, or, for a task recorded
+// before those were, the primary's URL.
+func upstreamsOf(t *records.Task) []reclaim.Upstream {
+	var out []reclaim.Upstream
+	for _, r := range t.Repositories {
+		out = append(out, reclaim.Upstream{Path: r.Path, URL: r.URL})
+	}
+	if len(out) == 0 && t.Repo != "" {
+		out = []reclaim.Upstream{{Path: ".", URL: t.Repo}}
+	}
+	return out
 }
 
 // rootsOf is every workdir root the host's directories may live under:

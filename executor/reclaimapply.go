@@ -89,7 +89,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 			defer stop()
 		}
 		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,
-			TaskID: r.TaskID, Identity: r.Identity, Enabled: true})
+			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID]})
 		sent = append(sent, i)
 	}
 	if len(targets) == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -30,6 +31,11 @@ type Target struct {
 	// Enabled: the profile opted in, or the operator asked. The zero
 	// value keeps the directory.
 	Enabled bool `json:"enabled"`
+	// Upstreams: the repositories the task was launched with, from the
+	// local record. A checkout named here counts as pushed only against
+	// its URL; any other only against remotes outside the task
+	// directories (upstream.go).
+	Upstreams []Upstream `json:"upstreams,omitempty"`
 }
 
 // Path is where the directory is: <root>/tasks/<dir>.
@@ -97,6 +103,12 @@ type Checkout struct {
 	UnpushedRefs []string `json:"unpushed_refs,omitempty"` // the local refs holding them (with no remote: every ref)
 	NoRemote     bool     `json:"no_remote,omitempty"`     // no remote at all: every commit is unpushed
 	Stale        bool     `json:"stale,omitempty"`         // a remote's tips are missing locally (it moved since the last fetch)
+	// What git status cannot say, found by the proof itself.
+	UnsafeConfig    string   `json:"unsafe_config,omitempty"`    // a key of its config no override neutralises, and where; nothing else was probed
+	Hidden          []string `json:"hidden,omitempty"`           // files git status does not report, each with why
+	BorrowedBy      []string `json:"borrowed_by,omitempty"`      // repositories elsewhere whose alternates point into the directory
+	UnpushedObjects []string `json:"unpushed_objects,omitempty"` // refs and reflogs naming a tag, tree or blob the remote does not have
+	IgnoredRemotes  []string `json:"ignored_remotes,omitempty"`  // remotes of its config that do not count, with why
 }
 
 // Decide turns the evidence about t into a verdict. It has no I/O: the
@@ -202,6 +214,8 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 	switch {
 	case c.Error != "":
 		return skip(ProbeFailed, fmt.Sprintf("%s: %s", at, c.Error)), true
+	case c.UnsafeConfig != "":
+		return skip(UnsafeGitConfig, fmt.Sprintf("%s: its git configuration has %s, which the proof cannot neutralise, so no git ran there; remove it to let the checkout be proven", at, c.UnsafeConfig)), true
 	case c.Operation != "":
 		return skip(UnfinishedOperation, fmt.Sprintf("%s: %s is in progress; finish or abort it", at, c.Operation)), true
 	case len(c.Unmerged) > 0:
@@ -216,20 +230,33 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 		return skip(IgnoredFiles, fmt.Sprintf("%s: %d ignored path(s) outside %s/ (%s)", at, len(left), metaDir, examples(left))), true
 	}
 	switch {
+	case len(c.Hidden) > 0:
+		return skip(HiddenChanges, fmt.Sprintf("%s: %d file(s) git status does not report (%s)", at, len(c.Hidden), examples(c.Hidden))), true
 	case c.Stash:
 		return skip(StashPresent, fmt.Sprintf("%s: the stash holds entries", at)), true
 	case len(c.Worktrees) > 0:
 		return skip(LinkedWorktree, fmt.Sprintf("%s: the repository has linked worktrees (%s); remove them with `git worktree remove`, or `git worktree prune` if they are gone", at, examples(c.Worktrees))), true
+	case len(c.BorrowedBy) > 0:
+		return skip(BorrowedObjects, fmt.Sprintf("%s: repositories elsewhere borrow objects from it through objects/info/alternates (%s); run `git repack -a -d` in each and remove its alternates file first", at, examples(c.BorrowedBy))), true
 	case len(c.UnprobedModules) > 0:
 		return skip(ProbeFailed, fmt.Sprintf("%s: submodule repositories with no checkout here to probe (%s)", at, examples(c.UnprobedModules))), true
 	case c.NoRemote && len(c.UnpushedRefs) > 0:
-		return skip(UnpushedCommits, fmt.Sprintf("%s: the repository has commits (%s) and no remote to hold them", at, examples(c.UnpushedRefs))), true
+		d := fmt.Sprintf("%s: the repository has commits (%s) and no remote to hold them", at, examples(c.UnpushedRefs))
+		if len(c.IgnoredRemotes) > 0 {
+			d += fmt.Sprintf("; remotes that do not count: %s", examples(c.IgnoredRemotes))
+		}
+		return skip(UnpushedCommits, d), true
 	case len(c.UnpushedTags) > 0:
 		return skip(UnpushedCommits, fmt.Sprintf("%s: tag(s) the remote does not have (%s)", at, examples(c.UnpushedTags))), true
+	case len(c.UnpushedObjects) > 0:
+		return skip(UnpushedCommits, fmt.Sprintf("%s: ref(s) naming objects the remote does not have (%s)", at, examples(c.UnpushedObjects))), true
 	case c.Unpushed > 0:
 		d := fmt.Sprintf("%s: %d commit(s) of %s are on no branch or tag of the remote", at, c.Unpushed, examples(c.UnpushedRefs))
 		if c.Stale {
 			d += "; the remote has moved since the last fetch, so `git fetch` there may show them merged"
+		}
+		if slices.ContainsFunc(c.UnpushedRefs, func(r string) bool { return strings.HasPrefix(r, "logs/") || r == allReflogs }) {
+			d += "; commits only in a reflog count too (`git reflog expire --expire-unreachable=now --all` there forgets them)"
 		}
 		return skip(UnpushedCommits, d), true
 	}

@@ -107,6 +107,17 @@ func decideCases() []decideCase {
 		{"unpushed commit", base, withCheckout(func(c *Checkout) { c.Unpushed, c.UnpushedRefs = 2, []string{"HEAD"} }), Skip, UnpushedCommits, `2 commit(s) of "HEAD"`},
 		{"unpushed, remote moved", base, withCheckout(func(c *Checkout) { c.Unpushed, c.UnpushedRefs, c.Stale = 1, []string{"HEAD"}, true }), Skip, UnpushedCommits, "git fetch"},
 		{"dirty beats unpushed", base, withCheckout(func(c *Checkout) { c.Changed, c.Unpushed = []string{"x"}, 1 }), Skip, DirtyWorktree, ""},
+		{"unsafe config", base, withCheckout(func(c *Checkout) { c.UnsafeConfig = "include.path (.git/config:9)" }), Skip, UnsafeGitConfig, "include.path (.git/config:9)"},
+		{"unsafe config beats dirty", base, withCheckout(func(c *Checkout) { c.UnsafeConfig, c.Changed = "include.path", []string{"x"} }), Skip, UnsafeGitConfig, ""},
+		{"hidden file", base, withCheckout(func(c *Checkout) {
+			c.Hidden = []string{"lib/notes.txt (in submodule path lib, which has no repository)"}
+		}), Skip, HiddenChanges, "lib/notes.txt"},
+		{"borrowed", base, withCheckout(func(c *Checkout) { c.BorrowedBy = []string{"/home/u/clone/.git"} }), Skip, BorrowedObjects, "/home/u/clone/.git"},
+		{"ref to a blob", base, withCheckout(func(c *Checkout) { c.UnpushedObjects = []string{"refs/keep/notes"} }), Skip, UnpushedCommits, "refs/keep/notes"},
+		{"only remotes that do not count", base, withCheckout(func(c *Checkout) {
+			c.NoRemote, c.UnpushedRefs, c.IgnoredRemotes = true, []string{"HEAD"}, []string{"self (inside the task directories, which may be removed with it)"}
+		}), Skip, UnpushedCommits, "self (inside"},
+		{"unpushed, only in a reflog", base, withCheckout(func(c *Checkout) { c.Unpushed, c.UnpushedRefs = 1, []string{"logs/HEAD"} }), Skip, UnpushedCommits, "git reflog expire"},
 	}
 }
 
@@ -135,7 +146,7 @@ func TestDecideZeroEvidenceKeeps(t *testing.T) {
 func TestDecideCoversEveryReason(t *testing.T) {
 	decidable := []Reason{Disabled, UnsafePath, NotPrivate, NoMarker, ForeignMarker, ChangedSincePlan, MountPoint,
 		NotACheckout, ProbeFailed, UnfinishedOperation, DirtyWorktree, UntrackedFiles, IgnoredFiles, StashPresent,
-		LinkedWorktree, UnpushedCommits, Busy}
+		LinkedWorktree, UnpushedCommits, Busy, UnsafeGitConfig, HiddenChanges, BorrowedObjects}
 	seen := map[Reason]bool{}
 	for _, c := range decideCases() {
 		seen[c.reason] = true

@@ -174,14 +174,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	if ev.WalkError != "" || len(ev.Mounts) > 0 || len(tr.checkouts) == 0 || tr.checkouts[0] != "." {
 		return ev, release
 	}
-	ps := make([]probed, len(tr.checkouts))
-	for i, rel := range tr.checkouts {
-		ps[i] = h.probeCheckout(ctx, path, rel)
-	}
-	crossCheckModules(ps)
-	for _, p := range ps {
-		ev.Checkouts = append(ev.Checkouts, p.Checkout)
-	}
+	ev.Checkouts = h.probeCheckouts(ctx, t, tr)
 	return ev, release
 }
 

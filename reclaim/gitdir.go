@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -189,8 +188,9 @@ func (g gitDir) modules() ([]string, error) {
 }
 
 // refs reads the repository's refs under refs/ from packed-refs and the
-// loose files that override it. Symbolic refs are left out: their
-// targets are refs of their own.
+// loose files that override it, and a linked worktree's own (bisect,
+// worktree, rewritten) from its gitdir. Symbolic refs are left out:
+// their targets are refs of their own.
 func (g gitDir) refs() (map[string]string, error) {
 	refs := map[string]string{}
 	switch b, err := readSmallFile(filepath.Join(g.common, "packed-refs")); {
@@ -202,7 +202,82 @@ func (g gitDir) refs() (map[string]string, error) {
 			return nil, fmt.Errorf("%s: %v", filepath.Join(g.common, "packed-refs"), err)
 		}
 	}
-	return refs, g.looseRefs(filepath.Join(g.common, "refs"), "refs", refs)
+	for _, d := range g.dirs() {
+		if err := g.looseRefs(filepath.Join(d, "refs"), "refs", refs); err != nil {
+			return nil, err
+		}
+	}
+	return refs, nil
+}
+
+// dirs is the common gitdir, then the worktree's own when it has one.
+func (g gitDir) dirs() []string {
+	if g.dir == g.common {
+		return []string{g.common}
+	}
+	return []string{g.common, g.dir}
+}
+
+// localRef is one object the repository holds on to by name: a ref, or
+// an entry of a reflog (named by its file, logs/...).
+type localRef struct{ name, oid string }
+
+// stashLog is the stash's reflog: its entries are the stash's own reason.
+const stashLog = "logs/refs/stash"
+
+// reflogs lists every object a reflog recorded, old and new values: a
+// commit reset away, amended or left by a deleted branch is still only
+// here. Each object is listed once, under the first log naming it.
+func (g gitDir) reflogs() ([]localRef, error) {
+	var out []localRef
+	seen := map[string]bool{}
+	read := func(p, n string) error {
+		if n == stashLog {
+			return nil
+		}
+		b, err := readSmallFile(p)
+		if err != nil {
+			return err
+		}
+		oids, err := parseReflog(b)
+		if err != nil {
+			return fmt.Errorf("%s: %v", p, err)
+		}
+		for _, oid := range oids {
+			if !seen[oid] {
+				seen[oid] = true
+				out = append(out, localRef{n, oid})
+			}
+		}
+		return nil
+	}
+	for _, d := range g.dirs() {
+		if err := walkFiles(filepath.Join(d, "logs"), "logs", read); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// parseReflog reads "<old> <new> <who> <when>\t<message>" lines; the
+// all-zero id (a ref's creation or deletion) names nothing.
+func parseReflog(b []byte) ([]string, error) {
+	var oids []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.SplitN(line, " ", 3)
+		if len(f) < 3 || !oidRE.MatchString(f[0]) || !oidRE.MatchString(f[1]) {
+			return nil, fmt.Errorf("unexpected line %.80q", line)
+		}
+		for _, oid := range f[:2] {
+			if strings.Trim(oid, "0") != "" {
+				oids = append(oids, oid)
+			}
+		}
+	}
+	return oids, nil
 }
 
 func parsePackedRefs(b []byte, refs map[string]string) error {
@@ -223,6 +298,30 @@ func parsePackedRefs(b []byte, refs map[string]string) error {
 }
 
 func (g gitDir) looseRefs(dir, name string, refs map[string]string) error {
+	return walkFiles(dir, name, func(p, n string) error {
+		if strings.HasSuffix(n, ".lock") { // an update in flight; the ref itself is beside it
+			return nil
+		}
+		b, err := readSmallFile(p)
+		if err != nil {
+			return err
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		switch {
+		case oidRE.MatchString(v):
+			refs[n] = v
+		case strings.HasPrefix(v, "ref: "):
+		default:
+			return fmt.Errorf("%s: unexpected ref %.80q", p, v)
+		}
+		return nil
+	})
+}
+
+// walkFiles calls f for every file below dir (entries that are not
+// directories), named name/<its path below dir>, in order; a missing
+// dir holds none.
+func walkFiles(dir, name string, f func(path, name string) error) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -232,126 +331,14 @@ func (g gitDir) looseRefs(dir, name string, refs map[string]string) error {
 	}
 	for _, e := range entries {
 		p, n := filepath.Join(dir, e.Name()), name+"/"+e.Name()
-		switch {
-		case e.IsDir():
-			if err := g.looseRefs(p, n, refs); err != nil {
-				return err
-			}
-		case strings.HasSuffix(e.Name(), ".lock"): // an update in flight; the ref itself is beside it
-		default:
-			b, err := readSmallFile(p)
-			if err != nil {
-				return err
-			}
-			v := strings.TrimRight(string(b), "\r\n")
-			switch {
-			case oidRE.MatchString(v):
-				refs[n] = v
-			case strings.HasPrefix(v, "ref: "):
-			default:
-				return fmt.Errorf("%s: unexpected ref %.80q", p, v)
-			}
+		if e.IsDir() {
+			err = walkFiles(p, n, f)
+		} else {
+			err = f(p, n)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// remoteURLs reads remote.<name>.url from the repository's own config,
-// sorted and unique. A remote defined elsewhere (an included file, the
-// user's config) is not seen, which only makes more commits look
-// unpushed.
-func (g gitDir) remoteURLs() ([]string, error) {
-	b, err := readSmallFile(filepath.Join(g.common, "config"))
-	if err != nil {
-		return nil, err
-	}
-	urls, err := parseRemoteURLs(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(g.common, "config"), err)
-	}
-	sort.Strings(urls)
-	out := urls[:0]
-	for i, u := range urls {
-		if i == 0 || u != urls[i-1] {
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
-
-// parseRemoteURLs reads git's config syntax far enough for the url keys
-// of [remote "name"] (and the old [remote.name]) sections. What it does
-// not understand is an error, never a guess.
-func parseRemoteURLs(b []byte) ([]string, error) {
-	var urls []string
-	inRemote := false
-	for n, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				return nil, fmt.Errorf("line %d: unterminated section header", n+1)
-			}
-			head := line[1:end]
-			name, _, _ := strings.Cut(head, " ")
-			name, _, _ = strings.Cut(name, ".")
-			inRemote = strings.EqualFold(name, "remote") && head != name
-			if rest := strings.TrimSpace(line[end+1:]); rest != "" {
-				line = rest // a key may follow the header on the same line
-			} else {
-				continue
-			}
-		}
-		key, value, hasValue := strings.Cut(line, "=")
-		if !inRemote || !hasValue || !strings.EqualFold(strings.TrimSpace(key), "url") {
-			continue
-		}
-		v, err := configValue(strings.TrimSpace(value))
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", n+1, err)
-		}
-		urls = append(urls, v)
-	}
-	return urls, nil
-}
-
-// configValue unquotes one config value and drops a trailing comment.
-func configValue(s string) (string, error) {
-	var out strings.Builder
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"':
-			quoted = !quoted
-		case c == '\\':
-			if i+1 == len(s) {
-				return "", errors.New("a value continued on the next line")
-			}
-			i++
-			switch s[i] {
-			case '"', '\\':
-				out.WriteByte(s[i])
-			case 'n':
-				out.WriteByte('\n')
-			case 't':
-				out.WriteByte('\t')
-			case 'b':
-				return "", errors.New("a backspace escape in a value")
-			default:
-				return "", fmt.Errorf("unknown escape \\%c", s[i])
-			}
-		case !quoted && (c == '#' || c == ';'):
-			return strings.TrimRight(out.String(), " \t"), nil
-		default:
-			out.WriteByte(c)
-		}
-	}
-	if quoted {
-		return "", errors.New("unterminated quote")
-	}
-	return out.String(), nil
 }

@@ -30,9 +30,9 @@ type Request struct {
 // Report answers a Request, one result per target in the same order.
 type Report struct {
 	Results []Result `json:"results"`
-	// GitProcesses is how many git processes the call ran: about one per
-	// checkout plus one per distinct remote URL, whatever the count of
-	// directories sharing it.
+	// GitProcesses is how many git processes the call ran: two per
+	// checkout (four where a ref is not exactly a remote tip) plus one per
+	// distinct remote URL, whatever the count of directories sharing it.
 	GitProcesses int64 `json:"git_processes"`
 }
 
@@ -61,6 +61,7 @@ type host struct {
 	uid          int
 	probeTimeout time.Duration
 	remotes      remoteTips
+	lenders      lenders
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
 
 	mountsOnce sync.Once

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseRemoteURLs(t *testing.T) {
+func TestParseConfigRemotes(t *testing.T) {
 	cfg := strings.Join([]string{
 		"[core]",
 		"\tbare = false",
@@ -25,19 +25,53 @@ func TestParseRemoteURLs(t *testing.T) {
 		"\tinsteadOf = https://example.com/",
 		"",
 	}, "\n")
-	got, err := parseRemoteURLs([]byte(cfg))
+	entries, err := parseConfig([]byte(cfg), "config")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"git@example.com:a/b.git", "/srv/with space.git", "https://example.com/c.git", `a"b\c`}
+	var got []string
+	for _, r := range repoConfig(entries).remotes() {
+		got = append(got, r.name+"="+r.url)
+	}
+	want := []string{"Spaced=/srv/with space.git", `quoted=a"b\c`, "origin=git@example.com:a/b.git", "legacy=https://example.com/c.git"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
 	// What the parser does not understand is an error, never a guess.
-	for _, bad := range []string{"[remote \"o\"]\n\turl = /a\\\n/b\n", "[remote \"o\"]\n\turl = \"/a\n", "[remote \"o\"\n"} {
-		if _, err := parseRemoteURLs([]byte(bad)); err == nil {
+	for _, bad := range []string{"[remote \"o\"]\n\turl = /a\\\n/b\n", "[remote \"o\"]\n\turl = \"/a\n", "[remote \"o\"\n",
+		"key = outside\n", "[core]\n\tbad key = 1\n", "[remote o]\n"} {
+		if _, err := parseConfig([]byte(bad), "config"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// Every spelling git accepts for a key is read as git reads it: the
+// section and name in any case, the subsection as written (quoted, with
+// escapes and a ']' inside), or lower-cased in the old dotted form.
+func TestParseConfigKeys(t *testing.T) {
+	cfg := strings.Join([]string{
+		"\xef\xbb\xbf[Filter \"Evil]\\\"One\"]",
+		"\tClean = touch marker",
+		"[FILTER.Two]",
+		"\tprocess",
+		"[includeIf \"gitdir:/x/\"]",
+		"\tpath = other.cfg",
+		"",
+	}, "\n")
+	entries, err := parseConfig([]byte(cfg), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := repoConfig(entries)
+	if got := c.filterDrivers(); !reflect.DeepEqual(got, []string{`Evil]"One`, "two"}) {
+		t.Fatalf("filter drivers %q", got)
+	}
+	if got := c.unsafe(); got != "includeif.gitdir:/x/.path (config:6)" {
+		t.Fatalf("unsafe %q", got)
+	}
+	if got := c[0].key() + "=" + c[0].value; got != `filter.Evil]"One.clean=touch marker` {
+		t.Fatalf("first key %q", got)
 	}
 }
 
@@ -120,6 +154,31 @@ func TestRemoteKey(t *testing.T) {
 	} {
 		if got := remoteKey(c.dir, c.url); got != c.want {
 			t.Errorf("remoteKey(%q, %q) = %q, want %q", c.dir, c.url, got, c.want)
+		}
+	}
+}
+
+// Which remotes of a checkout the agent made count, and as what.
+func TestOutsideURL(t *testing.T) {
+	dir, tasks := "/r/tasks/t-1", "/r/tasks"
+	for _, c := range []struct{ raw, url, why string }{
+		{"https://example.com/a.git", "https://example.com/a.git", ""},
+		{"ssh://[::1]:22/a.git", "ssh://[::1]:22/a.git", ""},
+		{"git@example.com:a.git", "git@example.com:a.git", ""},
+		{"/srv/a.git", "/srv/a.git", ""},
+		{"file:///srv/a.git", "/srv/a.git", ""},
+		{"../../elsewhere.git", "/r/elsewhere.git", ""},
+		{".", "", "inside the task directories"},
+		{"../t-2/.git", "", "inside the task directories"},
+		{"file:///r/tasks/t-1/.kandev/m.git", "", "inside the task directories"},
+		{"ext::sh -c touch% x", "", "a remote helper transport"},
+		{"fd::3", "", "a remote helper transport"},
+		{"foo://x/y", "", `transport "foo"`},
+		{"file://other/srv/a.git", "", "another machine"},
+	} {
+		url, why := outsideURL(dir, tasks, c.raw)
+		if url != c.url || !strings.Contains(why, c.why) || (c.why == "") != (why == "") {
+			t.Errorf("outsideURL(%q) = %q, %q; want %q, %q", c.raw, url, why, c.url, c.why)
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 )
 
 // LocalView is what the local records say, as far as the planner needs:
-// this installation, and the phase of each task it knows.
+// this installation, and the phase of each task it knows; and, for the
+// proof, each task's launch repositories.
 type LocalView struct {
-	InstallationID string            `json:"installation_id"`
-	Phases         map[string]string `json:"phases"` // task id -> phase
+	InstallationID string                `json:"installation_id"`
+	Phases         map[string]string     `json:"phases"`              // task id -> phase
+	Upstreams      map[string][]Upstream `json:"upstreams,omitempty"` // task id -> its repositories
 }
 
 // endedPhases: a task in one of these is over here, so its directory is

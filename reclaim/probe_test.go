@@ -11,18 +11,27 @@ import (
 // asserts that Apply keeps every path with reason, naming detail.
 func keptFor(t *testing.T, reason Reason, detail string, mutate func(t *testing.T, dir, bare, work string)) {
 	t.Helper()
+	keptWith(t, plainT1, reason, detail, mutate)
+}
+
+// keptWith is keptFor for the target tg makes of the root and origin.
+func keptWith(t *testing.T, tg func(root, bare string) Target, reason Reason, detail string, mutate func(t *testing.T, dir, bare, work string)) {
+	t.Helper()
 	bare, work := origin(t)
 	root := newRoot(t)
 	dir := prepared(t, root, "t-1", "task-1", bare)
 	mutate(t, dir, bare, work)
 	before := snapshot(t, root)
-	r := apply(t, target(root, "t-1", "task-1"))[0]
+	r := apply(t, tg(root, bare))[0]
 	wantResult(t, r, Skip, Skipped, reason)
 	if !strings.Contains(r.Detail, detail) {
 		t.Fatalf("detail %q does not mention %q", r.Detail, detail)
 	}
 	onlyRemoved(t, before, snapshot(t, root), "")
 }
+
+// plainT1 is t-1 as a target without a launch record (an orphan's).
+func plainT1(root, _ string) Target { return target(root, "t-1", "task-1") }
 
 func commit(t *testing.T, dir, file, msg string) string {
 	t.Helper()

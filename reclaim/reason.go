@@ -50,7 +50,10 @@ const (
 	IgnoredFiles        Reason = "ignored_files"        // ignored files outside .kandev/ (a .env, a local config)
 	StashPresent        Reason = "stash_present"        // stash entries, which are never pushed
 	LinkedWorktree      Reason = "linked_worktree"      // the repository has linked worktrees that removing it would break
-	UnpushedCommits     Reason = "unpushed_commits"     // commits or tags the remote's current branches and tags do not have
+	UnpushedCommits     Reason = "unpushed_commits"     // commits, tags or other objects of any ref or reflog that the upstream's current refs do not have
+	UnsafeGitConfig     Reason = "unsafe_git_config"    // the checkout's git config has a key no override neutralises (an include)
+	HiddenChanges       Reason = "hidden_changes"       // files git status does not report: in a submodule path with no repository, or marked skip-worktree or assume-unchanged and changed
+	BorrowedObjects     Reason = "borrowed_objects"     // a repository elsewhere borrows objects from it (objects/info/alternates)
 )
 
 // Failure reasons: nothing was lost, and the caller retries.

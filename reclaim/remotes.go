@@ -26,11 +26,10 @@ type tipsCall struct {
 	err  error
 }
 
-// tips returns the objects url's refs name now. The first checkout to
-// ask runs ls-remote from its own directory (so its config, such as
-// url.*.insteadOf, applies); the others wait for that answer.
-func (r *remoteTips) tips(ctx context.Context, h *host, dir, url string) (map[string]bool, error) {
-	url = remoteKey(dir, url)
+// tips returns the objects url's refs name now (url as upstream()
+// resolved it). The first checkout to ask runs ls-remote; the others
+// wait for that answer.
+func (r *remoteTips) tips(ctx context.Context, h *host, url string) (map[string]bool, error) {
 	r.mu.Lock()
 	if r.calls == nil {
 		r.calls = map[string]*tipsCall{}
@@ -42,7 +41,7 @@ func (r *remoteTips) tips(ctx context.Context, h *host, dir, url string) (map[st
 	}
 	r.mu.Unlock()
 	if !asked {
-		c.oids, c.err = lsRemote(ctx, h, dir, url)
+		c.oids, c.err = lsRemote(ctx, h, url)
 		close(c.done)
 		return c.oids, c.err
 	}
@@ -68,11 +67,17 @@ func remoteKey(dir, url string) string {
 	return filepath.Join(dir, url)
 }
 
-func lsRemote(ctx context.Context, h *host, dir, url string) (map[string]bool, error) {
+// lsRemote asks url for its refs from outside any repository (GIT_DIR
+// names no repository, so git reads no checkout's configuration): the
+// operator's own configuration and environment apply (credentials,
+// insteadOf, ssh settings, allowed protocols), and nothing the agent
+// wrote in a checkout does.
+func lsRemote(ctx context.Context, h *host, url string) (map[string]bool, error) {
 	if strings.HasPrefix(url, "-") {
 		return nil, fmt.Errorf("remote url %q looks like an option", taskdir.MaskURLs(url))
 	}
-	out, err := h.git(ctx, dir, "", "ls-remote", "--quiet", url)
+	env := append(gitEnv(), "GIT_DIR=/dev/null", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	out, err := h.runGit(ctx, "/", env, "", nil, []string{"ls-remote", "--quiet", url})
 	if err != nil {
 		return nil, err
 	}

@@ -9,10 +9,12 @@ import (
 )
 
 // tree is what one walk of a task directory found: the checkouts in it
-// (every directory holding a .git entry, outside .git directories), the
-// mount points it did not enter, and its size and newest change.
+// (every directory holding a .git entry, outside .git directories), every
+// other entry that is not a directory (what git status must account for),
+// the mount points it did not enter, and its size and newest change.
 type tree struct {
 	checkouts []string // relative, parents before children, "." first
+	files     []string // relative, outside .git directories, .git entries left out
 	mounts    []string
 	bytes     int64
 	newest    int64 // unix seconds
@@ -54,6 +56,9 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 		}
 		t.account(st.Blocks, st.Mtim.Sec, isDir(st))
 		if !isDir(st) {
+			if !inGitDir && n != ".git" {
+				t.files = append(t.files, path.Join(rel, n))
+			}
 			continue
 		}
 		sub, err := d.open(n)

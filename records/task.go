@@ -83,6 +83,17 @@ type Task struct {
 	// Teardown is what the current or last cleanup job found, kept on the
 	// task so that `task show` and a live view need no second read.
 	Teardown *Teardown `json:"teardown,omitempty"`
+	// Repositories are the checkouts the last prepare was asked to make:
+	// what a reclamation of the directory counts as upstream, whatever
+	// the checkouts' own config or the host's marker say since.
+	Repositories []TaskRepository `json:"repositories,omitempty"`
+}
+
+// TaskRepository is one checkout of a task: where it is in the task
+// directory ("." for the primary) and the URL it was cloned from.
+type TaskRepository struct {
+	Path string `json:"path"`
+	URL  string `json:"url"`
 }
 
 // Move sets the phase if the table allows it.

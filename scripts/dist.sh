@@ -8,7 +8,8 @@
 #                             embedded (-tags embedhelpers) into dist/, beside
 #                             the helpers' .gz and checksums.txt over it all:
 #                             the layout of a release, which `helper fetch`
-#                             reads
+#                             reads; signed as checksums.txt.sig when
+#                             KANDEV_EXEC_SIGNING_KEY names the release key
 #
 # VERSION and COMMIT (environment) are stamped into every binary.
 set -euo pipefail
@@ -47,4 +48,7 @@ done
 cp "$emb"/*.gz dist/
 (cd dist && sum256 kandev-exec-*) >"$tmp/checksums.txt"
 mv "$tmp/checksums.txt" dist/checksums.txt
+# Unsigned without KANDEV_EXEC_SIGNING_KEY: the CLIs in dist/ embed every
+# helper, so only `helper fetch` from dist/ needs the signature.
+scripts/sign.sh dist/checksums.txt true
 ls -l dist >&2

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/viewport"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/kdlbs/kandev-exec/internal/termsafe"
 	"github.com/kdlbs/kandev-exec/records"
@@ -65,11 +66,12 @@ func (m *Model) refreshDetail() {
 
 func (m *Model) detailText(d *detail) string {
 	var b strings.Builder
-	say := func(format string, a ...any) {
+	sayIn := func(st lipgloss.Style, format string, a ...any) {
 		for _, l := range wrap(fmt.Sprintf(format, a...), max(20, m.width-2)) {
-			b.WriteString(l + "\n")
+			b.WriteString(st.Render(l) + "\n")
 		}
 	}
+	say := func(format string, a ...any) { sayIn(m.st.r.NewStyle(), format, a...) }
 	pretty := func(title string, v any) {
 		j, _ := json.MarshalIndent(v, "", "  ")
 		b.WriteString("\n" + title + ":\n" + termsafe.Text(string(j)) + "\n")
@@ -94,8 +96,15 @@ func (m *Model) detailText(d *detail) string {
 		cells, _ := m.w.envCells(d.id, m.now)
 		say("%s on %s, phase %s", cells[1], t.Host, t.Phase)
 		if td := t.Teardown; td != nil {
-			say("teardown (%s): step %s, drain %s, receipts %s, reclaim %s, reason %s", td.Trigger, dash(td.Step),
-				dash(string(td.Drain)), dash(termsafe.Line(strings.Join(td.Receipts, " "))), dash(string(td.Reclaim)), dash(termsafe.Line(td.Reason)))
+			say("teardown (%s): step %s, drain %s, receipts %s, reclaim %s", td.Trigger, dash(td.Step),
+				dash(string(td.Drain)), dash(termsafe.Line(strings.Join(td.Receipts, " "))), dash(string(td.Reclaim)))
+			// The reason is why a teardown stopped in cleanup_pending, else a note.
+			switch _, note := m.w.envError(d.id); {
+			case note != "":
+				sayIn(m.st.dim, "note: %s", termsafe.Line(note))
+			case td.Reason != "":
+				say("error: %s", termsafe.Line(td.Reason))
+			}
 		}
 		if j := m.w.job(d.id); j != nil {
 			say("cleanup job: %s, attempt %s, next %s, last error: %s", j.State, cells[7], cells[8], dash(termsafe.Line(j.LastError)))
@@ -114,6 +123,9 @@ func (m *Model) detailText(d *detail) string {
 	var lines []string
 	for i := m.events.n - 1; i >= 0 && len(lines) < detailEvents; i-- {
 		e := m.events.at(i)
+		if e.claim && !m.claims {
+			continue
+		}
 		if (d.kind == "host" && e.host == d.id) || (d.kind == "task" && e.task == d.id) {
 			lines = append(lines, m.eventText(e))
 		}

@@ -119,7 +119,7 @@ func (m *Model) dialogKey(k tea.KeyMsg) tea.Cmd {
 				return m.confirm()
 			}
 		}
-		d.err = fmt.Sprintf("type %s exactly to confirm, or esc to cancel", d.accept[len(d.accept)-1])
+		d.err = fmt.Sprintf("type %s exactly to confirm, or esc to cancel", quoted(d.accept[len(d.accept)-1]))
 		return nil
 	}
 	var cmd tea.Cmd
@@ -211,7 +211,9 @@ func (m *Model) dialogLines(width int) []string {
 	default:
 		body = append(body, wrap(m.effect(d.req), width-4)...)
 		if d.spec.typed {
-			body = append(body, fmt.Sprintf("Type %s and press enter to confirm; esc cancels.", d.accept[len(d.accept)-1]), d.input.View())
+			// Whole, on lines of its own: what the typing must match.
+			body = append(body, wrap(m.typePrompt(d), width-4)...)
+			body = append(body, d.input.View())
 		} else {
 			body = append(body, "Press y to confirm, n or esc to cancel.")
 		}
@@ -226,6 +228,22 @@ func (m *Model) dialogLines(width int) []string {
 	}
 	return append(out, rule)
 }
+
+// typePrompt asks for the name a typed confirmation accepts, quoted, and
+// says whose name it is.
+func (m *Model) typePrompt(d *dialog) string {
+	whose := "the host's name"
+	if d.req.act == actArchive {
+		whose = "the task's ID"
+		if len(d.accept) > 1 {
+			whose = "the task's name (or its ID)"
+		}
+	}
+	return fmt.Sprintf("To confirm, type %s, %s, and press enter; esc cancels.", whose, quoted(d.accept[len(d.accept)-1]))
+}
+
+// quoted is a name as a prompt shows it: in quotes, its controls escaped.
+func quoted(s string) string { return `"` + termsafe.Line(s) + `"` }
 
 // wrap breaks text into lines of at most width columns at spaces.
 func wrap(s string, width int) []string {

@@ -82,6 +82,7 @@ type event struct {
 	detail  string // FormatFields of the detail, or the note
 	tone    tone
 	lower   string // for the filter
+	claim   bool   // a claim taken or given back: hidden unless asked
 }
 
 // ring is a fixed-size buffer of the newest events.
@@ -127,7 +128,16 @@ func eventOf(e state.Entry, w *world, clock func(time.Time) string) event {
 	ev.detail = FormatFields(Fields(d, clock))
 	ev.tone = eventTone(e.Type, d)
 	ev.lower = strings.ToLower(strings.Join([]string{e.Type, string(e.Kind), e.Name, ev.host, ev.task, ev.detail}, " "))
+	ev.claim = IsClaim(e)
 	return ev
+}
+
+// IsClaim reports whether e is a claim taken or given back. Every verb
+// writes a pair of them around its work, so they outnumber the events
+// that change something: the view hides them until C, the streams of
+// `watch` unless --claims.
+func IsClaim(e state.Entry) bool {
+	return e.Type == state.EventClaimAcquired || e.Type == state.EventClaimReleased
 }
 
 func note(at time.Time, text string, t tone) event {

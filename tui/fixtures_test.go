@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func addTask(t testing.TB, st state.Store, tk *records.Task) {
 	t.Helper()
 	d := records.Detail{Host: tk.Host, TaskID: tk.ID, Phase: string(tk.Phase)}
 	if tk.Teardown != nil {
-		d.Step, d.Outcome = tk.Teardown.Step, string(tk.Teardown.Drain)
+		d.Step, d.Outcome, d.Reason = tk.Teardown.Step, string(tk.Teardown.Drain), tk.Teardown.Reason
 	}
 	put(t, st, records.KindTask, tk.ID, tk, "task."+string(tk.Phase), d)
 }
@@ -140,4 +141,49 @@ func frozen() time.Time { return t0 }
 // options are a test view's options over st.
 func options(st Store, a Actions) Options {
 	return Options{Store: st, Actions: a, Since: -1, Now: frozen, Location: time.UTC}
+}
+
+// keptNote is what a normal archive records when the profile keeps task
+// directories: a note, not an error.
+const keptNote = "profile prod does not set reclaim_task_dir: the directory stays"
+
+// firstHourStore is a new user's first host after a few launches: three
+// running tasks (the third with a long name), one archived with its
+// directory kept, and the claims every verb took and gave back.
+func firstHourStore(t testing.TB) *state.FileStore {
+	st := newStore(t)
+	addHost(t, st, host("web-1", records.HostAdmitted, "", "", nil, nil))
+	for i, name := range []string{"first", "second", "third-refactor-of-the-login-flow"} {
+		id := fmt.Sprintf("t%012d", i+1)
+		sid := fmt.Sprintf("s%012d", i+1)
+		tk := task(id, name, "web-1", records.PhasePreparing, time.Duration(3-i)*time.Hour)
+		addTask(t, st, tk)
+		claimAndGiveBack(t, st, id)
+		tk.Phase, tk.Sessions = records.PhaseReady, []string{sid}
+		addTask(t, st, tk)
+		addSession(t, st, &records.Session{ID: sid, TaskID: id, Host: "web-1", State: records.SessionRunning, StartedAt: t0.Add(-time.Hour)})
+		claimAndGiveBack(t, st, id)
+	}
+	kept := task("tkept00000001", "old-spike", "web-1", records.PhaseArchived, 30*time.Hour)
+	kept.Teardown = &records.Teardown{Trigger: records.TriggerArchive, Step: records.StepReclaim, Drain: records.DrainDrained,
+		Reclaim: records.ReclaimDisabled, Reason: keptNote}
+	addTask(t, st, kept)
+	addJob(t, st, &records.CleanupJob{ID: kept.ID, TaskID: kept.ID, Host: "web-1", Trigger: records.TriggerArchive,
+		State: records.JobSucceeded, Attempts: 1})
+	claimAndGiveBack(t, st, kept.ID)
+	return st
+}
+
+// claimAndGiveBack takes the claim on a task and releases it, as every
+// verb that changes it does.
+func claimAndGiveBack(t testing.TB, st *state.FileStore, taskID string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := st.AcquireClaim(ctx, records.KindTask, taskID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReleaseClaim(ctx, c); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,8 +16,8 @@ import (
 // their own goroutines: Update never waits on a disk or a network. One
 // read is in flight at a time (the next is scheduled when its result
 // arrives), so results never arrive out of order; each carries the
-// generation it was started in, and a result from before a re-read is
-// dropped.
+// generation it was started in, and a result from before a re-read, or
+// of a follow called off (readNow), is dropped.
 
 // Store is what the view reads: state.Store satisfies it. The view never
 // writes, and no call holds the store's lock (reads take none).
@@ -41,6 +41,7 @@ const maxChanges = 2000
 // loadedMsg is a full re-read: every watched record and the journal.
 type loadedMsg struct {
 	gen    uint64
+	read   uint64 // its number among the reads
 	why    string
 	world  *world
 	cursor records.Cursor
@@ -57,6 +58,7 @@ type loadedMsg struct {
 // those entries name read afresh.
 type followedMsg struct {
 	gen     uint64
+	read    uint64
 	from    records.Cursor
 	entries []state.Entry
 	changes []change
@@ -65,7 +67,7 @@ type followedMsg struct {
 	tooMany bool // too many records changed to read one by one
 	err     error
 	at      time.Time
-	took    time.Duration
+	took    time.Duration // reading, not waiting for news
 }
 
 // change is one record as read after the entry that named it: v is nil
@@ -127,11 +129,20 @@ func tail(es []state.Entry, n int, since int64) []state.Entry {
 	return es
 }
 
-func follow(ctx context.Context, st Store, from records.Cursor) followedMsg {
+// follow reads what the journal added after from, waiting for news first
+// when wait is set, and the records its entries name.
+func follow(ctx context.Context, st Store, from records.Cursor, wait bool) (m followedMsg) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	m := followedMsg{from: from}
-	m.entries, m.brk, m.gapAt, m.err = records.Wait(ctx, st, from, followWait)
+	m.from = from
+	start := time.Now()
+	defer func() { m.took = time.Since(start) }()
+	if _, waits := st.(records.Follower); wait && waits {
+		m.entries, m.brk, m.gapAt, m.err = records.Wait(ctx, st, from, followWait)
+		start = time.Now() // a quiet journal is not a slow store
+	} else {
+		m.entries, m.brk, m.gapAt, m.err = records.Next(ctx, st, from)
+	}
 	if m.err != nil || m.brk != records.Contiguous {
 		return m
 	}
@@ -175,8 +186,9 @@ func follow(ctx context.Context, st Store, from records.Cursor) followedMsg {
 
 func (m *Model) loadCmd(why string) tea.Cmd {
 	m.gen++
-	m.reading = true
-	gen, st, ctx, n, since, now := m.gen, m.opts.Store, m.ctx, ringCap, m.since, m.opts.Now
+	m.reads++
+	m.reading, m.cancelRead = true, nil
+	gen, read, st, ctx, n, since, now := m.gen, m.reads, m.opts.Store, m.ctx, ringCap, m.since, m.opts.Now
 	m.since = -1 // only the first load replays from --since
 	return func() tea.Msg {
 		start := time.Now()
@@ -190,16 +202,20 @@ func (m *Model) loadCmd(why string) tea.Cmd {
 			}()
 			msg = load(ctx, st, n, since)
 		}()
-		msg.gen, msg.why, msg.at, msg.took = gen, why, now(), time.Since(start)
+		msg.gen, msg.read, msg.why, msg.at, msg.took = gen, read, why, now(), time.Since(start)
 		return msg
 	}
 }
 
-func (m *Model) followCmd() tea.Cmd {
-	m.reading = true
-	gen, st, ctx, cur, now := m.gen, m.opts.Store, m.ctx, m.cursor, m.opts.Now
+// followCmd follows the journal from the cursor; wait: wait for news
+// first (readNow calls that wait off).
+func (m *Model) followCmd(wait bool) tea.Cmd {
+	m.reads++
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.reading, m.cancelRead = true, cancel
+	gen, read, st, cur, now := m.gen, m.reads, m.opts.Store, m.cursor, m.opts.Now
 	return func() tea.Msg {
-		start := time.Now()
+		defer cancel()
 		var msg followedMsg
 		func() {
 			defer func() {
@@ -207,22 +223,25 @@ func (m *Model) followCmd() tea.Cmd {
 					msg = followedMsg{err: recovered(r)}
 				}
 			}()
-			msg = follow(ctx, st, cur)
+			msg = follow(ctx, st, cur, wait)
 		}()
-		msg.gen, msg.at, msg.took = gen, now(), time.Since(start)
+		msg.gen, msg.read, msg.at = gen, read, now()
 		return msg
 	}
 }
 
-// pollMsg asks for the next read; gen ties it to the chain that
-// scheduled it.
-type pollMsg struct{ gen uint64 }
+// pollMsg asks for the next read; tick ties it to the last schedule.
+type pollMsg struct{ tick uint64 }
 
 // schedule the next read d from now, or as long as the last read took if
 // that is longer: a slow store (a long journal, a distant etcd) is read
-// at most half the time, and reads never overlap.
+// at most half the time, and reads never overlap. An action's outcome
+// waiting to be shown is read for at once.
 func (m *Model) schedule(d, took time.Duration) tea.Cmd {
-	d = max(d, took)
-	gen := m.gen
-	return tea.Tick(d, func(time.Time) tea.Msg { return pollMsg{gen} })
+	m.tick++
+	tick := m.tick
+	if len(m.outcomes) > 0 {
+		return func() tea.Msg { return pollMsg{tick} }
+	}
+	return tea.Tick(max(d, took), func(time.Time) tea.Msg { return pollMsg{tick} })
 }

@@ -55,6 +55,9 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 			m.filter = ""
 			m.refilter()
 		}
+	case key.Matches(k, m.keys.Claims):
+		m.claims = !m.claims
+		m.evScroll = 0
 	case key.Matches(k, m.keys.NextPane):
 		m.focus = (m.focus + 1) % panes
 	case key.Matches(k, m.keys.PrevPane):

@@ -10,6 +10,7 @@ type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	NextPane, PrevPane                      key.Binding
 	Detail, Filter, ClearFilter, Help, Quit key.Binding
+	Claims                                  key.Binding
 
 	Cordon, Uncordon, Drain, Quarantine, Readmit, Archive, Sweep key.Binding
 
@@ -36,6 +37,7 @@ func newKeyMap(readOnly bool) keyMap {
 		ClearFilter: b([]string{"esc"}, "esc", "clear the filter, close a view"),
 		Help:        b([]string{"?"}, "?", "this help"),
 		Quit:        b([]string{"q", "ctrl+c"}, "q/ctrl+c", "quit"),
+		Claims:      b([]string{"C"}, "C", "show or hide claim events"),
 
 		Cordon:     b([]string{"c"}, "c", "cordon host: no new launches (reason)"),
 		Uncordon:   b([]string{"u"}, "u", "uncordon host"),
@@ -65,14 +67,14 @@ func (k *keyMap) actions() []*key.Binding {
 func (k keyMap) groups() [][][]key.Binding {
 	return [][][]key.Binding{
 		{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane},
-			{k.Detail, k.Filter, k.ClearFilter, k.Help, k.Quit}},
+			{k.Detail, k.Filter, k.ClearFilter, k.Claims, k.Help, k.Quit}},
 		{{k.Cordon, k.Uncordon, k.Drain, k.Quarantine, k.Readmit, k.Archive, k.Sweep},
 			{k.Submit, k.Confirm, k.Cancel}},
 	}
 }
 
-// footer is the one-line reminder for a pane: the keys that act there
-// first, as it is cut from the end on a narrow terminal (? lists all).
+// footer is the reminder for a pane, wrapped to the terminal's width:
+// the keys that act there first (? lists all).
 func (k keyMap) footer(p pane) []key.Binding {
 	short := func(b key.Binding, keyName, desc string) key.Binding {
 		b.SetHelp(keyName, desc)
@@ -85,6 +87,8 @@ func (k keyMap) footer(p pane) []key.Binding {
 			short(k.Quarantine, "Q", "quarantine"), short(k.Readmit, "r", "readmit"))
 	case paneEnvs:
 		out = append(out, short(k.Archive, "a", "archive"))
+	case paneEvents:
+		out = append(out, short(k.Claims, "C", "claims"))
 	}
 	move := key.NewBinding(key.WithKeys("j", "k"), key.WithHelp("j/k", "move"))
 	return append(out, short(k.Sweep, "S", "sweep"), short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),

@@ -42,6 +42,8 @@ type Options struct {
 	Poll, Resync time.Duration
 	// Context bounds the reads and the actions; cancelled, they stop.
 	Context context.Context
+	// Claims shows claim events from the start (C toggles them).
+	Claims bool
 }
 
 // fallbackPoll is how often everything is re-read while the journal
@@ -85,6 +87,16 @@ type Model struct {
 	gen      uint64
 	reading  bool
 	since    int64
+	// reads counts the reads started; the one in flight is a follow when
+	// cancelRead is set, which calls off its wait. tick names the one poll
+	// scheduled: an older one is dropped.
+	reads      uint64
+	cancelRead context.CancelFunc
+	tick       uint64
+	// outcomes are the view's own actions that ended, shown once a read
+	// started after they ended has landed, so that the rows say what the
+	// action did when its outcome does.
+	outcomes []outcome
 
 	loaded     bool
 	lastRead   time.Time // when the store was last read without error
@@ -100,8 +112,13 @@ type Model struct {
 	filter    string
 	filtering bool
 	filterIn  textinput.Model
+	// kept are the rows the filter keeps, by ID: their events stay in
+	// the events pane whatever their text.
+	keptHosts, keptEnvs map[string]bool
+	claims              bool // claim events are shown
 
 	dlg      *dialog
+	hints    keyHints
 	help     bool
 	detail   *detail
 	flashMsg string
@@ -131,7 +148,8 @@ func New(o Options) *Model {
 	}
 	m := &Model{opts: o, ctx: o.Context, keys: newKeyMap(o.Actions == nil), st: newStyles(o.Renderer),
 		w: newWorld(), hostText: map[string]string{}, envText: map[string]string{},
-		since: o.Since, events: newRing(ringCap), running: map[int]request{}, now: o.Now()}
+		since: o.Since, events: newRing(ringCap), running: map[int]request{}, now: o.Now(), claims: o.Claims,
+		keptHosts: map[string]bool{}, keptEnvs: map[string]bool{}}
 	m.filterIn = m.newInput("text to match")
 	m.filterIn.Prompt = "/"
 	return m
@@ -146,6 +164,13 @@ func beat() tea.Cmd { return tea.Tick(time.Second, func(time.Time) tea.Msg { ret
 type actionDoneMsg struct {
 	id  int
 	err error
+}
+
+// outcome is an ended action's note, held until the first read started
+// after it ended (a read numbered above after) has landed.
+type outcome struct {
+	after uint64
+	note  event
 }
 
 // Init starts the first read and the heartbeat.
@@ -186,24 +211,58 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			cmd = m.onFollowed(msg)
 		}
 	case pollMsg:
-		if msg.gen == m.gen && !m.reading {
+		if msg.tick == m.tick && !m.reading {
 			cmd = m.poll()
 		}
 	case beatMsg:
 		m.now = m.opts.Now()
 		cmd = beat()
 	case actionDoneMsg:
-		m.finished(msg)
+		cmd = m.finished(msg)
 	}
 	m.fitAll()
 	return cmd
 }
 
+// poll starts the next read: in full when due or when the journal cannot
+// be followed, else a follow, which waits for news unless an action's
+// outcome waits on it.
 func (m *Model) poll() tea.Cmd {
 	if m.journalErr != nil || m.opts.Now().Sub(m.lastFull) >= m.opts.Resync {
 		return m.loadCmd("resync")
 	}
-	return m.followCmd()
+	return m.followCmd(len(m.outcomes) == 0)
+}
+
+// readNow starts a read at once rather than at the next poll, for an
+// action that ended: a follow waiting for news is called off (its result
+// is dropped), a full re-read in flight is let land, and schedule then
+// reads again at once.
+func (m *Model) readNow() tea.Cmd {
+	switch {
+	case !m.reading:
+		m.tick++ // the poll scheduled is not needed now
+	case m.cancelRead != nil:
+		m.cancelRead()
+		m.gen++
+		m.reading = false
+	default:
+		return nil
+	}
+	return m.poll()
+}
+
+// landed shows the outcomes that waited for the read numbered read.
+func (m *Model) landed(read uint64) {
+	waiting := m.outcomes[:0]
+	for _, o := range m.outcomes {
+		if o.after < read {
+			m.events.push(o.note)
+		} else {
+			waiting = append(waiting, o)
+		}
+	}
+	m.outcomes = waiting
 }
 
 // onLoaded swaps in a full re-read.
@@ -212,6 +271,7 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 	if msg.world == nil {
 		// The read panicked: keep what is shown, marked stale, and retry.
 		m.readErr, m.journalErr = msg.kindErrs[0], msg.journalErr
+		m.landed(msg.read)
 		return m.schedule(fallbackPoll, msg.took)
 	}
 	m.lastFull = msg.at
@@ -254,6 +314,7 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 	}
 	m.loaded = true
 	m.refilter()
+	m.landed(msg.read)
 	m.refreshDetail()
 	if msg.journalErr != nil {
 		return m.schedule(fallbackPoll, msg.took)
@@ -264,12 +325,13 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 // onFollowed applies what the journal added, or starts a full re-read when
 // it cannot be followed.
 func (m *Model) onFollowed(msg followedMsg) tea.Cmd {
-	m.reading = false
+	m.reading, m.cancelRead = false, nil
 	switch {
 	case msg.err != nil:
 		// Read everything next time; the view says how old it is meanwhile.
 		m.readErr = msg.err
 		m.journalErr = msg.err
+		m.landed(msg.read)
 		return m.schedule(fallbackPoll, msg.took)
 	case msg.brk == records.NewEpoch:
 		return m.loadCmd("the journal was re-created (new epoch)")
@@ -294,6 +356,7 @@ func (m *Model) onFollowed(msg followedMsg) tea.Cmd {
 	}
 	m.lastRead, m.readErr = msg.at, nil
 	m.apply(a)
+	m.landed(msg.read)
 	m.refreshDetail()
 	return m.schedule(m.opts.Poll, msg.took)
 }
@@ -358,21 +421,23 @@ func (m *Model) start(r request) tea.Cmd {
 	}
 }
 
-func (m *Model) finished(msg actionDoneMsg) {
+// finished notes an action's outcome and reads what it wrote at once; the
+// note shows when that read lands, with the rows it changed.
+func (m *Model) finished(msg actionDoneMsg) tea.Cmd {
 	r, ok := m.running[msg.id]
 	if !ok {
-		return
+		return nil
 	}
 	delete(m.running, msg.id)
-	if msg.err != nil {
-		m.addNote(fmt.Sprintf("%s: failed: %s", r.title(), firstLine(msg.err.Error())), toneBad)
-		return
+	text, t := fmt.Sprintf("%s: done (action %d)", r.title(), msg.id), toneGood
+	switch {
+	case msg.err != nil:
+		text, t = fmt.Sprintf("%s: failed: %s", r.title(), firstLine(msg.err.Error())), toneBad
+	case r.act == actDrain:
+		text = fmt.Sprintf("%s: under way; the journal shows its progress (action %d)", r.title(), msg.id)
 	}
-	outcome := "done"
-	if r.act == actDrain {
-		outcome = "under way; the journal shows its progress"
-	}
-	m.addNote(fmt.Sprintf("%s: %s (action %d)", r.title(), outcome, msg.id), toneGood)
+	m.outcomes = append(m.outcomes, outcome{after: m.reads, note: note(m.opts.Now(), text, t)})
+	return m.readNow()
 }
 
 func (m *Model) runningIDs() []int {
@@ -419,6 +484,16 @@ func (m *Model) refilter() {
 	}
 	m.hosts.reselect()
 	m.envs.reselect()
+	clear(m.keptHosts)
+	clear(m.keptEnvs)
+	if f != "" {
+		for _, n := range m.hosts.ids {
+			m.keptHosts[n] = true
+		}
+		for _, id := range m.envs.ids {
+			m.keptEnvs[id] = true
+		}
+	}
 }
 
 func (l *list) reselect() {
@@ -465,10 +540,17 @@ func (m *Model) fitAll() {
 	m.envs.fit(l.envs - 2)
 }
 
-// visibleEvent reports whether the scope and filter keep e.
+// visibleEvent reports whether the scope, the claims toggle and the
+// filter keep e. The filter keeps the events whose text it matches, and
+// every event of a row it keeps: a task kept by its name keeps its
+// events, which name it by ID.
 func (m *Model) visibleEvent(e *event) bool {
-	if own := e.kind == "" && e.typ == "watch"; !own && !m.opts.Scope.Covers(e.host, e.task) {
+	own := e.kind == "" && e.typ == "watch"
+	switch {
+	case !own && !m.opts.Scope.Covers(e.host, e.task), e.claim && !m.claims:
 		return false
+	case m.filter == "", m.keptEnvs[e.task], e.kind == records.KindHost && m.keptHosts[e.name]:
+		return true
 	}
-	return m.filter == "" || strings.Contains(e.lower, strings.ToLower(m.filter))
+	return strings.Contains(e.lower, strings.ToLower(m.filter))
 }

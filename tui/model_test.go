@@ -44,8 +44,19 @@ func press(m *Model, keys ...tea.Msg) []tea.Cmd {
 // settleFollow reads the journal once, as the next poll would.
 func settleFollow(t *testing.T, m *Model) tea.Cmd {
 	t.Helper()
-	_, cmd := m.Update(m.followCmd()())
+	_, cmd := m.Update(m.followCmd(true)())
 	return cmd
+}
+
+// finish delivers an action's outcome, then the read it starts at once,
+// as bubbletea would.
+func finish(t *testing.T, m *Model, action tea.Cmd) {
+	t.Helper()
+	_, read := m.Update(action())
+	if read == nil {
+		t.Fatal("the action's end started no read")
+	}
+	m.Update(read())
 }
 
 func lastNote(m *Model) string {
@@ -124,7 +135,7 @@ func TestKeysDriveEveryActionThroughItsConfirmation(t *testing.T) {
 			if len(m.running) != 1 {
 				t.Fatalf("running %v", m.running)
 			}
-			m.Update(cmds[0]())
+			finish(t, m, cmds[0])
 			if got := rec.list(); !slices.Equal(got, []string{c.call}) {
 				t.Fatalf("calls %q, want %q", got, c.call)
 			}
@@ -241,7 +252,7 @@ func TestFailedActionShowsInEventsPane(t *testing.T) {
 	rec := &recorder{err: errors.New("host web-1 is unreachable\nsecond line")}
 	m := ready(t, teardownStore(t), rec)
 	cmds := press(m, runes("u"), runes("y"))
-	m.Update(cmds[0]())
+	finish(t, m, cmds[0])
 	if got := lastNote(m); got != "uncordon host web-1: failed: host web-1 is unreachable" {
 		t.Fatalf("note %q", got)
 	}
@@ -416,7 +427,7 @@ func TestUnreadableJournalFallsBackToPollingAndStaleIsShown(t *testing.T) {
 		t.Fatal("journal error not kept")
 	}
 	clock = clock.Add(time.Second)
-	_, cmd := m.Update(pollMsg{gen: m.gen})
+	_, cmd := m.Update(pollMsg{tick: m.tick})
 	if _, ok := cmd().(loadedMsg); !ok {
 		t.Fatal("no full re-read while the journal is unreadable")
 	}
@@ -440,7 +451,7 @@ func TestUnreadableJournalFallsBackToPollingAndStaleIsShown(t *testing.T) {
 func TestResultsOfAnOlderReadAreDropped(t *testing.T) {
 	st := teardownStore(t)
 	m := ready(t, st, nil)
-	stale := m.followCmd()
+	stale := m.followCmd(true)
 	addHost(t, st, host("web-7", records.HostAdmitted, "", "", nil, nil))
 	m.Update(m.loadCmd("resync")())
 	seq := m.cursor.Seq

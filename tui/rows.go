@@ -23,17 +23,20 @@ var hostCols = []column{
 
 const hostStatusCol = 1
 
+// envCols: the task's identity (ID, name, host) and phase are never
+// dropped, only cut; on a narrow terminal the receipt, the attempts, the
+// step, the drain and the retry go first, in that order, the error last.
 var envCols = []column{
 	{title: "TASK", min: 13, want: 13},
-	{title: "NAME", min: 8, want: 16, drop: 7},
+	{title: "NAME", min: 8, want: 16},
 	{title: "HOST", min: 6, want: 12},
 	{title: "PHASE", min: 15, want: 15},
-	{title: "DRAIN", min: 8, want: 13, drop: 2},
+	{title: "DRAIN", min: 8, want: 13, drop: 3},
 	{title: "RECEIPT", min: 8, want: 11, drop: 6},
-	{title: "STEP", min: 7, want: 14, drop: 3},
+	{title: "STEP", min: 7, want: 14, drop: 4},
 	{title: "ATT", min: 3, want: 3, drop: 5},
-	{title: "RETRY", min: 8, want: 9},
-	{title: "ERROR", min: 12, want: 40, flex: true},
+	{title: "RETRY", min: 8, want: 9, drop: 2},
+	{title: "ERROR", min: 12, want: 40, flex: true, drop: 1},
 }
 
 const envPhaseCol = 3
@@ -73,7 +76,7 @@ func (w *world) envCells(id string, now time.Time) ([]string, tone) {
 			}
 		}
 	}
-	att, retry, errText := "-", "-", t.Error
+	att, retry := "-", "-"
 	if j := w.job(id); j != nil {
 		att = fmt.Sprintf("%d/%d", j.Attempts, records.MaxAttempts)
 		switch j.State {
@@ -89,15 +92,32 @@ func (w *world) envCells(id string, now time.Time) ([]string, tone) {
 		case records.JobSucceeded:
 			retry = "done"
 		}
-		if j.LastError != "" {
-			errText = j.LastError
-		}
 	}
-	if errText == "" && t.Teardown != nil {
-		errText = t.Teardown.Reason
-	}
+	errText, _ := w.envError(id)
 	return []string{id, dash(termsafe.Line(t.Name)), t.Host, string(t.Phase), drain, receipt, step, att, retry,
 		dash(termsafe.Line(firstLine(errText)))}, phaseTone(t.Phase, w.job(id))
+}
+
+// envError is what went wrong with a task, for the ERROR column: its
+// cleanup job's last error, else its own, else, for a teardown stopped in
+// cleanup_pending, why. In any other phase a teardown's reason is a note
+// (why the directory stays, what the drain found), which the detail view
+// shows and the table does not.
+func (w *world) envError(id string) (errText, note string) {
+	t := w.tasks[id]
+	errText = t.Error
+	if j := w.job(id); j != nil && j.LastError != "" {
+		errText = j.LastError
+	}
+	if td := t.Teardown; td != nil && td.Reason != "" {
+		switch {
+		case t.Phase != records.PhaseCleanupPending:
+			note = td.Reason
+		case errText == "":
+			errText = td.Reason
+		}
+	}
+	return errText, note
 }
 
 // hostText and envText are what the filter matches a row against: the

@@ -17,15 +17,17 @@ const (
 
 // layout is how many lines each part of the screen gets: a title line,
 // the three panes (each a title, a header and rows; the events pane has
-// no header), an open dialog, and the footer. They add up to exactly the
-// terminal's height, so nothing scrolls the title away.
+// no header), an open dialog, and the footer (as many lines as its key
+// hints take). They add up to exactly the terminal's height, so nothing
+// scrolls the title away.
 type layout struct {
 	hosts, envs, dialog, events int
+	footer                      []string
 }
 
 func (m *Model) layout() layout {
-	avail := m.height - 2
-	var l layout
+	l := layout{footer: m.footer()}
+	avail := m.height - 1 - len(l.footer)
 	if m.dlg != nil {
 		l.dialog = min(len(m.dialogLines(m.width)), avail)
 	}
@@ -87,7 +89,7 @@ func (m *Model) View() (v string) {
 		out = append(out, d[len(d)-l.dialog:]...)
 	}
 	out = append(out, m.eventsPane(l.events)...)
-	out = append(out, m.footer())
+	out = append(out, l.footer...)
 	return strings.Join(out, "\n")
 }
 
@@ -207,12 +209,19 @@ func (m *Model) eventsPane(h int) []string {
 	if m.evScroll > 0 {
 		name = fmt.Sprintf("EVENTS (%d newer below)", m.evScroll)
 	}
+	if !m.claims {
+		name += ", claim events hidden: C shows them"
+	}
 	title := m.st.dim.Render(" " + name + " ")
 	if m.focus == paneEvents {
 		title = m.st.focus.Render("[" + name + "]")
 	}
 	out := []string{title}
-	if len(picked) == 0 {
+	switch {
+	case len(picked) > 0:
+	case m.filter != "":
+		out = append(out, m.st.dim.Render(clip(fmt.Sprintf("  no event matches %q", m.filter), m.width)))
+	default:
 		out = append(out, m.st.dim.Render("  no events yet"))
 	}
 	for i := len(picked) - 1; i >= 0; i-- {
@@ -256,24 +265,57 @@ func (m *Model) eventCount() int {
 	return n
 }
 
-func (m *Model) footer() string {
+// footer is the line or lines under the panes: the filter being typed, a
+// flashed message, else the focused pane's keys, each hint whole: they
+// wrap rather than run off a narrow terminal.
+func (m *Model) footer() []string {
 	switch {
 	case m.filtering:
-		return clip(m.filterIn.View()+m.st.dim.Render("   enter keeps, esc clears"), m.width)
+		return []string{clip(m.filterIn.View()+m.st.dim.Render("   enter keeps, esc clears"), m.width)}
 	case m.flashMsg != "":
-		return clip(m.st.tone(toneWarn, m.flashMsg), m.width)
+		lines := wrap(m.flashMsg, m.width)
+		for i, l := range lines {
+			lines[i] = m.st.tone(toneWarn, clip(l, m.width))
+		}
+		return lines
 	}
-	h := m.helpModel()
-	h.Width = m.width
-	return clip(h.ShortHelpView(m.keys.footer(m.focus)), m.width)
+	if c := m.hints; c.lines != nil && c.width == m.width && c.focus == m.focus {
+		return c.lines
+	}
+	var lines []string
+	var cur string
+	curW := 0
+	for _, b := range m.keys.footer(m.focus) {
+		if !b.Enabled() {
+			continue
+		}
+		h := b.Help()
+		w := ansi.StringWidth(h.Key) + 1 + ansi.StringWidth(h.Desc)
+		if curW > 0 && curW+2+w > m.width {
+			lines, cur, curW = append(lines, cur), "", 0
+		}
+		if curW > 0 {
+			cur, curW = cur+"  ", curW+2
+		}
+		cur, curW = cur+m.st.header.Render(h.Key)+" "+h.Desc, curW+w
+	}
+	m.hints = keyHints{width: m.width, focus: m.focus, lines: append(lines, clip(cur, m.width))}
+	return m.hints.lines
+}
+
+// keyHints are the footer's key hints as last wrapped: layout and View
+// both need them on every update and frame.
+type keyHints struct {
+	width int
+	focus pane
+	lines []string
 }
 
 func (m *Model) helpModel() help.Model {
 	h := help.New()
-	h.ShortSeparator, h.Ellipsis = "  ", "~"
+	h.Ellipsis = "~"
 	plain := m.st.r.NewStyle()
-	h.Styles = help.Styles{Ellipsis: plain, ShortKey: m.st.header, ShortDesc: plain, ShortSeparator: plain,
-		FullKey: m.st.header, FullDesc: plain, FullSeparator: plain}
+	h.Styles = help.Styles{Ellipsis: plain, FullKey: m.st.header, FullDesc: plain, FullSeparator: plain}
 	return h
 }
 

@@ -46,12 +46,15 @@ func NewCmdFetch(f *cmdutil.Factory, runF func(context.Context, *FetchOptions) e
 		Short: "Download this version's release helpers into the user cache",
 		Long: `Download the helpers of this kandev-exec's release (every supported platform,
 or those given with --platform) and keep them in the user cache, where
-launches find them. Each is verified against the release's checksums.txt
-first; a mismatch is refused and nothing is written.
+launches find them. The release's checksums.txt must carry the project's
+signature (checksums.txt.sig, made with the kandev-exec release key this CLI
+carries), and each helper must match it; a checksums file that is unsigned or
+signed by another key, or a helper that does not match, is refused and nothing
+is written.
 
 Without network access, point --from at the release's files: a directory
-holding the helpers (kandev-exec-helper-OS-ARCH.gz) and checksums.txt, or one
-helper file with checksums.txt beside it.
+holding the helpers (kandev-exec-helper-OS-ARCH.gz), checksums.txt and
+checksums.txt.sig, or one helper file with those two beside it.
 
 The download location is the project's releases; the release-url config key
 or KANDEV_EXEC_RELEASE_URL points it at a mirror.`,
@@ -104,7 +107,7 @@ func fetchRun(ctx context.Context, o *FetchOptions) error {
 		return cmdutil.WriteJSON(o.IO.Out, got)
 	}
 	for _, g := range got {
-		fmt.Fprintf(o.IO.Out, "%s: %s (sha256 %s), verified against %s\n", g.Platform, g.Path, g.SHA256, helperbin.ChecksumsFile)
+		fmt.Fprintf(o.IO.Out, "%s: %s (sha256 %s), verified against %s, signed by the release key\n", g.Platform, g.Path, g.SHA256, helperbin.ChecksumsFile)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func stream(ctx context.Context, o *WatchOptions, st state.Store) error {
 		for _, e := range es {
 			cur.Seq = e.Seq
 			d := records.DetailOf(e)
-			if !placer.Keeps(ctx, sc, e, d) {
+			if tui.IsClaim(e) && !o.Claims || !placer.Keeps(ctx, sc, e, d) {
 				continue
 			}
 			if err := o.print(e); err != nil {

@@ -368,3 +368,41 @@ func TestFollowStreamsWhatACommandStarted(t *testing.T) {
 		t.Fatalf("printed %v, want %v:\n%s", seqs, want, out.String())
 	}
 }
+
+// Claim events are left out of the stream unless --claims keeps them:
+// every verb writes a pair around its work.
+func TestStreamLeavesOutClaimsUnlessAsked(t *testing.T) {
+	st := openStore(t)
+	story(t, st)
+	ctx := context.Background()
+	c, err := st.AcquireClaim(ctx, records.KindTask, "t9", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReleaseClaim(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	put(t, st, records.KindTask, "t9", records.Task{ID: "t9", Host: "web-1", Phase: records.PhaseArchived}, "task.archived",
+		&records.Detail{Host: "web-1", TaskID: "t9", Phase: "archived"})
+	for _, claims := range []bool{false, true} {
+		o, out, _ := streamOpts(st)
+		o.Task, o.Since, o.Until, o.Claims = "t9", 0, "archived", claims
+		if err := o.check(); err != nil {
+			t.Fatal(err)
+		}
+		if err := Run(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			types = append(types, strings.Fields(l)[2])
+		}
+		want := []string{"task.created", "task.draining", "task.archived"}
+		if claims {
+			want = []string{"task.created", "task.draining", "claim.acquired", "claim.released", "task.archived"}
+		}
+		if !slices.Equal(types, want) {
+			t.Fatalf("--claims %v: printed %v, want %v:\n%s", claims, types, want, out.String())
+		}
+	}
+}

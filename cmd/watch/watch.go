@@ -36,6 +36,9 @@ type WatchOptions struct {
 	NoTUI      bool
 	JSON       bool
 	ReadOnly   bool
+	// Claims keeps claim events (claim.acquired, claim.released), which
+	// the stream leaves out and the view hides until C.
+	Claims bool
 	// Stop ends a stream after the entry it returns true for (Until, or
 	// what another command waits for).
 	Stop func(state.Entry, records.Detail) bool
@@ -45,6 +48,8 @@ type WatchOptions struct {
 	// Poll is the least time between two reads of the journal by the view
 	// (default 250ms); each read waits for news through the store.
 	Poll time.Duration
+	// Now is the view's clock; nil is the wall clock (tests fix it).
+	Now func() time.Time
 }
 
 // NewOptions are the options over f, for `watch` and for other
@@ -65,6 +70,10 @@ drain, cordon, quarantine, readmit, archive and sweep on the selection (? lists
 every key). Without a terminal, or with --no-tui, one plain line per journal
 event; with --json, one JSON object per line (epoch, seq, at, kind, name, type,
 host, task_id, phase, detail).
+
+Claim events (claim.acquired, claim.released: which kandev-exec holds a task
+or a host while it works on it) come in pairs around every change and are
+left out unless --claims is given; in the view, C shows or hides them.
 
 --since SEQ replays the events after SEQ first (0: the whole journal), and
 --until PHASE stops after the first event that reaches PHASE, so a script can
@@ -93,6 +102,7 @@ wait for a task to be archived:
 	fl.Int64Var(&opts.Since, "since", -1, "replay the events after this sequence number first (0: the whole journal)")
 	fl.StringVar(&opts.Until, "until", "", "stop after the first event that reaches this phase or status (implies --no-tui)")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "the live view offers no action")
+	fl.BoolVar(&opts.Claims, "claims", false, "keep claim events (claim.acquired, claim.released), left out by default")
 	_ = c.RegisterFlagCompletionFunc("host", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) {
 		return ex.HostNames(ctx)
 	}))
@@ -198,7 +208,8 @@ func renderer(ios *cmdutil.IOStreams) *lipgloss.Renderer {
 }
 
 func view(ctx context.Context, o *WatchOptions, ex *executor.Executor) error {
-	to := tui.Options{Store: ex.Store(), Scope: records.Scope{Host: o.Host, Task: o.Task}, Since: o.Since, Renderer: renderer(o.IO), Poll: o.Poll}
+	to := tui.Options{Store: ex.Store(), Scope: records.Scope{Host: o.Host, Task: o.Task}, Since: o.Since, Renderer: renderer(o.IO),
+		Poll: o.Poll, Now: o.Now, Claims: o.Claims}
 	if !o.ReadOnly {
 		to.Actions = o.Actions(ex)
 	}

@@ -24,6 +24,7 @@ func TestNewCmdWatch(t *testing.T) {
 		{args: "--host web-1 --no-tui", want: WatchOptions{Host: "web-1", NoTUI: true, Since: -1}},
 		{args: "--task t1 --since 0 --until archived", want: WatchOptions{Task: "t1", Since: 0, Until: "archived"}, stops: true},
 		{args: "--since 42 --json --read-only", want: WatchOptions{Since: 42, JSON: true, ReadOnly: true}},
+		{args: "--claims --no-tui", want: WatchOptions{Since: -1, Claims: true, NoTUI: true}},
 		{args: "--host a --task b", errText: "give --host or --task, not both"},
 		{args: "--since -3", errText: "--since -3: give a sequence number, 0 or more"},
 		{args: "--until done", errText: `--until "done" is not a phase or status; one of: absent, admitted,`},
@@ -50,7 +51,8 @@ func TestNewCmdWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Host != c.want.Host || got.Task != c.want.Task || got.Since != c.want.Since || got.Until != c.want.Until ||
-				got.NoTUI != c.want.NoTUI || got.JSON != c.want.JSON || got.ReadOnly != c.want.ReadOnly || (got.Stop != nil) != c.stops {
+				got.NoTUI != c.want.NoTUI || got.JSON != c.want.JSON || got.ReadOnly != c.want.ReadOnly || got.Claims != c.want.Claims ||
+				(got.Stop != nil) != c.stops {
 				t.Fatalf("options %+v", *got)
 			}
 		})

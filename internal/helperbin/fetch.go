@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,7 +30,8 @@ const ChecksumsFile = "checksums.txt"
 const maxDownload = 64 << 20
 
 // Fetcher puts release helpers into a version's cache directory, each
-// verified against the release's published checksums first.
+// verified first against the release's published checksums, which must
+// carry the release key's signature (releasekey.go).
 type Fetcher struct {
 	ReleaseURL string // "" means DefaultReleaseURL
 	Version    string
@@ -58,7 +60,7 @@ type DevBuildError struct{ Version string }
 
 func (e *DevBuildError) Error() string {
 	return fmt.Sprintf("this kandev-exec is a development build (version %q): there is no release to download its helpers from; "+
-		"pass --from FILE|DIR with a release's helper and %s, or run `make helpers` in the source checkout", e.Version, ChecksumsFile)
+		"pass --from FILE|DIR with a release's helper, %s and %s, or run `make helpers` in the source checkout", e.Version, ChecksumsFile, SignatureFile)
 }
 
 // Download fetches the helpers for platforms from this version's release.
@@ -78,8 +80,8 @@ func (f *Fetcher) Download(ctx context.Context, platforms []string) ([]Fetched, 
 }
 
 // FromPath takes the helpers from a release's files on disk: a
-// directory holding them and checksums.txt, or one helper's .gz with
-// checksums.txt beside it. With no platforms, a directory gives every
+// directory holding them, checksums.txt and its signature, or one
+// helper's .gz with those two beside it. With no platforms, a directory gives every
 // helper it holds.
 func (f *Fetcher) FromPath(p string, platforms []string) ([]Fetched, error) {
 	p, err := filepath.Abs(p)
@@ -128,8 +130,9 @@ func platformOf(name string) (string, bool) {
 	return "", false
 }
 
-// fetch reads the checksums, then each helper, verifies and caches it;
-// nothing is cached unless every one verifies.
+// fetch reads the checksums and verifies their signature, then reads
+// each helper, verifies and caches it; nothing is cached unless the
+// signature and every helper verify.
 func (f *Fetcher) fetch(platforms []string, get func(name string) ([]byte, string, error)) ([]Fetched, error) {
 	for _, p := range platforms {
 		if !Supported(p) {
@@ -139,6 +142,9 @@ func (f *Fetcher) fetch(platforms []string, get func(name string) ([]byte, strin
 	raw, from, err := get(ChecksumsFile)
 	if err != nil {
 		return nil, fmt.Errorf("read the release's %s: %w", ChecksumsFile, err)
+	}
+	if err := verifySignature(raw, from, get); err != nil {
+		return nil, err
 	}
 	published, err := ParseSums(raw)
 	if err != nil {
@@ -201,7 +207,7 @@ func (f *Fetcher) get(ctx context.Context, url string) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return nil, &httpStatusError{URL: url, Status: resp.Status, Code: resp.StatusCode}
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDownload+1))
 	if err != nil {
@@ -211,6 +217,19 @@ func (f *Fetcher) get(ctx context.Context, url string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: larger than %d bytes", url, maxDownload)
 	}
 	return b, nil
+}
+
+// httpStatusError is a download the server did not answer with the file;
+// a 404 is fs.ErrNotExist, as a missing file on disk is.
+type httpStatusError struct {
+	URL, Status string
+	Code        int
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("GET %s: %s", e.URL, e.Status) }
+
+func (e *httpStatusError) Is(target error) bool {
+	return target == fs.ErrNotExist && e.Code == http.StatusNotFound
 }
 
 func sha256Hex(b []byte) string {

@@ -18,11 +18,13 @@ import (
 )
 
 // release is a fake release of every platform: each helper's bytes, its
-// gzip copy, and checksums.txt over the copies.
+// gzip copy, and checksums.txt over the copies, signed by the tests'
+// release key.
 type release struct {
 	bin  map[string][]byte // platform -> binary
 	gz   map[string][]byte // platform -> gzip copy
 	sums string            // checksums.txt
+	sig  []byte            // checksums.txt.sig; nil: unsigned
 }
 
 func newRelease(t *testing.T, tag string) *release {
@@ -36,6 +38,7 @@ func newRelease(t *testing.T, tag string) *release {
 	}
 	fmt.Fprintf(&sums, "%s  kandev-exec_1.2.3_linux_amd64.tar.gz\n", sha256Hex([]byte("an archive")))
 	r.sums = sums.String()
+	r.sig = signWith(t, testRelease, ReleaseNamespace, []byte(r.sums))
 	return r
 }
 
@@ -54,6 +57,9 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 func (r *release) writeDir(t *testing.T, dir string) {
 	t.Helper()
 	write(t, filepath.Join(dir, ChecksumsFile), []byte(r.sums))
+	if r.sig != nil {
+		write(t, filepath.Join(dir, SignatureFile), r.sig)
+	}
 	for p, gz := range r.gz {
 		write(t, filepath.Join(dir, Name(p)+".gz"), gz)
 	}
@@ -212,6 +218,10 @@ func server(t *testing.T, rel *release) *httptest.Server {
 		}
 		if name == ChecksumsFile {
 			io.WriteString(w, rel.sums)
+			return
+		}
+		if name == SignatureFile && rel.sig != nil {
+			w.Write(rel.sig)
 			return
 		}
 		for p, gz := range rel.gz {

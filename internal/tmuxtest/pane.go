@@ -22,7 +22,8 @@ const Prompt = "e2e$"
 // wait bounds every wait on the screen.
 const wait = 30 * time.Second
 
-// Pane is one tmux session of 120x30 running an interactive sh.
+// Pane is one tmux session running an interactive sh, 120x30 until
+// resized.
 type Pane struct {
 	t    *testing.T
 	dir  string // the socket and the shell's scratch files
@@ -57,6 +58,13 @@ func (p *Pane) tmux(args ...string) string {
 		p.t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// Resize makes the pane width columns by height rows: the program in it
+// gets the SIGWINCH a terminal window's resize sends.
+func (p *Pane) Resize(width, height int) {
+	p.t.Helper()
+	p.tmux("resize-window", "-t", "w", "-x", strconv.Itoa(width), "-y", strconv.Itoa(height))
 }
 
 // Screen is what the pane shows, as text.

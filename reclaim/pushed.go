@@ -1,0 +1,241 @@
+package reclaim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// What of the repository no upstream has. Everything the repository
+// holds on to is local work until the upstream's current refs prove
+// otherwise: HEAD, every ref under refs/ (remote-tracking refs too,
+// which go stale: a branch the remote deleted is kept only here), and
+// every reflog entry. A commit counts as pushed when it is a tip of an
+// upstream or an ancestor (here) of one; a tag, or any other object a
+// ref names, only when the upstream has that same object. Grafts,
+// replace refs and the commit-graph cannot add ancestry (gitrun.go); a
+// shallow boundary only removes it, so it can make a commit look
+// unpushed, never pushed.
+
+// allReflogs names the unpushed commits rev-list --reflog found when no
+// ref or reflog entry read here was one.
+const allReflogs = "the reflogs"
+
+// held is what a repository holds on to.
+type held struct {
+	head string            // HEAD's commit, "" before the first
+	refs map[string]string // every ref under refs/
+	logs []localRef        // reflog entries, each object once
+	// logsUnread: the refs are in a reftable, whose reflogs git lists
+	// (rev-list --reflog) rather than the proof.
+	logsUnread bool
+}
+
+// heldObjects reads the refs and reflogs from files, or asks git for the
+// refs when the repository keeps them in a reftable.
+func (h *host) heldObjects(ctx context.Context, r repo, head string) (held, error) {
+	hd := held{head: head}
+	rt, err := r.gitDir.usesReftable()
+	if err != nil {
+		return held{}, err
+	}
+	if !rt {
+		if hd.refs, err = r.gitDir.refs(); err != nil {
+			return held{}, err
+		}
+		hd.logs, err = r.gitDir.reflogs()
+		return hd, err
+	}
+	out, err := r.git(ctx, h, "", "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return held{}, err
+	}
+	hd.refs, hd.logsUnread = map[string]string{}, true
+	return hd, parsePackedRefs(out, hd.refs)
+}
+
+// localRefs sorts what hd holds into tags (which must be upstream tips
+// themselves) and everything else: HEAD, the other refs by name, then
+// the reflog entries whose object no ref already names.
+func (hd held) localRefs() (tags, others []localRef) {
+	if hd.head != "" {
+		others = append(others, localRef{"HEAD", hd.head})
+	}
+	names := make([]string, 0, len(hd.refs))
+	for name := range hd.refs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	named := map[string]bool{hd.head: true}
+	for _, name := range names {
+		oid := hd.refs[name]
+		named[oid] = true
+		switch {
+		case name == "refs/stash": // the stash is a reason of its own
+		case strings.HasPrefix(name, "refs/tags/"):
+			tags = append(tags, localRef{name, oid})
+		default:
+			others = append(others, localRef{name, oid})
+		}
+	}
+	for _, l := range hd.logs {
+		if !named[l.oid] {
+			others = append(others, l)
+		}
+	}
+	return tags, others
+}
+
+// checkPushed records in c what hd holds that the upstreams' current
+// tips do not have. The tips decide, never the local remote-tracking
+// refs: a force-push on the remote would otherwise pass for pushed.
+func (h *host) checkPushed(ctx context.Context, r repo, hd held, up upstreamSet, c *Checkout) error {
+	tags, others := hd.localRefs()
+	if len(up.urls) == 0 {
+		c.NoRemote = true
+		for _, l := range others {
+			c.UnpushedRefs = appendOnce(c.UnpushedRefs, l.name)
+		}
+		for _, l := range tags {
+			c.UnpushedTags = append(c.UnpushedTags, l.name)
+		}
+		return nil
+	}
+	tips := map[string]bool{}
+	for _, u := range up.urls {
+		t, err := h.remotes.tips(ctx, h, u)
+		if err != nil {
+			return err
+		}
+		for oid := range t {
+			tips[oid] = true
+		}
+	}
+	for _, l := range tags {
+		if !tips[l.oid] {
+			c.UnpushedTags = append(c.UnpushedTags, l.name)
+		}
+	}
+	var want []localRef
+	for _, l := range others {
+		if !tips[l.oid] {
+			want = append(want, l)
+		}
+	}
+	if len(want) == 0 && !hd.logsUnread {
+		return nil
+	}
+	commits, err := h.sortByType(ctx, r, want, c)
+	if err != nil {
+		return err
+	}
+	n, err := h.countUnreachable(ctx, r, commits, tips, hd.logsUnread)
+	if err != nil || n == 0 {
+		return err
+	}
+	c.Unpushed = n
+	for _, l := range commits {
+		c.UnpushedRefs = appendOnce(c.UnpushedRefs, l.name)
+	}
+	if len(commits) == 0 {
+		c.UnpushedRefs = []string{allReflogs}
+	}
+	c.Stale = trackingStale(hd.refs, up.remotes, tips)
+	return nil
+}
+
+// trackingStale: a tracking ref of an upstream remote names what the
+// upstream no longer has as a tip, so it moved since the last fetch.
+func trackingStale(refs map[string]string, remotes []string, tips map[string]bool) bool {
+	for name, oid := range refs {
+		for _, rn := range remotes {
+			if strings.HasPrefix(name, "refs/remotes/"+rn+"/") && !strings.HasSuffix(name, "/HEAD") && !tips[oid] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sortByType keeps the commits of want for rev-list and records the
+// refs naming any other object (a tag outside refs/tags, a tree, a blob)
+// in c: not an upstream tip, so not on it. An object that is missing
+// holds nothing to lose.
+func (h *host) sortByType(ctx context.Context, r repo, want []localRef, c *Checkout) ([]localRef, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	var in strings.Builder
+	for _, l := range want {
+		fmt.Fprintln(&in, l.oid)
+	}
+	out, err := r.git(ctx, h, in.String(), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return nil, err
+	}
+	types := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		oid, typ, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !oidRE.MatchString(oid) {
+			return nil, fmt.Errorf("git cat-file: unexpected line %q", sc.Text())
+		}
+		types[oid] = typ
+	}
+	var commits []localRef
+	for _, l := range want {
+		switch types[l.oid] {
+		case "commit":
+			commits = append(commits, l)
+		case "missing":
+		case "tag", "tree", "blob":
+			c.UnpushedObjects = appendOnce(c.UnpushedObjects, l.name)
+		default:
+			return nil, fmt.Errorf("git cat-file: no type for %s", l.oid)
+		}
+	}
+	return commits, sc.Err()
+}
+
+// countUnreachable counts the commits reachable from commits (and, with
+// reflogs, from every reflog entry) that no tip reaches here.
+func (h *host) countUnreachable(ctx context.Context, r repo, commits []localRef, tips map[string]bool, reflogs bool) (int, error) {
+	if len(commits) == 0 && !reflogs {
+		return 0, nil
+	}
+	var in strings.Builder
+	for _, l := range commits {
+		fmt.Fprintln(&in, l.oid)
+	}
+	for oid := range tips {
+		fmt.Fprintf(&in, "^%s\n", oid)
+	}
+	args := []string{"rev-list", "--count", "--ignore-missing", "--stdin"}
+	if reflogs {
+		args = append(args, "--reflog")
+	}
+	// --ignore-missing: a remote tip this repository has never fetched
+	// proves nothing here, and must not fail the walk.
+	out, err := r.git(ctx, h, in.String(), args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, fmt.Errorf("git rev-list --count: unexpected output %q", out)
+	}
+	return n, nil
+}
+
+func appendOnce(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
