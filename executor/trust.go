@@ -84,10 +84,7 @@ func (e *Executor) observeForTrust(ctx context.Context, t *sshconfig.Target, opt
 		return nil, nil, err
 	}
 	authErr = err
-	named := map[string]bool{}
-	for _, f := range o.Fingerprints {
-		named[f] = true
-	}
+	named := setOf(o.Fingerprints)
 	for _, hop := range t.Hops() {
 		if len(named) == 0 || !opts.Pins[hop.Addr()].IsZero() || named[observedAt(observed, hop.Addr()).Fingerprint] {
 			continue
@@ -102,6 +99,23 @@ func (e *Executor) observeForTrust(ctx context.Context, t *sshconfig.Target, opt
 		}
 	}
 	return observed, authErr, nil
+}
+
+// pinsByAddress is what h trusts of each hop, by address.
+func pinsByAddress(h *records.Host) map[string]records.HopPin {
+	out := map[string]records.HopPin{}
+	for _, p := range h.Pins {
+		out[p.Address] = p
+	}
+	return out
+}
+
+func setOf(xs []string) map[string]bool {
+	out := map[string]bool{}
+	for _, x := range xs {
+		out[x] = true
+	}
+	return out
 }
 
 func observedAt(obs []ssh.Observed, addr string) ssh.Observed {
@@ -169,10 +183,7 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 // certificate's own fingerprint becomes its key's, unchanged; a hop
 // trusted through a CA stays so unless replace.
 func pinChanges(h *records.Host, observed []ssh.Observed, replace bool) ([]records.HopPin, []TrustChange) {
-	old := map[string]records.HopPin{}
-	for _, p := range h.Pins {
-		old[p.Address] = p
-	}
+	old := pinsByAddress(h)
 	var pins []records.HopPin
 	var changes []TrustChange
 	for _, obs := range observed {

@@ -18,14 +18,7 @@ import (
 // so a certificate the CA does not vouch for (another CA, expired, not yet
 // valid, for another name, revoked) fails it, exit 5, saying why.
 func (e *Executor) trustThroughCA(ctx context.Context, t *sshconfig.Target, h *records.Host, o TrustOptions, observed []ssh.Observed) ([]records.HopPin, []TrustChange, error) {
-	named := map[string]bool{}
-	for _, f := range o.Fingerprints {
-		named[f] = true
-	}
-	old := map[string]records.HopPin{}
-	for _, p := range h.Pins {
-		old[p.Address] = p
-	}
+	named, old := setOf(o.Fingerprints), pinsByAddress(h)
 	var pins []records.HopPin
 	var changes []TrustChange
 	for _, obs := range observed {

@@ -13,7 +13,20 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
+	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 )
+
+// lockedTarget is a server reached only with a new key protected by the
+// passphrase s3cret, at path locked.
+func lockedTarget(t *testing.T) (tg *sshconfig.Target, locked string) {
+	t.Helper()
+	s := sshtest.NewServer(t)
+	tg = targetFor(t, s)
+	locked, pub := s.NewUserKey(t, "s3cret")
+	s.AuthorizeKey(pub)
+	tg.IdentityFiles = []string{locked}
+	return tg, locked
+}
 
 // answers is a Prompt that gives the passphrases in turn and notes each
 // prompt it was shown.
@@ -78,11 +91,7 @@ func TestPassphraseAsked(t *testing.T) {
 // agent did not offer it, once: no agent, a socket nobody answers on, a
 // locked agent.
 func TestPassphraseKeyNamesTheAgent(t *testing.T) {
-	s := sshtest.NewServer(t)
-	tg := targetFor(t, s)
-	locked, pub := s.NewUserKey(t, "s3cret")
-	s.AuthorizeKey(pub)
-	tg.IdentityFiles = []string{locked}
+	tg, locked := lockedTarget(t)
 	dir, err := os.MkdirTemp("", "ke-agent")
 	if err != nil {
 		t.Fatal(err)
@@ -143,11 +152,7 @@ func lockAgent(t *testing.T, sock, path string) {
 
 // The connect timeout does not run while a person types the passphrase.
 func TestPassphrasePromptStopsTheClock(t *testing.T) {
-	s := sshtest.NewServer(t)
-	tg := targetFor(t, s)
-	locked, pub := s.NewUserKey(t, "s3cret")
-	s.AuthorizeKey(pub)
-	tg.IdentityFiles = []string{locked}
+	tg, _ := lockedTarget(t)
 	slow := func(string) ([]byte, error) {
 		time.Sleep(time.Second) // a person typing, for longer than the whole timeout
 		return []byte("s3cret"), nil

@@ -54,6 +54,21 @@ func run(t *testing.T, c *ssh.Client, cmd string) string {
 	return string(out)
 }
 
+// login dials s with its user key, checks a command runs, and returns
+// the client, closed when the test ends.
+func login(t *testing.T, s *sshtest.Server) *ssh.Client {
+	t.Helper()
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if out := run(t, c, "echo hi"); out != "hi\n" {
+		t.Fatalf("echo hi = %q", out)
+	}
+	return c
+}
+
 func openssh(t *testing.T, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("ssh"); err != nil {
@@ -422,14 +437,7 @@ func TestForwardingOff(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := sshtest.NewServer(t, opt)
-			c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if out := run(t, c, "echo hi"); out != "hi\n" {
-				t.Fatalf("echo hi = %q", out)
-			}
+			c := login(t, s)
 			var oce *ssh.OpenChannelError
 			if _, err := c.Dial("tcp", s.Addr()); !errors.As(err, &oce) || oce.Reason != ssh.Prohibited {
 				t.Fatalf("direct-tcpip: %v, want administratively prohibited", err)
@@ -442,12 +450,7 @@ func TestForwardingOff(t *testing.T) {
 // refused while the first is open.
 func TestMaxSessionsOne(t *testing.T) {
 	t.Parallel()
-	s := sshtest.NewServer(t, sshtest.WithMaxSessions(1))
-	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := login(t, sshtest.NewServer(t, sshtest.WithMaxSessions(1)))
 	first, err := c.NewSession()
 	if err != nil {
 		t.Fatal(err)
