@@ -450,7 +450,12 @@ func TestForwardingOff(t *testing.T) {
 // refused while the first is open.
 func TestMaxSessionsOne(t *testing.T) {
 	t.Parallel()
-	c := login(t, sshtest.NewServer(t, sshtest.WithMaxSessions(1)))
+	s := sshtest.NewServer(t, sshtest.WithMaxSessions(1))
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	first, err := c.NewSession()
 	if err != nil {
 		t.Fatal(err)
