@@ -19,7 +19,7 @@ import (
 // It sets NAME_PORT, NAME_FP and NAME_FPRE as setup does for the others.
 // KIND is dropbear (Dropbear, only an ed25519 host key), hostcert (OpenSSH
 // presenting a certificate from the transcript's CA for 127.0.0.1, whose
-// own fingerprint is NAME_CERTFP) or
+// own fingerprint is NAME_CERTFP, NAME_CERTFPRE as a regexp) or
 // usercert (OpenSSH taking only certificates from that CA: target's key
 // is refused, NAME_KEY is a key with its certificate beside it, and
 // NAME_CERT that certificate). The CA's fingerprint is CA_FP (CA_FPRE as
@@ -87,10 +87,12 @@ func (fx *fixture) cmdRecertify(ts *testscript.TestScript, neg bool, args []stri
 	setCertFP(ts, args[0], s)
 }
 
-// setCertFP sets NAME_CERTFP: the own fingerprint of the certificate s
-// presents for its ed25519 key.
+// setCertFP sets NAME_CERTFP (and NAME_CERTFPRE, as a regexp): the own
+// fingerprint of the certificate s presents for its ed25519 key.
 func setCertFP(ts *testscript.TestScript, name string, s *sshtest.Server) {
-	ts.Setenv(strings.ToUpper(name)+"_CERTFP", xssh.FingerprintSHA256(s.HostCertificate(sshtest.KeyEd25519)))
+	fp := xssh.FingerprintSHA256(s.HostCertificate(sshtest.KeyEd25519))
+	ts.Setenv(strings.ToUpper(name)+"_CERTFP", fp)
+	ts.Setenv(strings.ToUpper(name)+"_CERTFPRE", regexp.QuoteMeta(fp))
 }
 
 // appendConfig adds text to the transcript's ssh config. A Host block
