@@ -143,42 +143,11 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 		Timeout:           timeout,
 	}
 	c, err := connectHop(ctx, prev, hop, cfg, rec, timeout)
-	var closed *HandshakeClosedError
-	if errors.As(err, &closed) && opts.Mode == Record && pin.IsZero() && ca == "" {
-		// A server may list a host key type it has no key for and hang
-		// up when the client picks it: the probe tries each type.
-		for _, fam := range KeyAlgorithmFamilies {
-			if slices.Equal(fam, algos) {
-				continue
-			}
-			debugf(opts.Debug, "  handshake closed; trying host key algorithms %v", fam)
-			cfg.HostKeyAlgorithms = fam
-			if c, err = connectHop(ctx, prev, hop, cfg, rec, timeout); !errors.As(err, new(*HandshakeClosedError)) {
-				break
-			}
-		}
-		if errors.As(err, new(*HandshakeClosedError)) {
-			err = closed
-		}
+	if errors.As(err, new(*HandshakeClosedError)) && opts.Mode == Record && pin.IsZero() && ca == "" {
+		c, err = tryEachKeyType(ctx, prev, hop, cfg, rec, timeout, err, opts.Debug)
 	}
-	noKeyType := err != nil && strings.Contains(err.Error(), "no common algorithm for host key")
-	switch {
-	case err == nil:
-	case ca != "" && noKeyType:
-		return nil, &HostCertError{CA: ca, Reason: "the host presents no host certificate"}
-	case !pin.IsZero() && noKeyType:
-		// The pinned key's type is gone from the server: a changed key.
-		return nil, &HostKeyChangedError{Expected: pin}
-	case errors.As(err, new(*PassphraseKeyError)):
-		return nil, err
-	case len(auth.locked) > 0 && isAuthFailure(err):
-		return nil, &PassphraseKeyError{Path: auth.locked[0], Agent: auth.agent.describe("ssh-agent does not hold it"), Err: err}
-	case auth.none != nil && isAuthFailure(err):
-		return nil, auth.none
-	case auth.agent.unusable() && isAuthFailure(err):
-		return nil, fmt.Errorf("%w; and %s", err, auth.agent.describe(""))
-	default:
-		return nil, err
+	if err != nil {
+		return nil, explainFailure(err, pin, ca, auth)
 	}
 	if obs := rec.all(); len(obs) > 0 {
 		last := obs[len(obs)-1]
@@ -186,6 +155,49 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	}
 	debugf(opts.Debug, "  connected to %s as %s (server %s)", hop.Label(), hop.User, c.ServerVersion())
 	return c, nil
+}
+
+// tryEachKeyType dials the hop again offering one key type at a time,
+// after closed: a server may list a host key type it has no key for and
+// hang up when the client picks it. The first dial not hung up on
+// stands; when every one is, closed does.
+func tryEachKeyType(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, cfg *xssh.ClientConfig, rec *keyRecorder,
+	timeout time.Duration, closed error, debug io.Writer) (*xssh.Client, error) {
+	tried := cfg.HostKeyAlgorithms
+	for _, fam := range KeyAlgorithmFamilies {
+		if slices.Equal(fam, tried) {
+			continue
+		}
+		debugf(debug, "  handshake closed; trying host key algorithms %v", fam)
+		cfg.HostKeyAlgorithms = fam
+		if c, err := connectHop(ctx, prev, hop, cfg, rec, timeout); !errors.As(err, new(*HandshakeClosedError)) {
+			return c, err
+		}
+	}
+	return nil, closed
+}
+
+// explainFailure names what a failed handshake means for this hop: a
+// pinned key type or a certificate the server no longer offers, or, for
+// a failed login, a locked key or an agent that could not help.
+func explainFailure(err error, pin Pin, ca string, auth *authPlan) error {
+	noKeyType := strings.Contains(err.Error(), "no common algorithm for host key")
+	switch {
+	case ca != "" && noKeyType:
+		return &HostCertError{CA: ca, Reason: "the host presents no host certificate"}
+	case !pin.IsZero() && noKeyType:
+		// The pinned key's type is gone from the server: a changed key.
+		return &HostKeyChangedError{Expected: pin}
+	case errors.As(err, new(*PassphraseKeyError)) || !isAuthFailure(err):
+		return err
+	case len(auth.locked) > 0:
+		return &PassphraseKeyError{Path: auth.locked[0], Agent: auth.agent.describe("ssh-agent does not hold it"), Err: err}
+	case auth.none != nil:
+		return auth.none
+	case auth.agent.unusable():
+		return fmt.Errorf("%w; and %s", err, auth.agent.describe(""))
+	}
+	return err
 }
 
 // connectHop opens the hop's connection and runs the handshake over it.
