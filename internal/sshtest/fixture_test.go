@@ -74,9 +74,13 @@ func openssh(t *testing.T, args ...string) string {
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Fatalf("ssh client missing (run `apt-get install openssh-client`): %v", err)
 	}
-	out, err := exec.Command("ssh", args...).CombinedOutput()
+	// Stdout only: the login shell's startup files may write to stderr.
+	var stderr bytes.Buffer
+	cmd := exec.Command("ssh", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("ssh %v: %v: %s", args, err, out)
+		t.Fatalf("ssh %v: %v: %s%s", args, err, out, stderr.Bytes())
 	}
 	return string(out)
 }
