@@ -23,6 +23,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/task"
 	"github.com/kdlbs/kandev-exec/cmd/watch"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
+	"github.com/kdlbs/kandev-exec/internal/quietterm"
 )
 
 // NewCmdRoot builds the whole tree over f.
@@ -61,6 +62,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 
 // Execute runs the CLI and returns the process exit code.
 func Execute() int {
+	quietterm.Restore()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, cmdutil.System(), os.Args[1:])

@@ -50,6 +50,7 @@ type fixture struct {
 	etcd    *etcdtest.Cluster
 	helper  string // the real helper for this platform
 	release *sshsigtest.Signer
+	ca      *sshtest.CA // the transcript's host and user CA, once a server needs it
 }
 
 // TestScripts runs every transcript in testdata/script against its own
@@ -125,7 +126,7 @@ func (fx *fixture) setup(env *testscript.Env) error {
 	env.Setenv("USER_KEY", fx.servers["target"].UserKeyPath)
 	env.Setenv("CLOSED_PORT", strconv.Itoa(closed))
 	env.Setenv("RELAY_PORT", strconv.Itoa(fx.relay.Port()))
-	env.Setenv("TARGET_KT", "ecdsa-sha2-nistp256")
+	env.Setenv("TARGET_KT", "ssh-ed25519")
 	env.Setenv("ME", fx.servers["target"].User())
 	for name, s := range fx.servers {
 		up := strings.ToUpper(name)
@@ -164,16 +165,9 @@ func (fx *fixture) writeConfig(path string) error {
 
 var braced = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
-// negotiated is the fingerprint an unpinned x/crypto client ends up with:
-// it prefers ECDSA over Ed25519 when the server has both.
-func negotiated(s *sshtest.Server) string {
-	for _, k := range s.HostKeys() {
-		if k.Type() == "ecdsa-sha2-nistp256" {
-			return s.Fingerprint(sshtest.KeyECDSA)
-		}
-	}
-	return s.Fingerprint(sshtest.KeyEd25519)
-}
+// negotiated is the fingerprint an unpinned dial ends up with: OpenSSH's
+// order prefers Ed25519, which every fixture server has.
+func negotiated(s *sshtest.Server) string { return s.Fingerprint(sshtest.KeyEd25519) }
 
 func closedPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -288,6 +282,8 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"holdclaim": cmdHoldClaim,
 		"freeport":  cmdFreePort,
 		"httpget":   cmdHTTPGet,
+		"server":    fx.cmdServer,
+		"recertify": fx.cmdRecertify,
 		// genkey NAME [passphrase]: a new key authorized on target.
 		"genkey": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) < 1 || len(args) > 2 {

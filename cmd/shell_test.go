@@ -46,19 +46,13 @@ func newPTY(t *testing.T, rows, cols uint16) *onPTY {
 	return p
 }
 
-// read keeps what the terminal shows, until ptmx is closed, and answers
-// the CLI's queries as a terminal does: at start it asks for the
-// background colour, fenced by a cursor position report (lipgloss, from
-// bubbletea's init), and waits for the answer reading the terminal.
+// read keeps what the terminal shows, until ptmx is closed. It answers
+// nothing: the CLI must not ask the terminal anything (ends checks).
 func (p *onPTY) read() {
 	buf := make([]byte, 4096)
-	answered := 0
 	for {
 		n, err := p.ptmx.Read(buf)
 		p.out.Write(buf[:n])
-		for asked := strings.Count(p.out.String(), "\x1b[6n"); answered < asked; answered++ {
-			p.ptmx.Write([]byte("\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R"))
-		}
 		if err != nil {
 			return
 		}
@@ -142,6 +136,13 @@ func (p *onPTY) ends(want int) {
 	}
 	if after := p.settings(); after != p.cooked {
 		p.t.Fatalf("terminal settings not restored:\nbefore %s\nafter  %s", p.cooked, after)
+	}
+	// A query's answer comes back as input, where it would read (and
+	// drop) what the user typed ahead.
+	for _, query := range []string{"\x1b]11;?", "\x1b[6n"} {
+		if strings.Contains(p.out.String(), query) {
+			p.t.Fatalf("the CLI asked the terminal %q; output:\n%q", query, p.out.String())
+		}
 	}
 }
 

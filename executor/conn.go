@@ -43,10 +43,11 @@ func (e *Executor) connect(ctx context.Context, h *records.Host) (*hostConn, err
 	if err != nil {
 		return nil, err
 	}
-	c, err := ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Enforce, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: h.Name})
+	c, err := ssh.Dial(ctx, t, e.dialOptions(h, ssh.Enforce))
 	if err != nil {
 		return nil, err
 	}
+	e.migrateCertPins(ctx, h, c.Observed)
 	return &hostConn{e: e, host: h, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}, nil
 }
 

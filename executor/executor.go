@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/internal/remote"
+	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
 	"github.com/kdlbs/kandev-exec/state"
 	"github.com/kdlbs/kandev-exec/vault"
@@ -31,16 +32,22 @@ type Config struct {
 	// ClaimTTL is how long a claim outlives its holder's last renewal
 	// (zero: DefaultClaimTTL).
 	ClaimTTL time.Duration
+	// Passphrase asks for an identity file's passphrase (prompt shown,
+	// nothing echoed); nil when there is no terminal to ask on.
+	Passphrase func(prompt string) ([]byte, error)
 }
 
 // Executor runs host, profile and task operations.
 type Executor struct {
-	cfg   Config
-	vault *vault.Vault
+	cfg    Config
+	vault  *vault.Vault
+	unlock *ssh.Unlocker // asks each passphrase once for the executor's life
 }
 
 // New returns an Executor over cfg.
-func New(cfg Config) *Executor { return &Executor{cfg: cfg, vault: vault.New(cfg.StateDir, cfg.Store)} }
+func New(cfg Config) *Executor {
+	return &Executor{cfg: cfg, vault: vault.New(cfg.StateDir, cfg.Store), unlock: &ssh.Unlocker{Prompt: cfg.Passphrase}}
+}
 
 // Vault is the operator's secrets and session tokens.
 func (e *Executor) Vault() *vault.Vault { return e.vault }

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -14,24 +16,57 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// targetPin is the pin of the host itself (the last hop).
-func targetPin(h *records.Host, t *sshconfig.Target) ssh.Pin {
+// targetTrust is what is trusted of the host itself (the last hop).
+func targetTrust(h *records.Host, t *sshconfig.Target) records.HopPin {
 	for _, p := range h.Pins {
 		if p.Address == t.Addr() {
-			return pinOf(p)
+			return p
 		}
 	}
-	return ssh.Pin{}
+	return records.HopPin{}
 }
 
 func pinOf(p records.HopPin) ssh.Pin { return ssh.Pin{KeyType: p.KeyType, Fingerprint: p.Fingerprint} }
 
+// hostPins are the hops trusted by one key.
 func hostPins(h *records.Host) ssh.Pins {
 	out := ssh.Pins{}
 	for _, p := range h.Pins {
-		out[p.Address] = pinOf(p)
+		if p.CAFingerprint == "" {
+			out[p.Address] = pinOf(p)
+		}
 	}
 	return out
+}
+
+// hostCAs are the hops trusted through a CA.
+func hostCAs(h *records.Host) ssh.CAs {
+	out := ssh.CAs{}
+	for _, p := range h.Pins {
+		if p.CAFingerprint != "" {
+			out[p.Address] = p.CAFingerprint
+		}
+	}
+	return out
+}
+
+// dialOptions are those of every dial of h in mode: what it trusts, and
+// this command's timeout, diagnostics and passphrase prompt.
+func (e *Executor) dialOptions(h *records.Host, mode ssh.TrustMode) ssh.DialOptions {
+	return ssh.DialOptions{Pins: hostPins(h), CAs: hostCAs(h), Mode: mode, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug,
+		Host: h.Name, Unlocker: e.unlock}
+}
+
+// trustKind names what a host is trusted by: "pin" (one key), "ca" (the
+// keys a CA certified) or "none".
+func trustKind(p records.HopPin) string {
+	switch {
+	case p.CAFingerprint != "":
+		return "ca"
+	case p.Fingerprint != "":
+		return "pin"
+	}
+	return "none"
 }
 
 func hostOverrides(h *records.Host) sshconfig.Overrides {
@@ -41,20 +76,24 @@ func hostOverrides(h *records.Host) sshconfig.Overrides {
 
 // HostView is the host as `host ls/show --json` prints it (docs/contract.md).
 type HostView struct {
-	Name         string           `json:"name"`
-	Alias        string           `json:"alias"`
-	Hostname     string           `json:"hostname"`
-	Port         int              `json:"port"`
-	User         string           `json:"user"`
-	ProxyJump    string           `json:"proxy_jump"`
-	WorkdirRoot  string           `json:"workdir_root"`
-	Fingerprint  string           `json:"fingerprint"`
-	KeyType      string           `json:"key_type"`
-	Pins         []records.HopPin `json:"pins"`
-	Status       string           `json:"status"`
-	StatusReason string           `json:"status_reason"`
-	StatusBy     string           `json:"status_by"`
-	StatusAt     *time.Time       `json:"status_at"`
+	Name        string `json:"name"`
+	Alias       string `json:"alias"`
+	Hostname    string `json:"hostname"`
+	Port        int    `json:"port"`
+	User        string `json:"user"`
+	ProxyJump   string `json:"proxy_jump"`
+	WorkdirRoot string `json:"workdir_root"`
+	Fingerprint string `json:"fingerprint"`
+	KeyType     string `json:"key_type"`
+	// Trust is what the host itself is trusted by: "pin", "ca" (then
+	// CAFingerprint names the CA) or "none".
+	Trust         string           `json:"trust"`
+	CAFingerprint string           `json:"ca_fingerprint"`
+	Pins          []records.HopPin `json:"pins"`
+	Status        string           `json:"status"`
+	StatusReason  string           `json:"status_reason"`
+	StatusBy      string           `json:"status_by"`
+	StatusAt      *time.Time       `json:"status_at"`
 	// StatusUntil ends a quarantine given with --ttl (null: no end); once
 	// past, the status is admitted again.
 	StatusUntil *time.Time `json:"status_until"`
@@ -141,7 +180,41 @@ func (e *Executor) viewWith(ctx context.Context, h *records.Host, rec state.Reco
 		v.ProxyJumpHops = append(v.ProxyJumpHops, JumpHop{Name: j.Name, User: j.User, Hostname: j.HostName, Port: j.Port,
 			Destination: j.User + "@" + j.Addr()})
 	}
-	pin := targetPin(h, t)
-	v.Fingerprint, v.KeyType = pin.Fingerprint, pin.KeyType
+	tr := targetTrust(h, t)
+	v.Fingerprint, v.KeyType, v.Trust, v.CAFingerprint = tr.Fingerprint, tr.KeyType, trustKind(tr), tr.CAFingerprint
 	return v
 }
+
+// migrateCertPins rewrites the pins kept as a host certificate's own
+// fingerprint, which every renewal changes, to the key it certifies, once
+// a dial has seen that certificate again. A failure leaves the old pin,
+// which still matches: the next dial tries again.
+func (e *Executor) migrateCertPins(ctx context.Context, h *records.Host, observed []ssh.Observed) {
+	var seen []ssh.Observed
+	for _, o := range observed {
+		if o.CertPinned {
+			seen = append(seen, o)
+		}
+	}
+	if len(seen) == 0 {
+		return
+	}
+	detail, _ := json.Marshal(seen)
+	_, _ = records.MutateEvent(ctx, e.cfg.Store, records.KindHost, h.Name, state.Event{Type: "host.pin_migrated", Detail: detail}, func(cur *records.Host) error {
+		changed := false
+		for i, p := range cur.Pins {
+			for _, o := range seen {
+				if p.Address == o.Addr && p.Fingerprint == o.Cert.Fingerprint {
+					cur.Pins[i].KeyType, cur.Pins[i].Fingerprint, changed = o.KeyType, o.Fingerprint, true
+				}
+			}
+		}
+		if !changed {
+			return errNoMigration
+		}
+		return nil
+	})
+}
+
+// errNoMigration: the pins changed meanwhile; nothing is left to migrate.
+var errNoMigration = errors.New("no pin to migrate")

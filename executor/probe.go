@@ -26,23 +26,27 @@ type ErrorView struct {
 
 // TestResult is one row of `host test`.
 type TestResult struct {
-	Name              string         `json:"name"`
-	Address           string         `json:"address"`
-	Fingerprint       string         `json:"fingerprint"`
-	KeyType           string         `json:"key_type"`
-	PinnedFingerprint string         `json:"pinned_fingerprint"`
-	MatchesPin        bool           `json:"matches_pin"`
-	Platform          string         `json:"platform"`
-	Supported         bool           `json:"supported"`
-	Uname             string         `json:"uname"`
-	GitVersion        string         `json:"git_version"`
-	Helper            string         `json:"helper"` // cached under every root in helper_roots, else needs_upload
-	HelperLocal       *LocalHelper   `json:"helper_local"`
-	HelperMissing     string         `json:"helper_missing,omitempty"` // why there is no local helper
-	HelperRoots       []RootHelper   `json:"helper_roots"`
-	Hops              []ssh.Observed `json:"hops"`
-	Error             *ErrorView     `json:"error,omitempty"`
-	Err               error          `json:"-"`
+	Name              string `json:"name"`
+	Address           string `json:"address"`
+	Fingerprint       string `json:"fingerprint"`
+	KeyType           string `json:"key_type"`
+	PinnedFingerprint string `json:"pinned_fingerprint"`
+	// Trust is what the host is trusted by: "pin", "ca" (CAFingerprint
+	// names the CA) or "none"; MatchesPin says the key presented holds.
+	Trust         string         `json:"trust"`
+	CAFingerprint string         `json:"ca_fingerprint"`
+	MatchesPin    bool           `json:"matches_pin"`
+	Platform      string         `json:"platform"`
+	Supported     bool           `json:"supported"`
+	Uname         string         `json:"uname"`
+	GitVersion    string         `json:"git_version"`
+	Helper        string         `json:"helper"` // cached under every root in helper_roots, else needs_upload
+	HelperLocal   *LocalHelper   `json:"helper_local"`
+	HelperMissing string         `json:"helper_missing,omitempty"` // why there is no local helper
+	HelperRoots   []RootHelper   `json:"helper_roots"`
+	Hops          []ssh.Observed `json:"hops"`
+	Error         *ErrorView     `json:"error,omitempty"`
+	Err           error          `json:"-"`
 }
 
 // LocalHelper is the helper this machine would upload to the host.
@@ -95,19 +99,20 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 		return r
 	}
 	r.Address = t.Addr()
-	pin := targetPin(h, t)
-	r.PinnedFingerprint = pin.Fingerprint
-	c, err := ssh.Dial(ctx, t, ssh.DialOptions{Pins: hostPins(h), Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: name})
+	trust := targetTrust(h, t)
+	r.PinnedFingerprint, r.Trust, r.CAFingerprint = trust.Fingerprint, trustKind(trust), trust.CAFingerprint
+	c, err := ssh.Dial(ctx, t, e.dialOptions(h, ssh.Record))
 	var de *ssh.Error
 	if errors.As(err, &de) {
-		r.fillKeys(de.Observed, t, pin)
+		r.fillKeys(de.Observed, t, trust)
 	}
 	if err != nil {
 		r.Err = err
 		return r
 	}
 	defer c.Close()
-	r.fillKeys(c.Observed, t, pin)
+	r.fillKeys(c.Observed, t, trust)
+	e.migrateCertPins(ctx, h, c.Observed)
 	roots, err := e.hostRoots(ctx, h)
 	if err != nil {
 		r.Err = err
@@ -119,12 +124,20 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 	return r
 }
 
-func (r *TestResult) fillKeys(obs []ssh.Observed, t *sshconfig.Target, pin ssh.Pin) {
+// fillKeys records what the dial saw. A key matches its trust when it is
+// the pinned one, or a certificate the trusted CA signed (a dial through
+// a CA that fails never gets here with the target's key accepted).
+func (r *TestResult) fillKeys(obs []ssh.Observed, t *sshconfig.Target, trust records.HopPin) {
 	r.Hops = append([]ssh.Observed{}, obs...)
 	for _, o := range obs {
 		if o.Addr == t.Addr() {
 			r.Fingerprint, r.KeyType = o.Fingerprint, o.KeyType
-			r.MatchesPin = !pin.IsZero() && o.Pin == pin
+			switch {
+			case trust.CAFingerprint != "":
+				r.MatchesPin = o.Cert != nil && o.Cert.CAFingerprint == trust.CAFingerprint
+			case trust.Fingerprint != "":
+				r.MatchesPin = o.Pin == pinOf(trust) || o.CertPinned
+			}
 		}
 	}
 }

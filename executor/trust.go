@@ -27,24 +27,35 @@ type TrustOptions struct {
 	// on first use, which pins whoever answers this connection.
 	AcceptNew bool
 	Replace   bool
-	Confirm   func(c TrustChange) (bool, error)
+	// CAFingerprint trusts the host, and each hop not trusted yet,
+	// through that CA instead of one key: any host key it certified for
+	// the hop's own name. It needs no confirmation: it is one.
+	CAFingerprint string
+	Confirm       func(c TrustChange) (bool, error)
 }
 
-// TrustChange is what trusting does to one hop's pin.
+// TrustChange is what trusting does to one hop's pin. New is the key the
+// hop presents; with CAFingerprint the hop is trusted through that CA
+// rather than by New alone (Cert is the certificate it presented).
 type TrustChange struct {
 	Hop     string   `json:"hop"`
 	Address string   `json:"address"`
 	Old     *ssh.Pin `json:"old,omitempty"`
-	New     ssh.Pin  `json:"new"`
-	Action  string   `json:"action"` // pinned, replaced, unchanged
+	// OldCAFingerprint is the CA the hop was trusted through before.
+	OldCAFingerprint string        `json:"old_ca_fingerprint,omitempty"`
+	New              ssh.Pin       `json:"new"`
+	CAFingerprint    string        `json:"ca_fingerprint,omitempty"`
+	Cert             *ssh.CertInfo `json:"certificate,omitempty"`
+	Action           string        `json:"action"` // pinned, replaced, unchanged
 }
 
 // TrustResult is what `host trust` reports.
 type TrustResult struct {
-	Name        string        `json:"name"`
-	Fingerprint string        `json:"fingerprint"`
-	KeyType     string        `json:"key_type"`
-	Changes     []TrustChange `json:"hops"`
+	Name          string        `json:"name"`
+	Fingerprint   string        `json:"fingerprint"`
+	KeyType       string        `json:"key_type"`
+	CAFingerprint string        `json:"ca_fingerprint,omitempty"`
+	Changes       []TrustChange `json:"hops"`
 }
 
 // observeForTrust dials recording every hop's key. A server usually has
@@ -52,39 +63,59 @@ type TrustResult struct {
 // user named fingerprints, each unpinned hop whose default key is not one
 // of them is dialled again per key type until it presents the named key,
 // so the key checked out of band is the one pinned, with its algorithm.
-func (e *Executor) observeForTrust(ctx context.Context, t *sshconfig.Target, pins ssh.Pins, o TrustOptions) ([]ssh.Observed, error) {
-	opts := ssh.DialOptions{Pins: pins, Mode: ssh.Record, Timeout: e.cfg.ConnectTimeout, Debug: e.cfg.Debug, Host: o.Name,
-		Algorithms: map[string][]string{}}
+// A key is checked before the user authenticates: when authentication
+// fails after every key was seen, they are returned with authErr.
+func (e *Executor) observeForTrust(ctx context.Context, t *sshconfig.Target, opts ssh.DialOptions, o TrustOptions) (observed []ssh.Observed, authErr, err error) {
+	opts.Algorithms = map[string][]string{}
 	dial := func() ([]ssh.Observed, error) {
 		c, err := ssh.Dial(ctx, t, opts)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			c.Close()
+			return c.Observed, nil
 		}
-		c.Close()
-		return c.Observed, nil
+		var de *ssh.Error
+		if errors.As(err, &de) && de.Class == ssh.ClassAuth && len(de.Observed) > 0 {
+			return de.Observed, err
+		}
+		return nil, err
 	}
-	observed, err := dial()
-	if err != nil || len(o.Fingerprints) == 0 {
-		return observed, err
+	observed, err = dial()
+	if observed == nil {
+		return nil, nil, err
 	}
-	named := map[string]bool{}
-	for _, f := range o.Fingerprints {
-		named[f] = true
-	}
+	authErr = err
+	named := setOf(o.Fingerprints)
 	for _, hop := range t.Hops() {
-		if !pins[hop.Addr()].IsZero() || named[observedAt(observed, hop.Addr()).Fingerprint] {
+		if len(named) == 0 || !opts.Pins[hop.Addr()].IsZero() || named[observedAt(observed, hop.Addr()).Fingerprint] {
 			continue
 		}
 		for _, fam := range ssh.KeyAlgorithmFamilies {
 			opts.Algorithms[hop.Addr()] = fam
-			if got, err := dial(); err == nil && named[observedAt(got, hop.Addr()).Fingerprint] {
-				observed = got
+			if got, err := dial(); got != nil && named[observedAt(got, hop.Addr()).Fingerprint] {
+				observed, authErr = got, err
 				break
 			}
 			delete(opts.Algorithms, hop.Addr())
 		}
 	}
-	return observed, nil
+	return observed, authErr, nil
+}
+
+// pinsByAddress is what h trusts of each hop, by address.
+func pinsByAddress(h *records.Host) map[string]records.HopPin {
+	out := map[string]records.HopPin{}
+	for _, p := range h.Pins {
+		out[p.Address] = p
+	}
+	return out
+}
+
+func setOf(xs []string) map[string]bool {
+	out := map[string]bool{}
+	for _, x := range xs {
+		out[x] = true
+	}
+	return out
 }
 
 func observedAt(obs []ssh.Observed, addr string) ssh.Observed {
@@ -100,7 +131,9 @@ func observedAt(obs []ssh.Observed, addr string) ssh.Observed {
 var ErrTrustDeclined = errors.New("host key not trusted: declined")
 
 // TrustHost dials the host (recording keys), then pins the target's key
-// and every hop's. An existing pin is never replaced without Replace.
+// and every hop's, or trusts them through a CA. An existing pin is never
+// replaced without Replace. Keys seen before user authentication failed
+// are still pinned, and the failure returned with the result.
 func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, error) {
 	h, rec, err := e.getHost(ctx, o.Name)
 	if err != nil {
@@ -110,11 +143,11 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if err != nil {
 		return TrustResult{}, err
 	}
-	pins := hostPins(h)
+	opts := e.dialOptions(h, ssh.Record)
 	if o.Replace {
-		pins = ssh.Pins{}
+		opts.Pins, opts.CAs = ssh.Pins{}, ssh.CAs{}
 	}
-	observed, err := e.observeForTrust(ctx, t, pins, o)
+	observed, authErr, err := e.observeForTrust(ctx, t, opts, o)
 	if err != nil {
 		var de *ssh.Error
 		if errors.As(err, &de) && de.Class == ssh.ClassHostKey {
@@ -122,32 +155,60 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 		}
 		return TrustResult{}, err
 	}
-
-	res := TrustResult{Name: o.Name}
-	old := hostPins(h)
+	res := TrustResult{Name: o.Name, CAFingerprint: o.CAFingerprint}
 	var newPins []records.HopPin
-	for _, obs := range observed {
-		ch := TrustChange{Hop: obs.Hop, Address: obs.Addr, New: obs.Pin, Action: "pinned"}
-		if p, ok := old[obs.Addr]; ok {
-			ch.Old = &p
-			ch.Action = "replaced"
-			if p == obs.Pin {
-				ch.Action = "unchanged"
-			}
+	if o.CAFingerprint != "" {
+		newPins, res.Changes, err = e.trustThroughCA(ctx, t, h, o, observed)
+		if err != nil {
+			return TrustResult{}, err
 		}
-		res.Changes = append(res.Changes, ch)
-		newPins = append(newPins, records.HopPin{Hop: obs.Hop, Address: obs.Addr, KeyType: obs.Pin.KeyType, Fingerprint: obs.Pin.Fingerprint})
-		if obs.Addr == t.Addr() {
-			res.Fingerprint, res.KeyType = obs.Fingerprint, obs.KeyType
-		}
+	} else {
+		newPins, res.Changes = pinChanges(h, observed, o.Replace)
+	}
+	if obs := observedAt(observed, t.Addr()); obs.Addr != "" {
+		res.Fingerprint, res.KeyType = obs.Fingerprint, obs.KeyType
 	}
 	if err := confirmChanges(o, res.Changes); err != nil {
 		return TrustResult{}, err
 	}
-	if slices.Equal(newPins, h.Pins) {
-		return res, nil
+	if !slices.Equal(newPins, h.Pins) {
+		if err := e.pinHost(ctx, h, rec.Revision, newPins, res.Changes); err != nil {
+			return TrustResult{}, err
+		}
 	}
-	return res, e.pinHost(ctx, h, rec.Revision, newPins, res.Changes)
+	return res, authErr
+}
+
+// pinChanges pins every hop's key as observed. A pin kept as a host
+// certificate's own fingerprint becomes its key's, unchanged; a hop
+// trusted through a CA stays so unless replace.
+func pinChanges(h *records.Host, observed []ssh.Observed, replace bool) ([]records.HopPin, []TrustChange) {
+	old := pinsByAddress(h)
+	var pins []records.HopPin
+	var changes []TrustChange
+	for _, obs := range observed {
+		ch := TrustChange{Hop: obs.Hop, Address: obs.Addr, New: obs.Pin, Cert: obs.Cert, Action: "pinned"}
+		if p, ok := old[obs.Addr]; ok {
+			ch.Action = "replaced"
+			if p.CAFingerprint != "" {
+				ch.OldCAFingerprint = p.CAFingerprint
+				if !replace {
+					ch.Action, ch.CAFingerprint = "unchanged", p.CAFingerprint
+					changes, pins = append(changes, ch), append(pins, p)
+					continue
+				}
+			} else {
+				prev := pinOf(p)
+				ch.Old = &prev
+				if prev == obs.Pin || obs.CertPinned {
+					ch.Action = "unchanged"
+				}
+			}
+		}
+		changes = append(changes, ch)
+		pins = append(pins, records.HopPin{Hop: obs.Hop, Address: obs.Addr, KeyType: obs.Pin.KeyType, Fingerprint: obs.Pin.Fingerprint})
+	}
+	return pins, changes
 }
 
 // pinHost writes pins on h, the host as read at revision rev before the
@@ -200,8 +261,8 @@ func confirmChanges(o TrustOptions, changes []TrustChange) error {
 		}
 	}
 	for _, ch := range changes {
-		if ch.Action == "unchanged" {
-			continue
+		if ch.Action == "unchanged" || ch.CAFingerprint != "" {
+			continue // a CA's fingerprint given is its confirmation
 		}
 		switch {
 		case len(o.Fingerprints) > 0:

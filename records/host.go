@@ -39,12 +39,15 @@ func (s HostStatus) CanMove(to HostStatus) bool { return hostMoves.allowed(s, to
 // DefaultWorkdirRoot is where task directories live on a host.
 const DefaultWorkdirRoot = "~/.kandev"
 
-// HopPin is the trusted key of one hop (a jump host or the target).
+// HopPin is what is trusted of one hop (a jump host or the target): one
+// key, or, with CAFingerprint, any host key that CA certified for the
+// hop's name (KeyType and Fingerprint are then empty).
 type HopPin struct {
-	Hop         string `json:"hop"`     // label at trust time
-	Address     string `json:"address"` // host:port dialled
-	KeyType     string `json:"key_type"`
-	Fingerprint string `json:"fingerprint"`
+	Hop           string `json:"hop"`     // label at trust time
+	Address       string `json:"address"` // host:port dialled
+	KeyType       string `json:"key_type"`
+	Fingerprint   string `json:"fingerprint"`
+	CAFingerprint string `json:"ca_fingerprint,omitempty"`
 }
 
 // Host is a stored host: how to reach it (an ssh_config alias and

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
@@ -22,6 +24,7 @@ const DefaultTimeout = 10 * time.Second
 // DialOptions controls one dial.
 type DialOptions struct {
 	Pins    Pins // by hop address
+	CAs     CAs  // by hop address: trusted through a CA instead of a pin
 	Mode    TrustMode
 	Timeout time.Duration // per hop: TCP connect + handshake
 	Debug   io.Writer     // dial chain diagnostics; nil = silent
@@ -30,6 +33,8 @@ type DialOptions struct {
 	// Algorithms restricts the host key algorithms of unpinned hops, by
 	// address (to reach a particular key of a server that has several).
 	Algorithms map[string][]string
+	// Unlocker asks for the passphrases of identity files; nil never asks.
+	Unlocker *Unlocker
 }
 
 // Client is an authenticated connection to a target through its hops.
@@ -109,50 +114,40 @@ func timeoutFor(hop *sshconfig.Target, opts DialOptions) time.Duration {
 
 func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts DialOptions, rec *keyRecorder) (*xssh.Client, error) {
 	timeout := timeoutFor(hop, opts)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, deadline, cancel := withHopDeadline(ctx, timeout)
 	defer cancel()
 	debugf(opts.Debug, "dial %s (user %s, timeout %s)", hop.Label(), hop.User, timeout)
-
-	auth, err := planAuth(hop)
-	if err != nil {
-		return nil, err
+	if hop.ProxyCommand != "" {
+		debugf(opts.Debug, "  through the ssh config's ProxyCommand")
 	}
+
+	auth := planAuth(hop, opts.Unlocker, deadline)
 	// With nothing to offer, the dial still goes on: the host key is
 	// worth reporting, and the server gets to say no.
 	defer auth.closer()
 	debugf(opts.Debug, "  offering %d key(s) (%s), identities_only=%v", len(auth.signers), keyTypes(auth.signers), hop.IdentitiesOnly)
 
-	conn, err := hopConn(ctx, prev, hop)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, &timeoutError{what: "connect to " + hop.Addr(), d: timeout.String()}
-		}
-		return nil, err
-	}
-	pin := opts.Pins[hop.Addr()]
+	pin, ca := opts.Pins[hop.Addr()], opts.CAs[hop.Addr()]
 	algos := hostKeyAlgorithms(pin)
-	if pin.IsZero() {
-		algos = opts.Algorithms[hop.Addr()]
+	switch a := opts.Algorithms[hop.Addr()]; {
+	case ca != "":
+		algos, pin = certAlgorithms, Pin{}
+	case pin.IsZero() && a != nil:
+		algos = a
 	}
 	cfg := &xssh.ClientConfig{
 		User:              hop.User,
 		Auth:              []xssh.AuthMethod{xssh.PublicKeys(auth.signers...)},
-		HostKeyCallback:   rec.callback(hop, pin, opts.Mode),
+		HostKeyCallback:   rec.callback(hop, pin, ca, opts.Mode),
 		HostKeyAlgorithms: algos,
 		Timeout:           timeout,
 	}
-	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
-	switch {
-	case err == nil:
-	case !pin.IsZero() && strings.Contains(err.Error(), "no common algorithm for host key"):
-		// The pinned key's type is gone from the server: a changed key.
-		return nil, &HostKeyChangedError{Expected: pin}
-	case len(auth.locked) > 0 && isAuthFailure(err):
-		return nil, fmt.Errorf("%w (and %w)", err, &PassphraseKeyError{Path: auth.locked[0]})
-	case auth.none != nil && isAuthFailure(err):
-		return nil, auth.none
-	default:
-		return nil, err
+	c, err := connectHop(ctx, prev, hop, cfg, rec, timeout)
+	if errors.As(err, new(*HandshakeClosedError)) && opts.Mode == Record && pin.IsZero() && ca == "" {
+		c, err = tryEachKeyType(ctx, prev, hop, cfg, rec, timeout, err, opts.Debug)
+	}
+	if err != nil {
+		return nil, explainFailure(err, pin, ca, auth)
 	}
 	if obs := rec.all(); len(obs) > 0 {
 		last := obs[len(obs)-1]
@@ -162,13 +157,98 @@ func dialHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, opts
 	return c, nil
 }
 
-// hopConn is the connection a hop's SSH session runs over: TCP to the
-// first hop, a direct-tcpip channel through the one before it after that.
-func hopConn(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target) (net.Conn, error) {
-	if prev == nil {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
+// tryEachKeyType dials the hop again offering one key type at a time,
+// after closed: a server may list a host key type it has no key for and
+// hang up when the client picks it. The first dial not hung up on
+// stands; when every one is, closed does.
+func tryEachKeyType(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, cfg *xssh.ClientConfig, rec *keyRecorder,
+	timeout time.Duration, closed error, debug io.Writer) (*xssh.Client, error) {
+	tried := cfg.HostKeyAlgorithms
+	for _, fam := range KeyAlgorithmFamilies {
+		if slices.Equal(fam, tried) {
+			continue
+		}
+		debugf(debug, "  handshake closed; trying host key algorithms %v", fam)
+		cfg.HostKeyAlgorithms = fam
+		if c, err := connectHop(ctx, prev, hop, cfg, rec, timeout); !errors.As(err, new(*HandshakeClosedError)) {
+			return c, err
+		}
 	}
-	return prev.DialContext(ctx, "tcp", hop.Addr())
+	return nil, closed
+}
+
+// explainFailure names what a failed handshake means for this hop: a
+// pinned key type or a certificate the server no longer offers, or, for
+// a failed login, a locked key or an agent that could not help.
+func explainFailure(err error, pin Pin, ca string, auth *authPlan) error {
+	noKeyType := strings.Contains(err.Error(), "no common algorithm for host key")
+	switch {
+	case ca != "" && noKeyType:
+		return &HostCertError{CA: ca, Reason: "the host presents no host certificate"}
+	case !pin.IsZero() && noKeyType:
+		// The pinned key's type is gone from the server: a changed key.
+		return &HostKeyChangedError{Expected: pin}
+	case errors.As(err, new(*PassphraseKeyError)) || !isAuthFailure(err):
+		return err
+	case len(auth.locked) > 0:
+		return &PassphraseKeyError{Path: auth.locked[0], Agent: auth.agent.describe("ssh-agent does not hold it"), Err: err}
+	case auth.none != nil:
+		return auth.none
+	case auth.agent.unusable():
+		return fmt.Errorf("%w; and %s", err, auth.agent.describe(""))
+	}
+	return err
+}
+
+// connectHop opens the hop's connection and runs the handshake over it.
+// A server that hangs up before presenting a host key is a
+// *HandshakeClosedError; a ProxyCommand that fails, a *ProxyCommandError.
+func connectHop(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target, cfg *xssh.ClientConfig, rec *keyRecorder, timeout time.Duration) (*xssh.Client, error) {
+	conn, err := hopConn(ctx, prev, hop)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &timeoutError{what: "connect to " + hop.Addr(), d: timeout.String()}
+		}
+		return nil, err
+	}
+	seen := len(rec.all())
+	c, err := handshake(ctx, conn, hop.Addr(), cfg, timeout)
+	pc, viaProxy := conn.(*proxyConn)
+	switch {
+	case err == nil && viaProxy:
+		pc.connected()
+		return c, nil
+	case err == nil:
+		return c, nil
+	case viaProxy:
+		err = pc.failure(ctx, hop, err)
+	default:
+		conn.Close()
+	}
+	if len(rec.all()) == seen && isClosed(err) && !errors.As(err, new(*ProxyCommandError)) {
+		return nil, &HandshakeClosedError{Addr: hop.Addr(), Algorithms: cfg.HostKeyAlgorithms, Err: err}
+	}
+	return nil, err
+}
+
+// hopConn is the connection a hop's SSH session runs over: TCP or the
+// ProxyCommand to the first hop (sshconfig gives no other hop one), a
+// direct-tcpip channel through the one before it after that.
+func hopConn(ctx context.Context, prev *xssh.Client, hop *sshconfig.Target) (net.Conn, error) {
+	switch {
+	case prev != nil:
+		return prev.DialContext(ctx, "tcp", hop.Addr())
+	case hop.ProxyCommand != "":
+		return startProxyCommand(hop)
+	}
+	return (&net.Dialer{}).DialContext(ctx, "tcp", hop.Addr())
+}
+
+// isClosed says the peer ended the connection (a ProxyCommand's end shows
+// as a broken pipe when the client writes first).
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
 }
 
 func isAuthFailure(err error) bool {
@@ -181,7 +261,8 @@ func isAuthFailure(err error) bool {
 
 // handshake runs the SSH handshake under a deadline: x/crypto has none of
 // its own, and a channel through a jump host does not support deadlines,
-// so the connection is closed when the time is up.
+// so the connection is closed when the time is up. After any other
+// failure, closing it is the caller's.
 func handshake(ctx context.Context, conn net.Conn, addr string, cfg *xssh.ClientConfig, timeout time.Duration) (*xssh.Client, error) {
 	type result struct {
 		c   *xssh.Client
@@ -198,9 +279,6 @@ func handshake(ctx context.Context, conn net.Conn, addr string, cfg *xssh.Client
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil {
-			conn.Close()
-		}
 		return r.c, r.err
 	case <-ctx.Done():
 		conn.Close()

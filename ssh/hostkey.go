@@ -3,6 +3,7 @@ package ssh
 import (
 	"net"
 	"sync"
+	"time"
 
 	xssh "golang.org/x/crypto/ssh"
 
@@ -25,11 +26,17 @@ func PinOf(key xssh.PublicKey) Pin {
 	return Pin{KeyType: key.Type(), Fingerprint: xssh.FingerprintSHA256(key)}
 }
 
-// Observed is a host key a hop presented during a dial.
+// Observed is a host key a hop presented during a dial. A certificate is
+// observed as its certified key, and Cert describes it.
 type Observed struct {
 	Hop  string `json:"hop"`     // sshconfig.Target.Label()
 	Addr string `json:"address"` // host:port dialled
 	Pin
+	Cert *CertInfo `json:"certificate,omitempty"`
+	// CertPinned says the hop's pin is Cert's own fingerprint, as pins of
+	// certificates were kept before their certified key was pinned: the
+	// caller migrates it to Pin.
+	CertPinned bool `json:"-"`
 }
 
 // TrustMode says how a dial treats host keys.
@@ -46,6 +53,10 @@ const (
 // Pins maps a hop address (host:port) to its pinned key.
 type Pins map[string]Pin
 
+// CAs maps a hop address to the fingerprint of the CA it is trusted
+// through: any host key that CA certified for the hop's name.
+type CAs map[string]string
+
 // KeyAlgorithmFamilies are the host key types a server may offer, each as
 // the algorithms that negotiate it; trust tries them one by one to reach
 // the key a user named by fingerprint.
@@ -57,17 +68,44 @@ var KeyAlgorithmFamilies = [][]string{
 	{xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256, xssh.KeyAlgoRSA},
 }
 
+// defaultHostKeyAlgorithms is OpenSSH's default HostKeyAlgorithms, in
+// its order, less the security-key types x/crypto cannot verify. The
+// order matters: a server picks the first it supports, and some (Dropbear
+// with one host key) list algorithms they have no key for.
+var defaultHostKeyAlgorithms = append(append([]string{}, certAlgorithms...),
+	xssh.KeyAlgoED25519, xssh.KeyAlgoECDSA256, xssh.KeyAlgoECDSA384, xssh.KeyAlgoECDSA521,
+	xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256)
+
+// certAlgorithms are the host certificate algorithms, in OpenSSH's order:
+// a hop trusted through a CA is offered only these.
+var certAlgorithms = []string{xssh.CertAlgoED25519v01, xssh.CertAlgoECDSA256v01, xssh.CertAlgoECDSA384v01,
+	xssh.CertAlgoECDSA521v01, xssh.CertAlgoRSASHA512v01, xssh.CertAlgoRSASHA256v01}
+
+// keyAlgorithms are the algorithms that negotiate a key of one type,
+// plain first, then as a certificate of it.
+var keyAlgorithms = map[string][]string{
+	xssh.KeyAlgoED25519:  {xssh.KeyAlgoED25519, xssh.CertAlgoED25519v01},
+	xssh.KeyAlgoECDSA256: {xssh.KeyAlgoECDSA256, xssh.CertAlgoECDSA256v01},
+	xssh.KeyAlgoECDSA384: {xssh.KeyAlgoECDSA384, xssh.CertAlgoECDSA384v01},
+	xssh.KeyAlgoECDSA521: {xssh.KeyAlgoECDSA521, xssh.CertAlgoECDSA521v01},
+	xssh.KeyAlgoRSA: {xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256, xssh.KeyAlgoRSA,
+		xssh.CertAlgoRSASHA512v01, xssh.CertAlgoRSASHA256v01},
+	// Pins recorded as a certificate's own fingerprint: only the
+	// certificate can match them (and have them migrated).
+	xssh.CertAlgoRSAv01: {xssh.CertAlgoRSASHA512v01, xssh.CertAlgoRSASHA256v01, xssh.CertAlgoRSAv01},
+}
+
 // hostKeyAlgorithms restricts negotiation to the pinned key's algorithms so
-// that a server with several host keys presents the pinned one.
+// that a server with several host keys presents the pinned one (or a
+// certificate of it); with nothing pinned it is OpenSSH's order.
 func hostKeyAlgorithms(p Pin) []string {
-	switch p.KeyType {
-	case "":
-		return nil
-	case xssh.KeyAlgoRSA:
-		return []string{xssh.KeyAlgoRSASHA512, xssh.KeyAlgoRSASHA256, xssh.KeyAlgoRSA}
-	default:
-		return []string{p.KeyType}
+	if p.KeyType == "" {
+		return defaultHostKeyAlgorithms
 	}
+	if a, ok := keyAlgorithms[p.KeyType]; ok {
+		return a
+	}
+	return []string{p.KeyType}
 }
 
 // keyRecorder collects what each hop presented, safe for the concurrent
@@ -89,18 +127,39 @@ func (r *keyRecorder) all() []Observed {
 	return append([]Observed(nil), r.seen...)
 }
 
-// callback builds the host key check for one hop.
-func (r *keyRecorder) callback(hop *sshconfig.Target, pin Pin, mode TrustMode) xssh.HostKeyCallback {
+// observe is what hop presented: a certificate is pinned by its certified
+// key, and described.
+func observe(hop *sshconfig.Target, key xssh.PublicKey) Observed {
+	o := Observed{Hop: hop.Label(), Addr: hop.Addr(), Pin: PinOf(key)}
+	if c, ok := key.(*xssh.Certificate); ok {
+		o.Pin, o.Cert = PinOf(c.Key), certInfo(c)
+	}
+	return o
+}
+
+// callback builds the host key check for one hop: the hop's CA when it
+// has one, else its pin. Every key is recorded before it is checked, so a
+// failure, user authentication's too, still reports it.
+func (r *keyRecorder) callback(hop *sshconfig.Target, pin Pin, ca string, mode TrustMode) xssh.HostKeyCallback {
 	return func(_ string, _ net.Addr, key xssh.PublicKey) error {
-		got := PinOf(key)
-		r.add(Observed{Hop: hop.Label(), Addr: hop.Addr(), Pin: got})
+		o := observe(hop, key)
+		if ca != "" {
+			r.add(o)
+			return checkHostCert(key, ca, hop, time.Now())
+		}
+		// A pin of the certificate's own fingerprint, as kept before
+		// certified keys were pinned, still matches: once.
+		o.CertPinned = o.Cert != nil && pin.Fingerprint == o.Cert.Fingerprint
+		r.add(o)
 		switch {
+		case o.CertPinned:
+			return nil
 		case pin.IsZero() && mode == Record:
 			return nil
 		case pin.IsZero():
-			return &TrustRequiredError{Observed: got}
-		case got != pin:
-			return &HostKeyChangedError{Expected: pin, Got: got}
+			return &TrustRequiredError{Observed: o.Pin}
+		case o.Pin != pin:
+			return &HostKeyChangedError{Expected: pin, Got: o.Pin}
 		}
 		return nil
 	}

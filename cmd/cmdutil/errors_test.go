@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,9 @@ var typedErrors = []struct {
 	{&ssh.Error{Class: ssh.ClassUnknown, Err: errors.New("x")}, 1, "error"},
 	{&ssh.TrustRequiredError{Observed: ssh.Pin{KeyType: "ssh-ed25519", Fingerprint: "SHA256:x"}}, 4, "trust_required"},
 	{&ssh.HostKeyChangedError{}, 5, "host_key_changed"},
+	{&ssh.HostCertError{CA: "SHA256:ca", Reason: "expired"}, 5, "host_key_changed"},
+	{&ssh.HandshakeClosedError{Addr: "h:22", Err: io.EOF}, 7, "unreachable"},
+	{&ssh.ProxyCommandError{Hop: "h", Err: io.EOF}, 7, "unreachable"},
 	{&ssh.PassphraseKeyError{Path: "k"}, 6, "auth_failed"},
 	{&ssh.NoIdentitiesError{Tried: []string{"k"}}, 6, "auth_failed"},
 	{&ssh.LostError{Host: "h"}, 7, "unreachable"},

@@ -218,7 +218,8 @@ func (f *Factory) Executor() (*executor.Executor, error) {
 		debug = f.IO.ErrOut
 	}
 	f.exec = executor.New(executor.Config{Store: st, StateDir: s.StateDir, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug,
-		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline, ClaimTTL: s.ClaimTTL})
+		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline, ClaimTTL: s.ClaimTTL,
+		Passphrase: f.IO.PassphrasePrompt()})
 	return f.exec, nil
 }
 

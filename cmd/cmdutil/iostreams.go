@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/term"
 )
@@ -26,7 +27,8 @@ type IOStreams struct {
 	stdoutTTY bool
 	stderrTTY bool
 	noColor   bool
-	errWidth  int // stderr's terminal width; 0 when unknown
+	errWidth  int         // stderr's terminal width; 0 when unknown
+	viewing   atomic.Bool // a live view holds the terminal (TakeTerminal)
 }
 
 // System returns the process's streams.

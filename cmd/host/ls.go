@@ -31,7 +31,10 @@ func listRun(ctx context.Context, o *ListOptions) error {
 		Header: "NAME\tADDRESS\tUSER\tPROXY JUMP\tSTATUS\tFINGERPRINT\tADDED\tREASON",
 		Row: func(h executor.HostView) string {
 			fp := h.Fingerprint
-			if fp == "" {
+			switch {
+			case h.Trust == "ca":
+				fp = "CA " + h.CAFingerprint
+			case fp == "":
 				fp = "(not trusted)"
 			}
 			reason := ""

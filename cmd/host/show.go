@@ -53,10 +53,20 @@ func printHost(ios *cmdutil.IOStreams, h executor.HostView) error {
 		fmt.Fprintf(w, "until:        %s\n", cmdutil.Timestamp(*h.StatusUntil))
 	}
 	printDrain(w, h)
+	switch h.Trust {
+	case "ca":
+		fmt.Fprintf(w, "trust:        the CA %s (any host key it certified for the host's name)\n", h.CAFingerprint)
+	case "pin":
+		fmt.Fprintf(w, "trust:        its pinned key\n")
+	}
 	if len(h.Pins) == 0 {
 		fmt.Fprintf(w, "pins:         none (run `kandev-exec host test %s`, then `kandev-exec host trust %s`)\n", h.Name, h.Name)
 	}
 	for _, p := range h.Pins {
+		if p.CAFingerprint != "" {
+			fmt.Fprintf(w, "ca:           %s  %s\n", p.Hop, p.CAFingerprint)
+			continue
+		}
 		fmt.Fprintf(w, "pin:          %s  %s %s\n", p.Hop, p.KeyType, p.Fingerprint)
 	}
 	if h.ResolveError != "" {

@@ -115,6 +115,8 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 	for _, r := range rows {
 		pin := "not pinned"
 		switch {
+		case r.MatchesPin && r.Trust == "ca":
+			pin = "CA ok"
 		case r.MatchesPin:
 			pin = "matches"
 		case r.PinnedFingerprint != "":
@@ -133,6 +135,9 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 	}
 	tw.Flush()
 	for _, r := range rows {
+		if line := certDetail(r); line != "" {
+			fmt.Fprintln(io.Out, line)
+		}
 		if line := helperDetail(r); line != "" {
 			fmt.Fprintln(io.Out, line)
 		}
@@ -145,6 +150,23 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 			}
 		}
 	}
+}
+
+// certDetail says which CA certified the key a host presented as a
+// certificate (the key column is the certified key), "" for a plain key.
+func certDetail(r executor.TestResult) string {
+	for _, h := range r.Hops {
+		if h.Addr == r.Address && h.Cert != nil {
+			c := h.Cert
+			until := "no expiry"
+			if c.ValidBefore != nil {
+				until = "until " + cmdutil.Timestamp(*c.ValidBefore)
+			}
+			return fmt.Sprintf("%s: a host certificate from the CA %s, for %s, %s", r.Name, c.CAFingerprint,
+				cmdutil.Safe(strings.Join(c.Principals, ",")), until)
+		}
+	}
+	return ""
 }
 
 // helperDetail says, for a host whose helper is not cached everywhere it

@@ -24,17 +24,26 @@ func NewCmdTrust(f *cmdutil.Factory, runF func(context.Context, *TrustOptions) e
 	opts := &TrustOptions{IO: f.IO, Executor: f.Executor}
 	c := &cobra.Command{
 		Use:   "trust NAME",
-		Short: "Pin the host key of a host and of every jump host",
+		Short: "Pin the host key of a host and of every jump host, or trust them through a CA",
 		Long: `Dial the host and pin the SHA256 fingerprint and key type of the host and of
 every ProxyJump hop. Every later connection fails closed if a key differs.
+A host certificate is pinned as the key it certifies (what ssh-keygen -lf
+prints), so a renewed certificate is no key change.
 
 On a terminal each new key is shown and must be confirmed. Without one, a
 key is pinned only by --fingerprint (checked against what the host presents:
 get it out of band) or by --accept-new. --yes and KANDEV_EXEC_YES never pin
 a key. Replacing a pinned key that changed needs --replace, and is confirmed
-the same way.`,
+the same way.
+
+--ca-fingerprint trusts the host, and every hop not trusted yet, through a
+certificate authority instead: any host key that CA certified for the hop's
+own name (HostKeyAlias, else HostName), valid now and not revoked. A hop a
+--fingerprint names is pinned by that key instead. Like --fingerprint it
+needs no terminal; moving a trusted host to a CA needs --replace.`,
 		Example: `  kandev-exec host trust prod --fingerprint SHA256:...    # the key you checked out of band
   kandev-exec host trust far --fingerprint SHA256:hop... --fingerprint SHA256:target...
+  kandev-exec host trust fleet-7 --ca-fingerprint SHA256:...   # whatever key your host CA certified for it
   kandev-exec host trust lab --accept-new                 # trust on first use: see --accept-new`,
 		Args:              cmdutil.ExactArgs(1, "host trust needs a NAME"),
 		ValidArgsFunction: cmdutil.CompleteNames(f, 1, hostNames),
@@ -49,8 +58,14 @@ the same way.`,
 					return cmdutil.FlagErrorf("--fingerprint %q: expected the SHA256:... form that `host test` prints", fp)
 				}
 			}
-			named := len(opts.Trust.Fingerprints) > 0
+			ca := opts.Trust.CAFingerprint
+			if ca != "" && !strings.HasPrefix(ca, "SHA256:") {
+				return cmdutil.FlagErrorf("--ca-fingerprint %q: expected the SHA256:... form (`ssh-keygen -lf ca.pub` prints it; `host test --json` shows a certificate's)", ca)
+			}
+			named := len(opts.Trust.Fingerprints) > 0 || ca != ""
 			switch {
+			case ca != "" && opts.Trust.AcceptNew:
+				return cmdutil.FlagErrorf("--ca-fingerprint and --accept-new exclude each other: trust the CA, or accept every key unchecked")
 			case named && opts.Trust.AcceptNew:
 				return cmdutil.FlagErrorf("--fingerprint and --accept-new exclude each other: name every hop's key, or accept them all unchecked")
 			case !named && !opts.Trust.AcceptNew && !f.IO.CanPrompt():
@@ -66,7 +81,8 @@ the same way.`,
 	c.Flags().StringArrayVar(&opts.Trust.Fingerprints, "fingerprint", nil, "expected SHA256 fingerprint (repeatable: one per hop)")
 	c.Flags().BoolVar(&opts.Trust.AcceptNew, "accept-new", false,
 		"pin the keys presented now without checking them: trust on first use, so whoever answers this connection (an attacker in the path too) gets pinned")
-	c.Flags().BoolVar(&opts.Trust.Replace, "replace", false, "replace a pinned key that changed (confirmed like a new one)")
+	c.Flags().BoolVar(&opts.Trust.Replace, "replace", false, "replace a pinned key that changed (confirmed like a new one), or what a host is trusted by")
+	c.Flags().StringVar(&opts.Trust.CAFingerprint, "ca-fingerprint", "", "trust every host key this CA (SHA256:...) certified for the host's name, instead of one key")
 	return c
 }
 
@@ -75,7 +91,7 @@ func trustRun(ctx context.Context, o *TrustOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.IO.CanPrompt() && len(o.Trust.Fingerprints) == 0 && !o.Trust.AcceptNew {
+	if o.IO.CanPrompt() && len(o.Trust.Fingerprints) == 0 && !o.Trust.AcceptNew && o.Trust.CAFingerprint == "" {
 		o.Trust.Confirm = func(ch executor.TrustChange) (bool, error) {
 			if ch.Old != nil {
 				fmt.Fprintf(o.IO.ErrOut, "%s: the pinned key changed\n  old: %s\n  new: %s\n", ch.Hop, ch.Old, ch.New)
@@ -85,21 +101,50 @@ func trustRun(ctx context.Context, o *TrustOptions) error {
 		}
 	}
 	res, err := ex.TrustHost(ctx, o.Trust)
-	if err != nil {
+	if res.Name == "" {
 		return err
 	}
+	// What was trusted stands even when logging in failed after it.
 	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, res)
+		if jerr := cmdutil.WriteJSON(o.IO.Out, res); jerr != nil {
+			return jerr
+		}
+		return err
 	}
 	for _, ch := range res.Changes {
-		switch ch.Action {
-		case "replaced":
-			fmt.Fprintf(o.IO.Out, "Replaced %s: old %s, new %s\n", ch.Hop, ch.Old, ch.New)
-		case "pinned":
-			fmt.Fprintf(o.IO.Out, "Pinned %s: %s\n", ch.Hop, ch.New)
-		default:
-			fmt.Fprintf(o.IO.Out, "Unchanged %s: %s\n", ch.Hop, ch.New)
-		}
+		fmt.Fprintln(o.IO.Out, trustLine(ch))
 	}
-	return nil
+	return err
+}
+
+// trustLine is one hop's change, as `host trust` prints it.
+func trustLine(ch executor.TrustChange) string {
+	was := ""
+	switch {
+	case ch.OldCAFingerprint != "":
+		was = "the CA " + ch.OldCAFingerprint
+	case ch.Old != nil:
+		was = ch.Old.String()
+	}
+	now := ch.New.String()
+	if ch.CAFingerprint != "" {
+		presents := ch.New.String()
+		if c := ch.Cert; c != nil {
+			presents += ", certified for " + strings.Join(c.Principals, ",")
+			if c.ValidBefore != nil {
+				presents += " until " + cmdutil.Timestamp(*c.ValidBefore)
+			}
+		}
+		now = fmt.Sprintf("through the CA %s (it presents %s)", ch.CAFingerprint, presents)
+	}
+	switch ch.Action {
+	case "replaced":
+		return fmt.Sprintf("Replaced %s: old %s, new %s", ch.Hop, was, now)
+	case "pinned":
+		if ch.CAFingerprint != "" {
+			return fmt.Sprintf("Trusted %s %s", ch.Hop, now)
+		}
+		return fmt.Sprintf("Pinned %s: %s", ch.Hop, now)
+	}
+	return fmt.Sprintf("Unchanged %s: %s", ch.Hop, now)
 }

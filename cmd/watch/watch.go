@@ -200,6 +200,7 @@ func view(ctx context.Context, o *WatchOptions, ex *executor.Executor) error {
 	if !o.ReadOnly {
 		to.Actions = o.Actions(ex)
 	}
+	o.IO.TakeTerminal()
 	err := tui.Run(ctx, to, o.IO.In, o.IO.Out)
 	if errors.Is(err, tui.ErrHangup) || errors.Is(err, tui.ErrSignalled) {
 		return fmt.Errorf("%w: %w", cmdutil.ErrInterrupted, err)

@@ -15,8 +15,16 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	line("ListenAddress 127.0.0.1:%d", s.port)
 	for _, k := range s.hostKeys {
 		line("HostKey %s", quote(k.path))
+		if s.hostCA != nil {
+			line("HostCertificate %s", quote(k.path+"-cert.pub"))
+		}
 	}
-	line("AuthorizedKeysFile %s", quote(s.authorizedKeysPath()))
+	if s.userCA != nil {
+		line("TrustedUserCAKeys %s", quote(s.userCA.KeyPath+".pub"))
+		line("AuthorizedKeysFile none")
+	} else {
+		line("AuthorizedKeysFile %s", quote(s.authorizedKeysPath()))
+	}
 	// The tempdir and key files are not laid out the way StrictModes demands.
 	line("StrictModes no")
 	line("PubkeyAuthentication yes")
@@ -26,11 +34,13 @@ func (s *Server) writeSSHDConfig() (string, error) {
 	line("PermitRootLogin yes") // CI runs tests as root.
 	line("PidFile none")
 	line("Subsystem sftp internal-sftp")
-	line("AllowTcpForwarding yes") // Needed for ProxyJump through a bastion and for port forwards.
+	// On by default: needed for ProxyJump through a bastion and for port forwards.
+	line("AllowTcpForwarding %s", yesNo(s.tcpForwarding))
+	line("DisableForwarding %s", yesNo(s.disableForwarding))
 	line("LogLevel %s", s.logLevel)
 	// Tests fan out many concurrent connections and sessions; the defaults (10:30:100, 10) drop them.
 	line("MaxStartups 100:30:200")
-	line("MaxSessions 50")
+	line("MaxSessions %d", s.maxSessions)
 	// The login user's shell runs their startup files, and on the project's
 	// machines those run `pyenv rehash`, which waits 60 s on a lock that a
 	// shell killed mid-rehash (tests kill remote commands) leaves behind.
@@ -52,6 +62,18 @@ type HostEntry struct {
 	User         string
 	IdentityFile string
 	ProxyJump    string // alias of another entry, e.g. a bastion Server's entry
+	// ProxyCommand reaches the server through a command, as ProxyNC and
+	// ProxyW write one.
+	ProxyCommand string
+}
+
+// ProxyNC is a ProxyCommand that reaches %h:%p with busybox nc.
+const ProxyNC = "busybox nc %h %p"
+
+// ProxyW is a ProxyCommand that reaches %h:%p with `ssh -W` through the
+// entry bastion of the client config at configPath (an OpenSSH bastion).
+func ProxyW(configPath, bastion string) string {
+	return fmt.Sprintf("ssh -F %s -W %%h:%%p %s", quote(configPath), bastion)
 }
 
 // HostEntry returns an entry that logs in to s as User() with the fixture's user key.
@@ -82,6 +104,9 @@ func WriteSSHConfig(t testing.TB, path string, hosts ...HostEntry) {
 		if h.ProxyJump != "" {
 			fmt.Fprintf(&b, "  ProxyJump %s\n", h.ProxyJump)
 		}
+		if h.ProxyCommand != "" {
+			fmt.Fprintf(&b, "  ProxyCommand %s\n", h.ProxyCommand)
+		}
 		fmt.Fprintf(&b, "  UserKnownHostsFile /dev/null\n")
 		fmt.Fprintf(&b, "  StrictHostKeyChecking no\n")
 		// Never prompt (a test has no tty to answer), and keep "Permanently added" warnings out of output.
@@ -91,6 +116,13 @@ func WriteSSHConfig(t testing.TB, path string, hosts ...HostEntry) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatalf("sshtest: write ssh config: %v", err)
 	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // quote protects paths with spaces; both sshd_config and ssh_config accept double quotes.

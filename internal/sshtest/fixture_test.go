@@ -3,6 +3,7 @@ package sshtest_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -53,14 +54,33 @@ func run(t *testing.T, c *ssh.Client, cmd string) string {
 	return string(out)
 }
 
+// login dials s with its user key, checks a command runs, and returns
+// the client, closed when the test ends.
+func login(t *testing.T, s *sshtest.Server) *ssh.Client {
+	t.Helper()
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if out := run(t, c, "echo hi"); out != "hi\n" {
+		t.Fatalf("echo hi = %q", out)
+	}
+	return c
+}
+
 func openssh(t *testing.T, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Fatalf("ssh client missing (run `apt-get install openssh-client`): %v", err)
 	}
-	out, err := exec.Command("ssh", args...).CombinedOutput()
+	// Stdout only: the login shell's startup files may write to stderr.
+	var stderr bytes.Buffer
+	cmd := exec.Command("ssh", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("ssh %v: %v: %s", args, err, out)
+		t.Fatalf("ssh %v: %v: %s%s", args, err, out, stderr.Bytes())
 	}
 	return string(out)
 }
@@ -408,4 +428,152 @@ func echoServer(t *testing.T) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// Forwarding off either way: the server refuses a direct-tcpip channel,
+// and sessions still run.
+func TestForwardingOff(t *testing.T) {
+	t.Parallel()
+	for name, opt := range map[string]sshtest.Option{
+		"AllowTcpForwarding no": sshtest.WithoutTCPForwarding(),
+		"DisableForwarding yes": sshtest.WithForwardingDisabled(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := sshtest.NewServer(t, opt)
+			c := login(t, s)
+			var oce *ssh.OpenChannelError
+			if _, err := c.Dial("tcp", s.Addr()); !errors.As(err, &oce) || oce.Reason != ssh.Prohibited {
+				t.Fatalf("direct-tcpip: %v, want administratively prohibited", err)
+			}
+		})
+	}
+}
+
+// MaxSessions 1: a second session channel on the same connection is
+// refused while the first is open.
+func TestMaxSessionsOne(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewServer(t, sshtest.WithMaxSessions(1))
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if second, err := c.NewSession(); err == nil {
+		second.Close()
+		t.Fatal("a second session opened, want it refused")
+	}
+}
+
+// Dropbear with only an ed25519 host key: it serves that key, runs
+// commands and honours forwarding off, and its keys leave the login
+// user's authorized_keys with the test.
+func TestDropbear(t *testing.T) {
+	t.Parallel()
+	var marker string
+	t.Run("serves", func(t *testing.T) {
+		s := sshtest.NewDropbear(t, sshtest.WithoutTCPForwarding())
+		marker = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.UserPublicKey)))
+		cfg := clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0])
+		cfg.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519}
+		c, err := ssh.Dial("tcp", s.Addr(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if out := run(t, c, "echo hi"); out != "hi\n" {
+			t.Fatalf("echo hi = %q", out)
+		}
+		if _, err := c.Dial("tcp", s.Addr()); err == nil {
+			t.Fatal("direct-tcpip opened with forwarding off")
+		}
+	})
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), marker) {
+		t.Fatal("the fixture's key is still authorized after its test")
+	}
+}
+
+// OpenSSH behind a ProxyCommand, both ways: busybox nc, and ssh -W
+// through a bastion.
+func TestProxyCommand(t *testing.T) {
+	t.Parallel()
+	bastion, target := sshtest.NewServer(t), sshtest.NewServer(t)
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	nc, w := target.HostEntry("nc"), target.HostEntry("w")
+	nc.ProxyCommand, w.ProxyCommand = sshtest.ProxyNC, sshtest.ProxyW(cfg, "bastion")
+	sshtest.WriteSSHConfig(t, cfg, bastion.HostEntry("bastion"), nc, w)
+	for _, alias := range []string{"nc", "w"} {
+		if out := openssh(t, "-F", cfg, alias, "echo", "hi"); out != "hi\n" {
+			t.Fatalf("%s: output %q", alias, out)
+		}
+	}
+	if n := strings.Count(bastion.Log(), "Accepted publickey"); n != 1 {
+		t.Fatalf("bastion accepted %d logins, want 1 (ssh -W)", n)
+	}
+}
+
+// Certificate-only user auth: the user key's certificate logs in, the
+// bare key does not.
+func TestTrustedUserCA(t *testing.T) {
+	t.Parallel()
+	ca := sshtest.NewCA(t)
+	s := sshtest.NewServer(t, sshtest.WithTrustedUserCA(ca))
+	if s.UserCertPath != s.UserKeyPath+"-cert.pub" {
+		t.Fatalf("user certificate at %q", s.UserCertPath)
+	}
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	sshtest.WriteSSHConfig(t, cfg, s.HostEntry("target"))
+	if out := openssh(t, "-F", cfg, "target", "echo", "hi"); out != "hi\n" {
+		t.Fatalf("output %q", out)
+	}
+	c, err := ssh.Dial("tcp", s.Addr(), clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0]))
+	if err == nil {
+		c.Close()
+		t.Fatal("the bare key logged in on a certificate-only server")
+	}
+}
+
+// A host certificate that OpenSSH's client accepts through
+// @cert-authority, and refuses once RecertifyHost made it expired.
+func TestHostCertificate(t *testing.T) {
+	t.Parallel()
+	ca := sshtest.NewCA(t)
+	s := sshtest.NewServer(t, sshtest.WithHostCertificate(ca, sshtest.Cert{Principals: []string{"127.0.0.1"}}))
+	cert := s.HostCertificate(sshtest.KeyEd25519)
+	if !bytes.Equal(cert.Key.Marshal(), s.HostKeys()[0].Marshal()) || cert.CertType != ssh.HostCert {
+		t.Fatalf("certificate of another key, or not a host certificate: %+v", cert)
+	}
+	dir := t.TempDir()
+	known := filepath.Join(dir, "known_hosts")
+	line := "@cert-authority 127.0.0.1 " + string(ssh.MarshalAuthorizedKey(ca.PublicKey))
+	if err := os.WriteFile(known, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-o", "BatchMode=yes", "-o", "UserKnownHostsFile=" + known, "-o", "StrictHostKeyChecking=yes",
+		"-i", s.UserKeyPath, "-p", fmt.Sprint(s.Port()), s.User() + "@127.0.0.1"}
+	if out := openssh(t, append(args, "echo", "hi")...); out != "hi\n" {
+		t.Fatalf("output %q", out)
+	}
+	s.RecertifyHost(sshtest.Cert{Principals: []string{"127.0.0.1"}, Validity: "-2d:-1d"})
+	if renewed := s.HostCertificate(sshtest.KeyEd25519); bytes.Equal(renewed.Marshal(), cert.Marshal()) ||
+		!bytes.Equal(renewed.Key.Marshal(), cert.Key.Marshal()) {
+		t.Fatal("RecertifyHost must certify the same key anew")
+	}
+	if out, err := exec.Command("ssh", append(args, "true")...).CombinedOutput(); err == nil {
+		t.Fatalf("ssh accepted an expired host certificate: %s", out)
+	}
 }

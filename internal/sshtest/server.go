@@ -1,7 +1,8 @@
 // Package sshtest runs a real OpenSSH sshd on loopback for tests, and a TCP relay that injects
 // network faults in front of it.
 //
-// A bastion is just another Server: AllowTcpForwarding is on, so `ProxyJump` through it works.
+// A bastion is just another Server: AllowTcpForwarding is on unless WithoutTCPForwarding, so
+// `ProxyJump` through it works.
 package sshtest
 
 import (
@@ -26,6 +27,9 @@ const (
 	sshdPath     = "/usr/sbin/sshd" // sshd re-executes itself, so it must be started by absolute path.
 	readyTimeout = 10 * time.Second
 	startTries   = 5
+
+	// Tests fan out many concurrent sessions; sshd's default of 10 drops them.
+	defaultMaxSessions = 50
 )
 
 // Server is a running sshd owned by one test. It is safe for concurrent use.
@@ -42,10 +46,23 @@ type Server struct {
 	pathDir  string // sessions' PATH when commands are withheld (WithoutCommands)
 	logLevel string
 
+	tcpForwarding     bool // AllowTcpForwarding (WithoutTCPForwarding turns it off)
+	disableForwarding bool // DisableForwarding yes (WithForwardingDisabled)
+	maxSessions       int  // MaxSessions (WithMaxSessions)
+
+	dropbear bool // NewDropbear's: Dropbear instead of OpenSSH's sshd
+	userCA   *CA  // WithTrustedUserCA
+	hostCA   *CA  // WithHostCertificate, certifying hostCert
+	hostCert Cert
+
+	// UserCertPath is the user key's certificate, with WithTrustedUserCA.
+	UserCertPath string
+
 	mu       sync.Mutex
 	port     int
 	hostKeys []hostKey
 	userKeys int
+	homeKeys int // lines this server added to ~/.ssh/authorized_keys (Dropbear)
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	log      Buffer
@@ -70,6 +87,25 @@ func WithHostKeyTypes(types ...string) Option {
 // session"), for tests that count what a command asks of the host.
 func WithLogLevel(level string) Option {
 	return func(s *Server) { s.logLevel = level }
+}
+
+// WithoutTCPForwarding sets AllowTcpForwarding no, the common hardening:
+// the server refuses every direct-tcpip channel (so the Server can no
+// longer be a ProxyJump bastion).
+func WithoutTCPForwarding() Option {
+	return func(s *Server) { s.tcpForwarding = false }
+}
+
+// WithForwardingDisabled sets DisableForwarding yes, which turns off
+// every kind of forwarding whatever AllowTcpForwarding says.
+func WithForwardingDisabled() Option {
+	return func(s *Server) { s.disableForwarding = true }
+}
+
+// WithMaxSessions sets MaxSessions (50 by default): with 1, a connection
+// holds one session channel at a time, as on servers that allow no more.
+func WithMaxSessions(n int) Option {
+	return func(s *Server) { s.maxSessions = n }
 }
 
 // WithoutCommands gives every session a PATH that finds each command of
@@ -111,28 +147,48 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	if _, err := os.Stat(sshdPath); err != nil {
 		t.Fatalf("sshtest: %s is missing (run `apt-get install openssh-server`): %v", sshdPath, err)
 	}
+	return newServer(t, opts).start()
+}
+
+// newServer applies opts to a server that is not started yet.
+func newServer(t testing.TB, opts []Option) *Server {
+	t.Helper()
 	u, err := user.Current()
 	if err != nil {
 		t.Fatalf("sshtest: current user: %v", err)
 	}
-	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}, logLevel: "VERBOSE"}
+	s := &Server{t: t, dir: t.TempDir(), user: u.Username, keyTypes: []string{KeyEd25519}, logLevel: "VERBOSE",
+		tcpForwarding: true, maxSessions: defaultMaxSessions}
 	for _, opt := range opts {
 		opt(s)
 	}
-	if os.Geteuid() == 0 {
+	return s
+}
+
+// start makes the user key and the host keys and starts the server.
+func (s *Server) start() *Server {
+	t := s.t
+	t.Helper()
+	if os.Geteuid() == 0 && !s.dropbear {
 		// sshd running as root refuses to start without its privilege separation directory.
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 			t.Fatalf("sshtest: %v", err)
 		}
 	}
+	if s.dropbear && (s.userCA != nil || s.hostCA != nil) {
+		t.Fatal("sshtest: Dropbear has no certificates")
+	}
 	s.UserKeyPath, s.UserPublicKey = s.NewUserKey(t, "")
 	s.AuthorizeKey(s.UserPublicKey)
+	if s.userCA != nil {
+		s.UserCertPath = s.userCA.SignUserKey(t, s.UserKeyPath+".pub", Cert{Principals: []string{s.user}})
+	}
 
-	// Registered after t.TempDir, so sshd is gone before its directory is removed.
+	// Registered after t.TempDir, so the server is gone before its directory is removed.
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
-			t.Logf("sshd log:\n%s", s.Log())
+			t.Logf("server log:\n%s", s.Log())
 		}
 	})
 
@@ -184,10 +240,17 @@ func (s *Server) Fingerprint(keyType string) string {
 	return ""
 }
 
-// AuthorizeKey lets pub log in as User(). sshd rereads the file on every login, so no restart is needed.
+// AuthorizeKey lets pub log in as User(). The server rereads its keys on every login, so no
+// restart is needed.
 func (s *Server) AuthorizeKey(pub ssh.PublicKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dropbear {
+		if err := s.authorizeHomeKey(pub); err != nil {
+			s.t.Fatalf("sshtest: authorize key: %v", err)
+		}
+		return
+	}
 	f, err := os.OpenFile(s.authorizedKeysPath(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err == nil {
 		_, err = f.Write(ssh.MarshalAuthorizedKey(pub))
@@ -249,12 +312,17 @@ func (s *Server) generateHostKeys() {
 	s.hostKeys = s.hostKeys[:0]
 	for _, kt := range s.keyTypes {
 		path := filepath.Join(s.dir, "ssh_host_"+kt+"_key")
-		pub, err := writeKeyPair(path, kt, "")
+		write := writeKeyPair
+		if s.dropbear {
+			write = func(path, kt, _ string) (ssh.PublicKey, error) { return dropbearHostKey(path, kt) }
+		}
+		pub, err := write(path, kt, "")
 		if err != nil {
 			s.t.Fatalf("sshtest: host key: %v", err)
 		}
 		s.hostKeys = append(s.hostKeys, hostKey{keyType: kt, path: path, pub: pub})
 	}
+	s.certifyHostKeysLocked()
 }
 
 // startLocked starts sshd and waits until it serves an SSH banner. With newPort it picks a free
@@ -281,22 +349,19 @@ func (s *Server) startLocked(newPort bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.t.Fatalf("sshtest: sshd did not start: %v", lastErr) // the cleanup prints sshd's log
+	s.t.Fatalf("sshtest: server did not start: %v", lastErr) // the cleanup prints its log
 }
 
 func (s *Server) launchLocked(mark int) error {
-	cfg, err := s.writeSSHDConfig()
+	start := s.sshdCommand
+	if s.dropbear {
+		start = s.dropbearCommand
+	}
+	cmd, err := start()
 	if err != nil {
 		return err
 	}
-	args := []string{"-D", "-e", "-f", cfg}
-	if penaltiesSupported(cfg) {
-		// OpenSSH 9.8+ penalises a source address for failed or dropped connections; every test
-		// connects from 127.0.0.1 and fault tests drop connections on purpose.
-		args = append(args, "-o", "PerSourcePenalties=no")
-	}
-	fmt.Fprintf(&s.log, "--- sshtest: starting sshd on port %d\n", s.port)
-	cmd := exec.Command(sshdPath, args...)
+	fmt.Fprintf(&s.log, "--- sshtest: starting %s on port %d\n", filepath.Base(cmd.Path), s.port)
 	cmd.Stdout = &s.log
 	cmd.Stderr = &s.log
 	// A session child that outlives sshd could hold the log pipe open; don't let Wait hang on it.
@@ -313,17 +378,37 @@ func (s *Server) launchLocked(mark int) error {
 	return s.waitReady(mark)
 }
 
+// sshdCommand is sshd in the foreground, logging to stderr, with this server's config.
+func (s *Server) sshdCommand() (*exec.Cmd, error) {
+	cfg, err := s.writeSSHDConfig()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-D", "-e", "-f", cfg}
+	if penaltiesSupported(cfg) {
+		// OpenSSH 9.8+ penalises a source address for failed or dropped connections; every test
+		// connects from 127.0.0.1 and fault tests drop connections on purpose.
+		args = append(args, "-o", "PerSourcePenalties=no")
+	}
+	return exec.Command(sshdPath, args...), nil
+}
+
 func (s *Server) waitReady(mark int) error {
+	// sshd's log line proves that *our* sshd bound the port; Dropbear logs none, but a Dropbear
+	// banner on a port sshd holds everywhere else is ours. The banner proves it serves.
 	listening := fmt.Sprintf("Server listening on 127.0.0.1 port %d", s.port)
+	banner := "SSH-"
+	if s.dropbear {
+		listening, banner = "Not backgrounding", "SSH-2.0-dropbear"
+	}
 	deadline := time.Now().Add(readyTimeout)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			return fmt.Errorf("sshd exited: %v", s.cmd.ProcessState)
+			return fmt.Errorf("server exited: %v", s.cmd.ProcessState)
 		default:
 		}
-		// The log line proves that *our* sshd bound the port; the banner proves it serves.
-		if strings.Contains(s.log.Since(mark), listening) && readBanner(s.port) == nil {
+		if strings.Contains(s.log.Since(mark), listening) && readBanner(s.port, banner) == nil {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -331,7 +416,7 @@ func (s *Server) waitReady(mark int) error {
 	return fmt.Errorf("no SSH banner on port %d within %v", s.port, readyTimeout)
 }
 
-func readBanner(port int) error {
+func readBanner(port int, prefix string) error {
 	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
 	if err != nil {
 		return err
@@ -342,7 +427,7 @@ func readBanner(port int) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "SSH-") {
+	if !strings.HasPrefix(line, prefix) {
 		return fmt.Errorf("unexpected banner %q", line)
 	}
 	return nil

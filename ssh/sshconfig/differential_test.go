@@ -60,8 +60,9 @@ func describeResult(t *Target, err error) string {
 	}
 	var b strings.Builder
 	for _, h := range t.Hops() {
-		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q; ", h.Name, h.User, h.Addr(),
-			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles)
+		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q certs=%q pc=%q hka=%q rev=%q; ", h.Name, h.User, h.Addr(),
+			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles, h.CertificateFiles, h.ProxyCommand,
+			h.HostKeyAlias, h.RevokedHostKeys)
 	}
 	return b.String()
 }
@@ -202,6 +203,9 @@ func (g *cfgGen) directive(depth int) (string, string) {
 	case 3:
 		return "Port", g.pick("2222", "22", "ssh", "+2200", "2200", "0", "http")
 	case 4, 5:
+		if g.chance(0.3) {
+			return "CertificateFile", g.pick("~/.ssh/id_%h-cert.pub", "/certs/%r@%h:%p", "${HOME}/c", "/certs/%C", "~/.ssh/shared-cert.pub")
+		}
 		return "IdentityFile", g.pick("~/.ssh/id_%h", "/keys/%r@%h:%p", "%d/k-%u", "/keys/%C", "${HOME}/k",
 			"/keys/%n-%k-%i-%L-%l", "none", "~/.ssh/shared", "/keys/%x", "${KDX_DIFF_VAR}/k", "~root/k")
 	case 6:
@@ -222,6 +226,9 @@ func (g *cfgGen) directive(depth int) (string, string) {
 		}
 		return g.pick("ProxyJump", "proxyjump"), strings.Join(hops, ",")
 	case 11:
+		if g.chance(0.3) {
+			return "RevokedHostKeys", g.pick("~/.ssh/revoked", "/etc/ssh/revoked", "none")
+		}
 		return "HostKeyAlias", g.pick("KeyAlias", "ka-%h")
 	case 12:
 		if depth == 0 && g.chance(0.7) {

@@ -200,3 +200,46 @@ func TestJumpHopsRefusals(t *testing.T) {
 		t.Errorf("jumpHops = %+v, %v", hops, err)
 	}
 }
+
+// A ProxyCommand's tokens expand as OpenSSH's do: the command Resolve
+// returns is what `ssh -v` says it executes, for the target and for the
+// first jump host (whose own ProxyCommand applies).
+func TestProxyCommandTokensAgainstOpenSSH(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		t.Fatalf("this test needs the OpenSSH client: %v", err)
+	}
+	const pc = "ProxyCommand true '%h' %p %r %n %k %% \"quoted\" # not a comment\n"
+	cases := map[string]struct{ body, alias string }{
+		"target": {"Host web\n  HostName 127.0.0.9\n  Port 1\n  User tu\n  HostKeyAlias hka\n  " + pc, "web"},
+		"first jump host": {"Host web\n  ProxyJump ju@first:7\nHost first\n  HostName 127.0.0.8\n  " + pc +
+			"Host web\n  HostName 127.0.0.9\n", "web"},
+	}
+	executing := regexp.MustCompile(`Executing proxy command: exec (.*)`)
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := writeFile(t, t.TempDir(), "config", c.body+"Host *\n  BatchMode yes\n  ConnectTimeout 5\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			out, _ := exec.CommandContext(ctx, "ssh", "-v", "-F", cfg, c.alias, "true").CombinedOutput()
+			m := executing.FindAllStringSubmatch(string(out), -1)
+			if len(m) == 0 {
+				t.Fatalf("ssh -v executed no proxy command:\n%s", out)
+			}
+			want := strings.TrimSuffix(m[len(m)-1][1], "\r") // the innermost ssh's: the first hop
+			for _, bin := range []string{"", "-"} {
+				got, err := Resolve(context.Background(), c.alias, Overrides{}, ResolveOptions{ConfigFile: cfg, SSHBinary: bin})
+				if err != nil {
+					t.Fatalf("bin %q: %v", bin, err)
+				}
+				if first := got.Hops()[0]; first.ProxyCommand != want {
+					t.Errorf("bin %q: ProxyCommand %q, ssh executes %q", bin, first.ProxyCommand, want)
+				}
+				for _, h := range got.Hops()[1:] {
+					if h.ProxyCommand != "" {
+						t.Errorf("bin %q: hop %s after the first has ProxyCommand %q", bin, h.Name, h.ProxyCommand)
+					}
+				}
+			}
+		})
+	}
+}

@@ -106,9 +106,9 @@ func argvSplit(s string) ([]string, error) {
 	return args, nil
 }
 
-// matchPattern is OpenSSH's wildcard match: '*' and '?' only, byte-wise and
+// MatchPattern is OpenSSH's wildcard match: '*' and '?' only, byte-wise and
 // case-sensitive (there are no character classes).
-func matchPattern(s, pat string) bool {
+func MatchPattern(s, pat string) bool {
 	// Classic backtracking over the last '*'.
 	si, pi, star, mark := 0, 0, -1, 0
 	for si < len(s) {
@@ -160,7 +160,7 @@ func matchPatternList(s, list string, lower bool) int {
 		if lower {
 			sub = asciiLower(sub)
 		}
-		if matchPattern(s, sub) {
+		if MatchPattern(s, sub) {
 			if neg {
 				return -1
 			}

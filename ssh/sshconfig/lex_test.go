@@ -40,8 +40,8 @@ func TestMatchPattern(t *testing.T) {
 		{"a.b.c", "*.c", true}, {"abc", "a**c", true}, {"", "*", true}, {"Web", "web", false},
 	}
 	for _, c := range cases {
-		if got := matchPattern(c.s, c.pat); got != c.want {
-			t.Errorf("matchPattern(%q, %q) = %v", c.s, c.pat, got)
+		if got := MatchPattern(c.s, c.pat); got != c.want {
+			t.Errorf("MatchPattern(%q, %q) = %v", c.s, c.pat, got)
 		}
 	}
 	lists := []struct {

@@ -23,7 +23,7 @@ import (
 // used are the keywords that change how kandev-exec connects.
 var used = map[string]bool{
 	"hostname": true, "port": true, "user": true, "identityfile": true, "identitiesonly": true,
-	"identityagent": true, "proxyjump": true, "proxycommand": true, "connecttimeout": true,
+	"identityagent": true, "proxyjump": true, "proxycommand": true, "connecttimeout": true, "certificatefile": true,
 }
 
 // known are valid keywords that do not change how kandev-exec dials. A few
@@ -35,7 +35,7 @@ var known = map[string]bool{}
 func init() {
 	for _, k := range strings.Fields(`addkeystoagent addressfamily batchmode bindaddress bindinterface
 		canonicaldomains canonicalizefallbacklocal canonicalizemaxdots casignaturealgorithms
-		certificatefile checkhostip ciphers clearallforwardings compression connectionattempts
+		checkhostip ciphers clearallforwardings compression connectionattempts
 		controlmaster controlpath controlpersist dynamicforward enableescapecommandline
 		enablesshkeysign escapechar exitonforwardfailure fingerprinthash forkafterauthentication
 		forwardagent forwardx11 forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile
@@ -45,11 +45,11 @@ func init() {
 		logverbose macs nohostauthenticationforlocalhost numberofpasswordprompts passwordauthentication
 		permitlocalcommand permitremoteopen pkcs11provider preferredauthentications
 		pubkeyacceptedalgorithms pubkeyacceptedkeytypes pubkeyauthentication rekeylimit remotecommand
-		remoteforward requesttty requiredrsasize revokedhostkeys securitykeyprovider sendenv
+		remoteforward requesttty requiredrsasize securitykeyprovider sendenv
 		serveraliveinterval serveralivecountmax sessiontype setenv stdinnull streamlocalbindmask
 		streamlocalbindunlink stricthostkeychecking syslogfacility tcpkeepalive tunnel tunneldevice
 		updatehostkeys userknownhostsfile verifyhostkeydns visualhostkey xauthlocation
-		challengeresponseauthentication proxyusefdpass protocol cipher fallbacktorsh usersh
+		challengeresponseauthentication protocol cipher fallbacktorsh usersh
 		useprivilegedport useroaming globalknownhostsfile2 userknownhostsfile2 rhostsauthentication
 		afstokenpassing kerberosauthentication kerberostgtpassing rsaauthentication
 		rhostsrsaauthentication compressionlevel smartcarddevice skeyauthentication
@@ -63,17 +63,20 @@ func init() {
 // keywordAlias maps obsolete spellings OpenSSH still reads as another keyword.
 var keywordAlias = map[string]string{"identityfile2": "identityfile"}
 
-// tracked are the keywords the parser keeps besides used: %k needs the
-// host key alias, and canonicalization must be refused, not ignored.
-var tracked = map[string]bool{"hostkeyalias": true, "canonicalizehostname": true, "canonicalizepermittedcnames": true}
+// tracked are the keywords the parser keeps besides used: %k and host
+// certificates need the host key alias, host keys are checked against
+// RevokedHostKeys, and canonicalization and ProxyUseFdpass must be
+// refused, not ignored.
+var tracked = map[string]bool{"hostkeyalias": true, "canonicalizehostname": true, "canonicalizepermittedcnames": true,
+	"proxyusefdpass": true, "revokedhostkeys": true}
 
 // defaultIdentities are the files ssh tries when no IdentityFile is set.
 var defaultIdentities = []string{"~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ecdsa_sk",
 	"~/.ssh/id_ed25519", "~/.ssh/id_ed25519_sk", "~/.ssh/id_xmss", "~/.ssh/id_dsa"}
 
 const (
-	maxIncludeDepth  = 16
-	maxIdentityFiles = 100
+	maxIncludeDepth = 16
+	maxFiles        = 100 // of IdentityFile, and of CertificateFile
 )
 
 type cfgParser struct {
@@ -270,8 +273,8 @@ func (p *cfgParser) single(kw string, args []string, f *cfgFile, n int, active b
 	}
 	switch {
 	case !active || v == "":
-	case kw == "identityfile":
-		return p.addIdentity(v, fail)
+	case kw == "identityfile" || kw == "certificatefile":
+		return p.addFile(kw, v, fail)
 	case kw == "ignoreunknown":
 		if p.ignore == nil {
 			p.ignore = &v
@@ -293,13 +296,9 @@ func (p *cfgParser) value(kw, arg string) (string, error) {
 		}
 		return strconv.Itoa(n), nil
 	case "identitiesonly":
-		switch asciiLower(arg) {
-		case "yes", "true":
-			return "yes", nil
-		case "no", "false":
-			return "no", nil
-		}
-		return "", fmt.Errorf("IdentitiesOnly: unsupported option %q (yes or no)", arg)
+		return yesNo("IdentitiesOnly", arg)
+	case "proxyusefdpass":
+		return yesNo("ProxyUseFdpass", arg)
 	case "connecttimeout":
 		if arg == "none" {
 			return "", nil // leaves it unset: a later line may still set it
@@ -328,16 +327,29 @@ func (p *cfgParser) value(kw, arg string) (string, error) {
 	return arg, nil
 }
 
-func (p *cfgParser) addIdentity(v string, fail func(string, ...any) error) error {
-	for _, have := range p.s["identityfile"] {
+// yesNo reads a flag keyword's argument as ssh does.
+func yesNo(keyword, arg string) (string, error) {
+	switch asciiLower(arg) {
+	case "yes", "true":
+		return "yes", nil
+	case "no", "false":
+		return "no", nil
+	}
+	return "", fmt.Errorf("%s: unsupported option %q (yes or no)", keyword, arg)
+}
+
+// addFile keeps one more IdentityFile or CertificateFile: every value
+// counts, in order, once each.
+func (p *cfgParser) addFile(kw, v string, fail func(string, ...any) error) error {
+	for _, have := range p.s[kw] {
 		if have == v {
 			return nil
 		}
 	}
-	if len(p.s["identityfile"]) >= maxIdentityFiles {
-		return fail("too many identity files (at most %d)", maxIdentityFiles)
+	if len(p.s[kw]) >= maxFiles {
+		return fail("too many %s values (at most %d)", kw, maxFiles)
 	}
-	p.s["identityfile"] = append(p.s["identityfile"], v)
+	p.s[kw] = append(p.s[kw], v)
 	return nil
 }
 
@@ -386,7 +398,7 @@ func (p *cfgParser) hostLine(args []string, f *cfgFile, active *bool, fail func(
 		if neg {
 			a = a[1:]
 		}
-		if matchPattern(p.host, a) {
+		if MatchPattern(p.host, a) {
 			if neg {
 				*active = false
 				break

@@ -111,7 +111,9 @@ func TestParserErrorsNameFileAndLine(t *testing.T) {
 		"no argument":             {"Host a\n  User\n", ":2: no argument after keyword \"user\""},
 		"bad port inactive block": {"Host other\n  Port 0\n", ":2: bad port"},
 		"bad jump inactive block": {"Host other\n  ProxyJump h:x\n", ":2: invalid ProxyJump"},
-		"proxycommand":            {"Host a\n  ProxyCommand nc %h %p\n", "ProxyCommand"},
+		"proxycommand stdio":      {"Host a\n  ProxyCommand -\n", "ProxyCommand - ("},
+		"proxycommand fdpass":     {"Host a\n  ProxyCommand nc %h %p\n  ProxyUseFdpass yes\n", "ProxyUseFdpass yes is not supported"},
+		"proxycommand token":      {"Host a\n  ProxyCommand nc %d\n", "unknown token %d"},
 		"bad port":                {"Host a\n  Port 99999\n", "bad port"},
 		"jump loop":               {"Host a\n  ProxyJump b\nHost b\n  ProxyJump a\n", "ProxyJump chain"},
 	}
@@ -272,6 +274,10 @@ func TestParserOverridesAsCommandLine(t *testing.T) {
 		}
 		if _, err := Resolve(context.Background(), "a", Overrides{User: "a;b"}, opts); err == nil {
 			t.Errorf("bin %q: a user with shell characters must be refused", bin)
+		}
+		// A stored HostName reaches a ProxyCommand's %h, run by a shell.
+		if _, err := Resolve(context.Background(), "a", Overrides{HostName: "$(touch pwned)"}, opts); err == nil {
+			t.Errorf("bin %q: a HostName with shell characters must be refused", bin)
 		}
 	}
 }

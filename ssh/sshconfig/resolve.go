@@ -68,6 +68,11 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 	if ov.User != "" && !validRemoteUser(ov.User) {
 		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid user %q", name, ov.User)}
 	}
+	if ov.HostName != "" && !validHostArg(ov.HostName) {
+		// It reaches a ProxyCommand's %h: checked as ssh checks a host
+		// name on its command line.
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid HostName %q: no whitespace, quotes or shell characters", name, ov.HostName)}
+	}
 	if strings.ContainsAny(ov.ProxyJump, " \t\n#'\"") {
 		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: invalid ProxyJump %q: no blanks, quotes or '#'", name, ov.ProxyJump)}
 	}
@@ -75,12 +80,12 @@ func resolve(ctx context.Context, name string, ov Overrides, opts ResolveOptions
 	if err != nil {
 		return nil, err
 	}
-	if pc := s.first("proxycommand"); pc != "" && pc != "none" {
-		return nil, &ConfigError{File: opts.ConfigFile, Msg: fmt.Sprintf("host %q uses ProxyCommand, which kandev-exec does not support; use ProxyJump", name)}
-	}
 	t, err := targetFrom(name, s, ov)
 	if err != nil {
 		return nil, err
+	}
+	if t.ProxyCommand, err = proxyCommand(name, t, s); err != nil {
+		return nil, &ConfigError{File: opts.ConfigFile, Msg: err.Error()}
 	}
 	jump := s.first("proxyjump")
 	if jump == "" || jump == "none" {
@@ -123,6 +128,7 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 	}
 	t.IdentitiesOnly = strings.EqualFold(s.first("identitiesonly"), "yes") || ov.IdentitiesOnly
 	t.IdentityAgent = s.first("identityagent")
+	t.HostKeyAlias = s.first("hostkeyalias")
 	if ct := s.first("connecttimeout"); ct != "" && ct != "none" {
 		t.ConnectTimeout, _ = strconv.Atoi(ct)
 	}
@@ -133,11 +139,29 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 		t.User = currentUser()
 	}
 	// Explicit files go first, like `ssh -i`, and the config's follow.
-	files := append(append([]string{}, ov.IdentityFiles...), s["identityfile"]...)
 	me := currentLocal()
 	keys := clientTokens(me, name, t.HostName, s.first("hostkeyalias"), t.User, t.Port)
+	var err error
+	if t.IdentityFiles, err = localPaths(append(append([]string{}, ov.IdentityFiles...), s["identityfile"]...), me, keys); err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: IdentityFile %v", name, err)}
+	}
+	if t.CertificateFiles, err = localPaths(s["certificatefile"], me, keys); err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("host %q: CertificateFile %v", name, err)}
+	}
+	if r := s.first("revokedhostkeys"); r != "" && !strings.EqualFold(r, "none") {
+		if t.RevokedHostKeys, err = tildeExpand(r, me); err != nil {
+			return nil, &ConfigError{Msg: fmt.Sprintf("host %q: RevokedHostKeys %v", name, err)}
+		}
+	}
+	return t, nil
+}
+
+// localPaths expands IdentityFile or CertificateFile values as ssh does
+// (~, %-tokens, ${VAR}), dropping "none" and repeats.
+func localPaths(values []string, me local, keys tokenKeys) ([]string, error) {
+	var out []string
 	seen := map[string]bool{}
-	for _, f := range files {
+	for _, f := range values {
 		if strings.EqualFold(f, "none") {
 			continue
 		}
@@ -146,14 +170,34 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 			p, err = expand(p, keys, true)
 		}
 		if err != nil {
-			return nil, &ConfigError{Msg: fmt.Sprintf("host %q: IdentityFile %v", name, err)}
+			return nil, err
 		}
 		if !seen[p] {
 			seen[p] = true
-			t.IdentityFiles = append(t.IdentityFiles, p)
+			out = append(out, p)
 		}
 	}
-	return t, nil
+	return out, nil
+}
+
+// proxyCommand is the config's ProxyCommand for t with its tokens
+// expanded, as ssh runs it ("" for none). What ssh does with one that
+// kandev-exec cannot do is refused by name.
+func proxyCommand(name string, t *Target, s settings) (string, error) {
+	pc := s.first("proxycommand")
+	switch {
+	case pc == "" || strings.EqualFold(pc, "none"):
+		return "", nil
+	case pc == "-":
+		return "", fmt.Errorf("host %q: ProxyCommand - (ssh's own standard input and output as the connection) has no meaning for kandev-exec", name)
+	case strings.EqualFold(s.first("proxyusefdpass"), "yes"):
+		return "", fmt.Errorf("host %q: ProxyUseFdpass yes is not supported: kandev-exec talks over the ProxyCommand's standard input and output, so set ProxyUseFdpass no", name)
+	}
+	x, err := expand(pc, proxyTokens(name, t.HostName, s.first("hostkeyalias"), t.User, t.Port), false)
+	if err != nil {
+		return "", fmt.Errorf("host %q: ProxyCommand %v (ProxyCommand accepts %%%%, %%h, %%k, %%n, %%p and %%r)", name, err)
+	}
+	return x, nil
 }
 
 // lookup gets the settings for name from `ssh -G`, or from the parser when

@@ -10,15 +10,29 @@ import (
 // Target is one fully resolved SSH endpoint, with the chain of jump hosts
 // in front of it (first hop first). Every hop carries its own settings.
 type Target struct {
-	Name           string   // what the user typed (host name or alias), used in errors
-	HostName       string   // what to connect to
-	Port           int      // 22 when unset
-	User           string   // login user
-	IdentityFiles  []string // absolute paths, in the order OpenSSH tries them
-	IdentitiesOnly bool
-	IdentityAgent  string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
-	ConnectTimeout int    // seconds from ConnectTimeout, 0 when unset
-	Jumps          []*Target
+	Name          string   // what the user typed (host name or alias), used in errors
+	HostName      string   // what to connect to
+	Port          int      // 22 when unset
+	User          string   // login user
+	IdentityFiles []string // absolute paths, in the order OpenSSH tries them
+	// CertificateFiles are user certificates (CertificateFile), each
+	// offered with the private key of its certified key.
+	CertificateFiles []string
+	IdentitiesOnly   bool
+	IdentityAgent    string // socket path; "" = SSH_AUTH_SOCK; "none" = no agent
+	ConnectTimeout   int    // seconds from ConnectTimeout, 0 when unset
+	// HostKeyAlias is the name the host's key is known by, when the config
+	// gives one: a host certificate must name it instead of HostName.
+	HostKeyAlias string
+	// RevokedHostKeys is the file of host and CA keys no longer trusted.
+	RevokedHostKeys string
+	// ProxyCommand is the command whose standard input and output carry
+	// the connection, its tokens expanded ("" connects directly). Only
+	// the first hop of a chain has one. It comes from the operator's own
+	// ssh config on every resolve, never from a stored record: see
+	// docs/security.md.
+	ProxyCommand string
+	Jumps        []*Target
 }
 
 // Addr is host:port, bracketing IPv6 literals.
@@ -33,6 +47,15 @@ func (t *Target) Label() string {
 		return t.Addr()
 	}
 	return fmt.Sprintf("%s (%s)", t.Name, t.Addr())
+}
+
+// KeyName is the name a host certificate of t must certify, as OpenSSH
+// checks it: HostKeyAlias when set, else HostName.
+func (t *Target) KeyName() string {
+	if t.HostKeyAlias != "" {
+		return t.HostKeyAlias
+	}
+	return t.HostName
 }
 
 // Hops returns the jump hosts followed by the target itself.
