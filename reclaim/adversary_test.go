@@ -1,6 +1,9 @@
 package reclaim
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,10 +203,17 @@ func TestApplyGitFileNamingRepositoryElsewhere(t *testing.T) {
 	})
 }
 
-// An object file planted under the name of the remote's tip, saying the
+// An object planted under the name of the remote's tip, saying the
 // unpushed commit is its parent: git does not check an object's hash when
-// it walks history, so the proof checks the commits it relies on.
+// it walks history, so the proof checks the commits it relies on, loose
+// (a copied file) or packed (an index that names it falsely).
 func TestApplyForgedObjectMakesUnpushedLookPushed(t *testing.T) {
+	for name, plant := range map[string]func(t *testing.T, dir, src, dst string){"loose": plantObject, "packed": plantPacked} {
+		t.Run(name, func(t *testing.T) { forgedTip(t, plant) })
+	}
+}
+
+func forgedTip(t *testing.T, plant func(t *testing.T, dir, src, dst string)) {
 	keptFor(t, ProbeFailed, "does not hash to its name", func(t *testing.T, dir, _, work string) {
 		work1 := commit(t, dir, "work.txt", "agent work")
 		tip := commit(t, work, "theirs.txt", "theirs")
@@ -212,18 +222,79 @@ func TestApplyForgedObjectMakesUnpushedLookPushed(t *testing.T) {
 		// written where git looks first for the tip (a loose object).
 		gitT(t, dir, "fetch", "--quiet", "origin")
 		fake := gitT(t, dir, "commit-tree", "-p", work1, "-m", "theirs", tip+"^{tree}")
-		src := filepath.Join(dir, ".git", "objects", fake[:2], fake[2:])
-		dst := filepath.Join(dir, ".git", "objects", tip[:2], tip[2:])
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, dst, string(b))
+		plant(t, dir, fake, tip)
 		if out := gitT(t, dir, "rev-list", "--count", work1, "^"+tip); out != "0" {
 			t.Fatalf("fixture: the forged object does not hide the commit (%s)", out)
 		}
 	})
+}
+
+// The same under the name of the HEAD commit, the remote's tip itself:
+// the forged one's tree holds a staged edit, which status then compares
+// with. No object file may be other than its name says.
+func TestApplyForgedHeadCommitHidesStagedEdit(t *testing.T) {
+	keptFor(t, ProbeFailed, "does not hash to its name", func(t *testing.T, dir, _, _ string) {
+		head := gitT(t, dir, "rev-parse", "HEAD")
+		writeFile(t, filepath.Join(dir, "README"), "staged, and lost\n")
+		gitT(t, dir, "add", "README")
+		tree := gitT(t, dir, "write-tree")
+		fake := gitT(t, dir, "commit-tree", "-m", "initial", tree)
+		plantObject(t, dir, fake, head)
+		if out := gitT(t, dir, "status", "--porcelain"); out != "" {
+			t.Fatalf("fixture: git status sees %q", out)
+		}
+	})
+}
+
+// plantObject copies the loose object file of src to where git looks
+// first for dst.
+func plantObject(t *testing.T, dir, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ".git", "objects", src[:2], src[2:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".git", "objects", dst[:2], dst[2:]), string(b))
+}
+
+// plantPacked packs the object src alone, with an index that names it
+// dst (git checks neither when it reads a pack), and removes its loose
+// file.
+func plantPacked(t *testing.T, dir, src, dst string) {
+	t.Helper()
+	cmd := gitCmd(dir, "pack-objects", "-q", filepath.Join(".git", "objects", "pack", "pack"))
+	cmd.Stdin = strings.NewReader(src + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, ".git", "objects", "pack", "pack-"+strings.TrimSpace(string(out))+".idx")
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 2, one object: header, fan-out, its name, its CRC and
+	// offset, the pack's checksum, then the index's own.
+	const fanout, name = 8, 8 + 256*4
+	oid, err := hex.DecodeString(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 256 {
+		n := uint32(0)
+		if i >= int(oid[0]) {
+			n = 1
+		}
+		binary.BigEndian.PutUint32(b[fanout+4*i:], n)
+	}
+	copy(b[name:], oid)
+	sum := sha1.Sum(b[:len(b)-20])
+	copy(b[len(b)-20:], sum[:])
+	if err := os.Chmod(idx, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, idx, string(b))
+	if err := os.Remove(filepath.Join(dir, ".git", "objects", src[:2], src[2:])); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -71,10 +71,7 @@ func checkBatch(out io.Reader, want []string) error {
 		if err != nil || size < 0 || size > maxGitFile {
 			return fmt.Errorf("git cat-file --batch: bad size in %.80q", line)
 		}
-		var sum hash.Hash = sha1.New()
-		if len(oid) == 64 {
-			sum = sha256.New()
-		}
+		sum := objectHash(len(oid))
 		fmt.Fprintf(sum, "%s %d\x00", f[1], size)
 		if _, err := io.CopyN(sum, br, size); err != nil {
 			return fmt.Errorf("git cat-file --batch: %s: %v", oid, err)
@@ -83,8 +80,21 @@ func checkBatch(out io.Reader, want []string) error {
 			return fmt.Errorf("git cat-file --batch: %s: no newline after its content", oid)
 		}
 		if got := hex.EncodeToString(sum.Sum(nil)); got != oid {
-			return fmt.Errorf("object %s does not hash to its name (its content is %s's), so it proves nothing; `git fsck` there names what is forged or corrupt", oid, got)
+			return forged(oid, got)
 		}
 	}
 	return nil
+}
+
+// objectHash is the hash of a repository whose object ids are oidLen
+// hex digits long.
+func objectHash(oidLen int) hash.Hash {
+	if oidLen == 64 {
+		return sha256.New()
+	}
+	return sha1.New()
+}
+
+func forged(oid, got string) error {
+	return fmt.Errorf("object %s does not hash to its name (its content is %s's), so it proves nothing; `git fsck` there names what is forged or corrupt", oid, got)
 }

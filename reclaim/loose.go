@@ -1,0 +1,71 @@
+package reclaim
+
+import (
+	"compress/zlib"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
+)
+
+// A loose object is a file anyone with the checkout's rights can write,
+// and git reads it, unchecked, before any pack holding the same name: a
+// copy of another object's file under the name of the HEAD commit, or
+// of a tree, would make status compare with whatever it says. So every
+// loose object of the repository (and of those it borrows from) is
+// hashed before git runs there. Packs are written by git, which names
+// each object by its content as it indexes them; verify.go checks the
+// commits the pushed check rests on, wherever they are.
+
+// checkLooseObjects hashes each loose object of g, and of its alternates.
+func (g gitDir) checkLooseObjects() error {
+	for _, objects := range append([]string{filepath.Join(g.common, "objects")}, alternatesOf(g.common)...) {
+		for i := range 256 {
+			fan := fmt.Sprintf("%02x", i)
+			ents, err := os.ReadDir(filepath.Join(objects, fan))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				// Anything else (tmp_obj_ files of a write in flight) is
+				// no object git would read.
+				if oid := fan + e.Name(); oidRE.MatchString(oid) {
+					if err := checkLoose(filepath.Join(objects, fan, e.Name()), oid); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkLoose hashes the loose object at p, which git names oid: its
+// inflated content is the "<type> <size>\0" header and the object.
+func checkLoose(p, oid string) error {
+	f, err := fsx.OpenFile(p, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %v", p, err)
+	}
+	sum := objectHash(len(oid))
+	if _, err := io.Copy(sum, z); err != nil {
+		return fmt.Errorf("%s: %v", p, err)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != oid {
+		return forged(oid, got)
+	}
+	return nil
+}
