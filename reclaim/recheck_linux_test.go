@@ -240,3 +240,24 @@ func TestApplyKeepsDirectoryEnteredAfterProof(t *testing.T) {
 		t.Fatalf("the directory did not get its name back: %v", err)
 	}
 }
+
+// A process that works in the directory by another path (a bind mount
+// of it elsewhere, as a container's volume is) is found by what it holds,
+// not by the name it holds it under.
+func TestApplyKeepsDirectoryInUseByAnotherPath(t *testing.T) {
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	aliases := physical(t, t.TempDir())
+	bindMount(t, dir, filepath.Join(aliases, "volume"), aliases)
+	pid, stop := sleeper(t, "sleep", filepath.Join(aliases, "volume", ".kandev"))
+	before := snapshot(t, root)
+
+	r := apply(t, target(root, "t-1", "task-1"))[0]
+	wantResult(t, r, Fail, Failed, InUse)
+	if want := fmt.Sprintf("pid %d (sleep): its working directory", pid); !strings.Contains(r.Detail, want) {
+		t.Fatalf("detail %q does not say %q", r.Detail, want)
+	}
+	onlyRemoved(t, before, snapshot(t, root), "")
+	stop()
+}

@@ -53,7 +53,7 @@ func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
 	case !h.probeTree(ctx, t, path, tr, &ev):
 		return ev
 	}
-	ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, t.Path())
+	ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, t.Path(), &ev)
 	return ev
 }
 
