@@ -229,8 +229,9 @@ func forgedTip(t *testing.T, plant func(t *testing.T, dir, src, dst string)) {
 	})
 }
 
-// The same under the name of the HEAD commit, the remote's tip itself:
-// the forged one's tree holds a staged edit, which status then compares
+// The same under the name of the HEAD commit, the remote's tip itself
+// (loose, as a small fetch leaves it, so the file is replaced): the
+// forged one's tree holds a staged edit, which status then compares
 // with. No object file may be other than its name says.
 func TestApplyForgedHeadCommitHidesStagedEdit(t *testing.T) {
 	keptFor(t, ProbeFailed, "does not hash to its name", func(t *testing.T, dir, _, _ string) {
@@ -297,4 +298,29 @@ func plantPacked(t *testing.T, dir, src, dst string) {
 	if err := os.Remove(filepath.Join(dir, ".git", "objects", src[:2], src[2:])); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A forged loose object in the store a checkout borrows from
+// (objects/info/alternates) is read as its own: it is hashed too.
+func TestApplyForgedObjectInBorrowedStore(t *testing.T) {
+	keptFor(t, ProbeFailed, "does not hash to its name", func(t *testing.T, dir, bare, _ string) {
+		head := gitT(t, dir, "rev-parse", "HEAD")
+		writeFile(t, filepath.Join(dir, "README"), "staged, and lost\n")
+		gitT(t, dir, "add", "README")
+		fake := gitT(t, dir, "commit-tree", "-m", "initial", gitT(t, dir, "write-tree"))
+		store := filepath.Join(physical(t, t.TempDir()), "objects")
+		b, err := os.ReadFile(filepath.Join(dir, ".git", "objects", fake[:2], fake[2:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(store, head[:2], head[2:]), string(b))
+		writeFile(t, filepath.Join(dir, ".git", "objects", "info", "alternates"), store+"\n")
+		// The real one (loose, as a small fetch leaves it) goes.
+		if err := os.Remove(filepath.Join(dir, ".git", "objects", head[:2], head[2:])); err != nil {
+			t.Fatal(err)
+		}
+		if out := gitT(t, dir, "status", "--porcelain"); out != "" {
+			t.Fatalf("fixture: git status sees %q", out)
+		}
+	})
 }

@@ -9,38 +9,78 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // A loose object is a file anyone with the checkout's rights can write,
-// and git reads it, unchecked, before any pack holding the same name: a
-// copy of another object's file under the name of the HEAD commit, or
-// of a tree, would make status compare with whatever it says. So every
+// and git reads it unchecked wherever no pack holds the name: a copy of
+// another object's file in place of the HEAD commit's (a small fetch
+// leaves objects loose), or of a tree, would make status compare with
+// whatever it says. So every
 // loose object of the repository (and of those it borrows from) is
 // hashed before git runs there. Packs are written by git, which names
 // each object by its content as it indexes them; verify.go checks the
 // commits the pushed check rests on, wherever they are.
 
 // checkLooseObjects hashes each loose object of g, and of its alternates.
-func (g gitDir) checkLooseObjects() error {
-	for _, objects := range append([]string{filepath.Join(g.common, "objects")}, alternatesOf(g.common)...) {
-		for i := range 256 {
-			fan := fmt.Sprintf("%02x", i)
-			ents, err := os.ReadDir(filepath.Join(objects, fan))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			for _, e := range ents {
-				// Anything else (tmp_obj_ files of a write in flight) is
-				// no object git would read.
-				if oid := fan + e.Name(); oidRE.MatchString(oid) {
-					if err := checkLoose(filepath.Join(objects, fan, e.Name()), oid); err != nil {
-						return err
-					}
+func (h *host) checkLooseObjects(g gitDir) error {
+	if err := checkStore(filepath.Join(g.common, "objects")); err != nil {
+		return err
+	}
+	for _, objects := range alternatesOf(g.common) {
+		if err := h.lentStores.check(objects); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stores hashes each object store that checkouts borrow from once per
+// call, however many borrow from it (a thousand clones of one mirror).
+type stores struct {
+	mu    sync.Mutex
+	byDir map[string]*storeCheck
+}
+
+type storeCheck struct {
+	once sync.Once
+	err  error
+}
+
+func (s *stores) check(objects string) error {
+	s.mu.Lock()
+	if s.byDir == nil {
+		s.byDir = map[string]*storeCheck{}
+	}
+	c := s.byDir[objects]
+	if c == nil {
+		c = &storeCheck{}
+		s.byDir[objects] = c
+	}
+	s.mu.Unlock()
+	c.once.Do(func() { c.err = checkStore(objects) })
+	return c.err
+}
+
+// checkStore hashes each loose object in the objects directory.
+func checkStore(objects string) error {
+	for i := range 256 {
+		fan := fmt.Sprintf("%02x", i)
+		ents, err := os.ReadDir(filepath.Join(objects, fan))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			// Anything else (tmp_obj_ files of a write in flight) is no
+			// object git would read.
+			if oid := fan + e.Name(); oidRE.MatchString(oid) {
+				if err := checkLoose(filepath.Join(objects, fan, e.Name()), oid); err != nil {
+					return err
 				}
 			}
 		}

@@ -15,9 +15,8 @@ import (
 )
 
 // Git does not check that an object's content hashes to its name when it
-// walks history, and a loose object is looked up before the packs: an
-// object file the agent wrote under the name of a remote tip could say
-// the agent's commit is its parent. So when rev-list finds every held
+// walks history: an object the agent wrote under the name of a remote tip
+// it has not fetched could say the agent's commit is its parent. So when rev-list finds every held
 // commit reachable from the tips, the commits that reachability rests on
 // (those on a path from a held commit to a tip) are hashed here; one
 // whose content is not its name proves nothing.
