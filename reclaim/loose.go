@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"compress/zlib"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,12 +26,12 @@ import (
 // commits the pushed check rests on, wherever they are.
 
 // checkLooseObjects hashes each loose object of g, and of its alternates.
-func (h *host) checkLooseObjects(g gitDir) error {
-	if err := checkStore(filepath.Join(g.common, "objects")); err != nil {
+func (h *host) checkLooseObjects(ctx context.Context, g gitDir) error {
+	if err := checkStore(ctx, filepath.Join(g.common, "objects")); err != nil {
 		return err
 	}
 	for _, objects := range alternatesOf(g.common) {
-		if err := h.lentStores.check(objects); err != nil {
+		if err := h.lentStores.check(ctx, objects); err != nil {
 			return err
 		}
 	}
@@ -49,7 +50,7 @@ type storeCheck struct {
 	err  error
 }
 
-func (s *stores) check(objects string) error {
+func (s *stores) check(ctx context.Context, objects string) error {
 	s.mu.Lock()
 	if s.byDir == nil {
 		s.byDir = map[string]*storeCheck{}
@@ -60,13 +61,17 @@ func (s *stores) check(objects string) error {
 		s.byDir[objects] = c
 	}
 	s.mu.Unlock()
-	c.once.Do(func() { c.err = checkStore(objects) })
+	c.once.Do(func() { c.err = checkStore(ctx, objects) })
 	return c.err
 }
 
-// checkStore hashes each loose object in the objects directory.
-func checkStore(objects string) error {
+// checkStore hashes each loose object in the objects directory, until
+// the call's time runs out.
+func checkStore(ctx context.Context, objects string) error {
 	for i := range 256 {
+		if ctx.Err() != nil {
+			return fmt.Errorf("hashing the loose objects of %s: the call's time ran out", objects)
+		}
 		fan := fmt.Sprintf("%02x", i)
 		ents, err := os.ReadDir(filepath.Join(objects, fan))
 		if errors.Is(err, fs.ErrNotExist) {
