@@ -101,6 +101,21 @@ func TestApplyKeepsWhatWasAddedToAnInterruptedRemoval(t *testing.T) {
 					t.Fatalf("notes.txt: %q, %v", b, err)
 				}
 			}},
+		{"a leftover rewritten to its size, its time set back", func(t *testing.T, trash string) {
+			p := filepath.Join(trash, "README")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, "HELLO\n")
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, trash string) {
+			if b, err := os.ReadFile(filepath.Join(trash, "README")); err != nil || string(b) != "HELLO\n" {
+				t.Fatalf("README: %q, %v", b, err)
+			}
+		}},
 		{"a repository with a commit", func(t *testing.T, trash string) {
 			repo := filepath.Join(trash, "fresh")
 			gitT(t, trash, "init", "--quiet", repo)

@@ -160,7 +160,7 @@ func remainsAt(tasks *dirFD, name string, ev *Evidence) []string {
 	if err != nil || len(tr.mounts) > 0 || d.identity() != ev.Identity {
 		return nil
 	}
-	return ev.proof.remainsOf(tr.entries)
+	return ev.proof.remainsOf(tr.entries, filepath.Join(tasks.path, name))
 }
 
 // empty removes tasks/<name> (identity want) and proves both it and
