@@ -17,6 +17,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
+	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // waitFile polls until path exists.
@@ -56,10 +57,13 @@ func (f *launchFixture) archivePending(t *testing.T, task *records.Task, reason 
 	return got
 }
 
-// A `task exec` running in the task directory holds off the archive's
-// removal (in_use, retried), however the command was started: what it
-// writes after is not lost, and the next archive proves it (kept).
-func TestArchiveWaitsForTaskExec(t *testing.T) {
+// waitsForCommand launches a task and starts a command in its directory
+// with run, which returns once the command has touched started; finish
+// makes it write late.txt and end. The archive meanwhile is held off
+// (in_use, retried, the directory there), and the one after keeps what
+// it wrote. It returns the held-off archive's task.
+func waitsForCommand(t *testing.T, run func(f *launchFixture, task *records.Task, started string) (finish func() error)) *records.Task {
+	t.Helper()
 	f := newLaunchFixture(t)
 	f.useReclaimingProfile(t)
 	ctx := context.Background()
@@ -67,25 +71,14 @@ func TestArchiveWaitsForTaskExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := filepath.Join(t.TempDir(), "started")
-	stdin, hold := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.exec.Exec(ctx, task.ID, []string{"sh", "-c", "touch " + started + "; read line; echo late > late.txt"}, stdin, io.Discard, io.Discard)
-		done <- err
-	}()
-	waitFile(t, started)
+	finish := run(f, task, filepath.Join(t.TempDir(), "started"))
 
 	got := f.archivePending(t, task, string(reclaim.InUse))
-	if !strings.Contains(got.Teardown.Reason, "(sh)") {
-		t.Fatalf("reason %q does not name the command", got.Teardown.Reason)
-	}
 	if _, err := os.Stat(filepath.Join(task.TaskDir, "README")); err != nil {
 		t.Fatalf("the directory while the command runs: %v", err)
 	}
 
-	hold.Close()
-	if err := <-done; err != nil {
+	if err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive})
@@ -95,6 +88,46 @@ func TestArchiveWaitsForTaskExec(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(task.TaskDir, "late.txt")); err != nil || string(b) != "late\n" {
 		t.Fatalf("what the command wrote: %q, %v", b, err)
 	}
+	return got
+}
+
+// A `task exec` running in the task directory holds off the archive's
+// removal (in_use, retried), however the command was started: what it
+// writes after is not lost, and the next archive proves it (kept).
+func TestArchiveWaitsForTaskExec(t *testing.T) {
+	got := waitsForCommand(t, func(f *launchFixture, task *records.Task, started string) func() error {
+		stdin, hold := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.exec.Exec(context.Background(), task.ID, []string{"sh", "-c", "touch " + started + "; read line; echo late > late.txt"}, stdin, io.Discard, io.Discard)
+			done <- err
+		}()
+		waitFile(t, started)
+		return func() error { hold.Close(); return <-done }
+	})
+	if !strings.Contains(got.Teardown.Reason, "(sh)") {
+		t.Fatalf("reason %q does not name the command", got.Teardown.Reason)
+	}
+}
+
+// A `task shell` (an interactive login shell on a terminal) holds it off
+// just the same: what is typed into it after is not lost.
+func TestArchiveWaitsForTaskShell(t *testing.T) {
+	waitsForCommand(t, func(f *launchFixture, task *records.Task, started string) func() error {
+		typed, keys := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			term := Terminal{PTY: ssh.PTY{Term: "dumb", Size: ssh.WindowSize{Width: 80, Height: 24}}, In: typed, Out: io.Discard}
+			_, err := f.exec.ExecTerminal(context.Background(), task.ID, nil, term)
+			done <- err
+		}()
+		fmt.Fprintf(keys, "touch %s\n", started)
+		waitFile(t, started)
+		return func() error {
+			fmt.Fprint(keys, "echo late > late.txt; exit\n")
+			return <-done
+		}
+	})
 }
 
 // An agent that left a daemon in its own session (setsid) is drained,

@@ -166,7 +166,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	tr := h.walk(d, &ev)
 	d.close()
 	if h.probeTree(ctx, t, path, tr, &ev) {
-		ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, path)
+		ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, path, &ev)
 	}
 	return ev, release
 }

@@ -66,6 +66,7 @@ type host struct {
 	probeTimeout time.Duration
 	remotes      remoteTips
 	lenders      lenders
+	lentStores   stores
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
 
 	mountsOnce sync.Once

@@ -1,11 +1,8 @@
 package reclaim
 
 import (
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path"
@@ -152,10 +149,7 @@ func blobOf(p string, oidLen int) (mode, oid string, err error) {
 	default:
 		return fi.Mode().Type().String(), "", nil
 	}
-	var h hash.Hash = sha1.New()
-	if oidLen == 64 {
-		h = sha256.New()
-	}
+	h := objectHash(oidLen)
 	fmt.Fprintf(h, "blob %d\x00", size)
 	if n, err := io.Copy(h, content); err != nil {
 		return "", "", err

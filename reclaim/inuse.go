@@ -35,11 +35,32 @@ type hold struct {
 	path string
 }
 
-// inUse names the processes using dir, whose sessions' controllers were
-// started in the task directory ran (dir itself, or its name before the
-// removal renamed it); unknown says why the host cannot tell.
-func (h *host) inUse(ctx context.Context, dir, ran string) (users []string, unknown string) {
-	found, unknown := processesUsing(ctx, dir, h.uid)
+// inodes are the entries of a directory as its proof walked them, so
+// that a process holding one by another path (a bind mount of it
+// elsewhere, a container's view of it) is found too.
+type inodes struct {
+	dev uint64
+	ino map[uint64]bool
+}
+
+func inodesOf(ev *Evidence) inodes {
+	ids := inodes{dev: ev.Identity.Dev, ino: make(map[uint64]bool, len(ev.proof))}
+	for _, e := range ev.proof {
+		ids.ino[e.ino] = true
+	}
+	return ids
+}
+
+func (ids inodes) has(dev, ino uint64) bool {
+	return len(ids.ino) > 0 && dev == ids.dev && ids.ino[ino]
+}
+
+// inUse names the processes using dir, proven as ev, whose sessions'
+// controllers were started in the task directory ran (dir itself, or its
+// name before the removal renamed it); unknown says why the host cannot
+// tell.
+func (h *host) inUse(ctx context.Context, dir, ran string, ev *Evidence) (users []string, unknown string) {
+	found, unknown := processesUsing(ctx, dir, h.uid, inodesOf(ev))
 	if len(found) == 0 {
 		return nil, unknown
 	}
@@ -55,9 +76,9 @@ func (h *host) inUse(ctx context.Context, dir, ran string) (users []string, unkn
 			continue
 		}
 		first := p.holds[0]
-		rel, err := filepath.Rel(dir, first.path)
-		if err != nil {
-			rel = first.path
+		rel := first.path // by another path, named as the process has it
+		if under(rel, dir) {
+			rel, _ = filepath.Rel(dir, first.path)
 		}
 		users = append(users, fmt.Sprintf("pid %d (%s): its %s %s", p.pid, printable(p.comm), first.what, printable(rel)))
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // opaque: processes of the login user that the kernel keeps from them
@@ -19,8 +21,9 @@ import (
 var opaque = map[string]bool{"sshd": true, "sshd-session": true, "ssh-agent": true}
 
 // processesUsing reads /proc: the working and root directory, open
-// descriptors and mapped files of each process of uid.
-func processesUsing(_ context.Context, dir string, uid int) ([]holder, string) {
+// descriptors and mapped files of each process of uid, below dir by
+// their name or among ids by their device and inode.
+func processesUsing(_ context.Context, dir string, uid int, ids inodes) ([]holder, string) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Sprintf("cannot list the processes: %v", err)
@@ -33,7 +36,7 @@ func processesUsing(_ context.Context, dir string, uid int) ([]holder, string) {
 		if err != nil || pid == self || !ownedBy(pid, uid) {
 			continue
 		}
-		p := inspectProc(pid, dir)
+		p := inspectProc(pid, dir, ids)
 		// The init process, and the connection this helper serves,
 		// were there before any task.
 		if p.hidden != "" && (pid == 1 || mine[pid] || opaque[p.comm]) {
@@ -66,7 +69,7 @@ func ownedBy(pid, uid int) bool {
 
 // inspectProc finds what pid holds of dir. A process that went away
 // meanwhile holds nothing.
-func inspectProc(pid int, dir string) holder {
+func inspectProc(pid int, dir string, ids inodes) holder {
 	p := holder{pid: pid}
 	if b, err := os.ReadFile(procPath(pid, "comm")); err == nil {
 		p.comm = strings.TrimSuffix(string(b), "\n")
@@ -78,28 +81,38 @@ func inspectProc(pid int, dir string) holder {
 		}
 		return false
 	}
-	add := func(what, path string) {
-		if under(path, dir) {
-			p.holds = append(p.holds, hold{what: what, path: strings.TrimSuffix(path, " (deleted)")})
+	held := func(what, path string) {
+		p.holds = append(p.holds, hold{what: what, path: strings.TrimSuffix(path, " (deleted)")})
+	}
+	// link is a /proc link of pid: what it names, by path or, for a path
+	// elsewhere, by what the link leads to.
+	link := func(what, name string) error {
+		target, err := os.Readlink(procPath(pid, name))
+		switch {
+		case err != nil:
+			return err
+		case under(target, dir):
+			held(what, target)
+		case strings.HasPrefix(target, "/"):
+			if st, ok := statOf(procPath(pid, name)); ok && ids.has(st.dev, st.ino) {
+				held(what, target)
+			}
 		}
+		return nil
 	}
 	for _, l := range [][2]string{{"cwd", "working directory"}, {"root", "root directory"}} {
-		target, err := os.Readlink(procPath(pid, l[0]))
-		if hide(err) {
+		if hide(link(l[1], l[0])) {
 			return p
 		}
-		add(l[1], target)
 	}
 	fds, err := os.ReadDir(procPath(pid, "fd"))
 	if hide(err) {
 		return p
 	}
 	for _, fd := range fds {
-		target, err := os.Readlink(procPath(pid, "fd/"+fd.Name()))
-		if hide(err) {
+		if hide(link("open file", "fd/"+fd.Name())) {
 			return p
 		}
-		add("open file", target)
 	}
 	maps, err := os.ReadFile(procPath(pid, "maps"))
 	if hide(err) {
@@ -116,7 +129,9 @@ func inspectProc(pid int, dir string) holder {
 		}
 		if path := strings.TrimLeft(f[5], " "); !seen[path] {
 			seen[path] = true
-			add("mapped file", path)
+			if under(path, dir) || mapsInode(ids, f[3], f[4]) {
+				held("mapped file", path)
+			}
 		}
 	}
 	return p
@@ -152,4 +167,29 @@ func ancestors(pid int) map[int]bool {
 		out[pid] = true
 	}
 	return out
+}
+
+type devIno struct{ dev, ino uint64 }
+
+// statOf is what a /proc link leads to (a process that went away, or a
+// descriptor closed meanwhile, leads nowhere).
+func statOf(p string) (devIno, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return devIno{}, false
+	}
+	return devIno{uint64(st.Dev), st.Ino}, true
+}
+
+// mapsInode: a maps line's device ("major:minor", hex) and inode are
+// among ids.
+func mapsInode(ids inodes, dev, ino string) bool {
+	maj, min, ok := strings.Cut(dev, ":")
+	if !ok {
+		return false
+	}
+	ma, err1 := strconv.ParseUint(maj, 16, 32)
+	mi, err2 := strconv.ParseUint(min, 16, 32)
+	n, err3 := strconv.ParseUint(ino, 10, 64)
+	return err1 == nil && err2 == nil && err3 == nil && ids.has(unix.Mkdev(uint32(ma), uint32(mi)), n)
 }

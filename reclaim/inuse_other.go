@@ -23,7 +23,7 @@ func running(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESR
 // processesUsing asks lsof (there is no /proc here) what the processes
 // of uid hold: working and root directories, open and mapped files.
 // Without lsof nothing can be told, and the caller keeps the directory.
-func processesUsing(ctx context.Context, dir string, uid int) ([]holder, string) {
+func processesUsing(ctx context.Context, dir string, uid int, _ inodes) ([]holder, string) {
 	lsof, err := exec.LookPath("lsof")
 	if err != nil {
 		lsof = "/usr/sbin/lsof"

@@ -251,6 +251,9 @@ func TestApplyRefsOutsideBranches(t *testing.T) {
 		"reflog": {"logs/HEAD", func(t *testing.T, dir, _ string) {
 			commit(t, dir, "work.txt", "agent work")
 			gitT(t, dir, "reset", "--quiet", "--hard", "HEAD~1")
+			if err := os.Remove(filepath.Join(dir, ".git", "ORIG_HEAD")); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		"blob": {`ref(s) naming objects the remote does not have ("refs/keep/notes")`, func(t *testing.T, dir, _ string) {
 			writeFile(t, filepath.Join(dir, ".kandev", "notes"), "kept only as a blob\n")

@@ -4,12 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -111,10 +115,10 @@ func (a entry) key() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// remainsOf is left's keys, when everything left is as the proof (m)
-// saw it; nil when something is not (it was written during the removal)
-// or there is too much to report.
-func (m manifest) remainsOf(left manifest) []string {
+// remainsOf is left's keys, when everything left (below top) is as the
+// proof (m) saw it; nil when something is not (it was written during the
+// removal) or there is too much to report.
+func (m manifest) remainsOf(left manifest, top string) []string {
 	if len(left) > maxRemains {
 		return nil
 	}
@@ -124,8 +128,11 @@ func (m manifest) remainsOf(left manifest) []string {
 	}
 	keys := make([]string, 0, len(left))
 	for _, e := range left {
-		k := e.key()
-		if !proven[k] {
+		if !proven[e.key()] {
+			return nil
+		}
+		k, err := e.remainsKey(top)
+		if err != nil {
 			return nil
 		}
 		keys = append(keys, k)
@@ -133,17 +140,36 @@ func (m manifest) remainsOf(left manifest) []string {
 	return keys
 }
 
-// outside names the first entry of m that is not one of remains: what
-// was added or changed since the removal that left them was cut short.
-func (m manifest) outside(remains []string) string {
+// outside names the first entry of m (below top) that is not one of
+// remains: what was added or changed since the removal that left them
+// was cut short.
+func (m manifest) outside(remains []string, top string) string {
 	left := make(map[string]bool, len(remains))
 	for _, k := range remains {
 		left[k] = true
 	}
 	for _, e := range m {
-		if !left[e.key()] {
+		if k, err := e.remainsKey(top); err != nil || !left[k] {
 			return e.rel
 		}
 	}
 	return ""
+}
+
+// remainsKey is key, and for a file its content's digest too: a file
+// rewritten to its old size with its time set back is not what was left.
+func (a entry) remainsKey(top string) (string, error) {
+	if a.mode&unix.S_IFMT != unix.S_IFREG {
+		return a.key(), nil
+	}
+	f, err := fsx.OpenFile(filepath.Join(top, a.rel), os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(sum, f); err != nil {
+		return "", err
+	}
+	return a.key() + hex.EncodeToString(sum.Sum(nil)[:8]), nil
 }

@@ -162,6 +162,9 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 	if p.UnsafeConfig = cfg.unsafe(); p.UnsafeConfig != "" {
 		return nil // no git runs under a configuration the proof cannot neutralise
 	}
+	if err := h.checkLooseObjects(ctx, g); err != nil {
+		return err
+	}
 	if p.Operation, err = g.operation(); err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ type held struct {
 	head string            // HEAD's commit, "" before the first
 	refs map[string]string // every ref under refs/
 	logs []localRef        // reflog entries, each object once
+	// pseudo: what ORIG_HEAD, FETCH_HEAD and the like name (pseudoref.go).
+	pseudo []localRef
 	// logsUnread: the refs are in a reftable, whose reflogs git lists
 	// (rev-list --reflog) rather than the proof.
 	logsUnread bool
@@ -41,6 +43,9 @@ func (h *host) heldObjects(ctx context.Context, r repo, head string) (held, erro
 	hd := held{head: head}
 	rt, err := r.gitDir.usesReftable()
 	if err != nil {
+		return held{}, err
+	}
+	if hd.pseudo, err = r.gitDir.pseudoRefs(); err != nil {
 		return held{}, err
 	}
 	if !rt {
@@ -60,7 +65,7 @@ func (h *host) heldObjects(ctx context.Context, r repo, head string) (held, erro
 
 // localRefs sorts what hd holds into tags (which must be upstream tips
 // themselves) and everything else: HEAD, the other refs by name, then
-// the reflog entries whose object no ref already names.
+// the pseudo-refs and reflog entries whose object no ref already names.
 func (hd held) localRefs() (tags, others []localRef) {
 	if hd.head != "" {
 		others = append(others, localRef{"HEAD", hd.head})
@@ -82,8 +87,9 @@ func (hd held) localRefs() (tags, others []localRef) {
 			others = append(others, localRef{name, oid})
 		}
 	}
-	for _, l := range hd.logs {
+	for _, l := range append(append([]localRef{}, hd.pseudo...), hd.logs...) {
 		if !named[l.oid] {
+			named[l.oid] = true
 			others = append(others, l)
 		}
 	}
@@ -134,8 +140,11 @@ func (h *host) checkPushed(ctx context.Context, r repo, hd held, up upstreamSet,
 		return err
 	}
 	n, err := h.countUnreachable(ctx, r, commits, tips, hd.logsUnread)
-	if err != nil || n == 0 {
+	if err != nil {
 		return err
+	}
+	if n == 0 {
+		return h.verifyAncestry(ctx, r, commits, tips)
 	}
 	c.Unpushed = n
 	for _, l := range commits {

@@ -43,14 +43,14 @@ const (
 	ChangedSincePlan    Reason = "changed_since_plan"   // device and inode differ from the earlier proof
 	MountPoint          Reason = "mount_point"          // another filesystem or a bind mount inside it
 	NotACheckout        Reason = "not_a_checkout"       // its top is not a git checkout: nothing proves the files are saved
-	ProbeFailed         Reason = "probe_failed"         // a probe erred, timed out or could not be parsed: unknown keeps
+	ProbeFailed         Reason = "probe_failed"         // a probe erred, timed out, could not be parsed or found a forged object: unknown keeps
 	UnfinishedOperation Reason = "unfinished_operation" // a rebase, merge, cherry-pick, revert, am or bisect in progress
 	DirtyWorktree       Reason = "dirty_worktree"       // modified, staged, deleted or unmerged tracked files
 	UntrackedFiles      Reason = "untracked_files"      // files git does not track and does not ignore
 	IgnoredFiles        Reason = "ignored_files"        // ignored files outside .kandev/ (a .env, a local config)
 	StashPresent        Reason = "stash_present"        // stash entries, which are never pushed
 	LinkedWorktree      Reason = "linked_worktree"      // the repository has linked worktrees that removing it would break
-	UnpushedCommits     Reason = "unpushed_commits"     // commits, tags or other objects of any ref or reflog that the upstream's current refs do not have
+	UnpushedCommits     Reason = "unpushed_commits"     // commits, tags or other objects of any ref, reflog or ORIG_HEAD-like file that the upstream's current refs do not have
 	UnsafeGitConfig     Reason = "unsafe_git_config"    // the checkout's git config has a key no override neutralises (an include)
 	HiddenChanges       Reason = "hidden_changes"       // files git status does not report: in a submodule path with no repository, or marked skip-worktree or assume-unchanged and changed
 	BorrowedObjects     Reason = "borrowed_objects"     // a repository elsewhere borrows objects from it (objects/info/alternates)

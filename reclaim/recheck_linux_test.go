@@ -101,6 +101,21 @@ func TestApplyKeepsWhatWasAddedToAnInterruptedRemoval(t *testing.T) {
 					t.Fatalf("notes.txt: %q, %v", b, err)
 				}
 			}},
+		{"a leftover rewritten to its size, its time set back", func(t *testing.T, trash string) {
+			p := filepath.Join(trash, "README")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, "HELLO\n")
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, trash string) {
+			if b, err := os.ReadFile(filepath.Join(trash, "README")); err != nil || string(b) != "HELLO\n" {
+				t.Fatalf("README: %q, %v", b, err)
+			}
+		}},
 		{"a repository with a commit", func(t *testing.T, trash string) {
 			repo := filepath.Join(trash, "fresh")
 			gitT(t, trash, "init", "--quiet", repo)
@@ -239,4 +254,25 @@ func TestApplyKeepsDirectoryEnteredAfterProof(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, "README")); err != nil {
 		t.Fatalf("the directory did not get its name back: %v", err)
 	}
+}
+
+// A process that works in the directory by another path (a bind mount
+// of it elsewhere, as a container's volume is) is found by what it holds,
+// not by the name it holds it under.
+func TestApplyKeepsDirectoryInUseByAnotherPath(t *testing.T) {
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	aliases := physical(t, t.TempDir())
+	bindMount(t, dir, filepath.Join(aliases, "volume"), aliases)
+	pid, stop := sleeper(t, "sleep", filepath.Join(aliases, "volume", ".kandev"))
+	before := snapshot(t, root)
+
+	r := apply(t, target(root, "t-1", "task-1"))[0]
+	wantResult(t, r, Fail, Failed, InUse)
+	if want := fmt.Sprintf("pid %d (sleep): its working directory", pid); !strings.Contains(r.Detail, want) {
+		t.Fatalf("detail %q does not say %q", r.Detail, want)
+	}
+	onlyRemoved(t, before, snapshot(t, root), "")
+	stop()
 }

@@ -104,7 +104,7 @@ func (h *host) removeDir(ctx context.Context, t Target, ev *Evidence) error {
 // that name gets in between the check and the removal.
 func (h *host) recheck(ctx context.Context, tasks *dirFD, name string, t Target, ev *Evidence) *keptError {
 	path := filepath.Join(tasks.path, name)
-	users, unknown := h.inUse(ctx, path, t.Path())
+	users, unknown := h.inUse(ctx, path, t.Path(), ev)
 	switch {
 	case len(users) > 0:
 		return &keptError{Verdict{Action: Fail, Reason: InUse, Detail: fmt.Sprintf("%s is in use by %s; the removal waits for them to end", t.Path(), examples(users))}}
@@ -160,7 +160,7 @@ func remainsAt(tasks *dirFD, name string, ev *Evidence) []string {
 	if err != nil || len(tr.mounts) > 0 || d.identity() != ev.Identity {
 		return nil
 	}
-	return ev.proof.remainsOf(tr.entries)
+	return ev.proof.remainsOf(tr.entries, filepath.Join(tasks.path, name))
 }
 
 // empty removes tasks/<name> (identity want) and proves both it and

@@ -47,13 +47,13 @@ func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
 		return ev
 	}
 	switch {
-	case len(t.Remains) > 0 && tr.entries.outside(t.Remains) == "":
+	case len(t.Remains) > 0 && tr.entries.outside(t.Remains, path) == "":
 		ev.LeftAsRemoved = true
 	case ev.OnlyDirs:
 	case !h.probeTree(ctx, t, path, tr, &ev):
 		return ev
 	}
-	ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, t.Path())
+	ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, t.Path(), &ev)
 	return ev
 }
 

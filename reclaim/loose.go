@@ -1,0 +1,116 @@
+package reclaim
+
+import (
+	"compress/zlib"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/kdlbs/kandev-exec/internal/fsx"
+)
+
+// A loose object is a file anyone with the checkout's rights can write,
+// and git reads it unchecked wherever no pack holds the name: a copy of
+// another object's file in place of the HEAD commit's (a small fetch
+// leaves objects loose), or of a tree, would make status compare with
+// whatever it says. So every
+// loose object of the repository (and of those it borrows from) is
+// hashed before git runs there. Packs are written by git, which names
+// each object by its content as it indexes them; verify.go checks the
+// commits the pushed check rests on, wherever they are.
+
+// checkLooseObjects hashes each loose object of g, and of its alternates.
+func (h *host) checkLooseObjects(ctx context.Context, g gitDir) error {
+	if err := checkStore(ctx, filepath.Join(g.common, "objects")); err != nil {
+		return err
+	}
+	for _, objects := range alternatesOf(g.common) {
+		if err := h.lentStores.check(ctx, objects); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stores hashes each object store that checkouts borrow from once per
+// call, however many borrow from it (a thousand clones of one mirror).
+type stores struct {
+	mu    sync.Mutex
+	byDir map[string]*storeCheck
+}
+
+type storeCheck struct {
+	once sync.Once
+	err  error
+}
+
+func (s *stores) check(ctx context.Context, objects string) error {
+	s.mu.Lock()
+	if s.byDir == nil {
+		s.byDir = map[string]*storeCheck{}
+	}
+	c := s.byDir[objects]
+	if c == nil {
+		c = &storeCheck{}
+		s.byDir[objects] = c
+	}
+	s.mu.Unlock()
+	c.once.Do(func() { c.err = checkStore(ctx, objects) })
+	return c.err
+}
+
+// checkStore hashes each loose object in the objects directory, until
+// the call's time runs out.
+func checkStore(ctx context.Context, objects string) error {
+	for i := range 256 {
+		if ctx.Err() != nil {
+			return fmt.Errorf("hashing the loose objects of %s: the call's time ran out", objects)
+		}
+		fan := fmt.Sprintf("%02x", i)
+		ents, err := os.ReadDir(filepath.Join(objects, fan))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			// Anything else (tmp_obj_ files of a write in flight) is no
+			// object git would read.
+			if oid := fan + e.Name(); oidRE.MatchString(oid) {
+				if err := checkLoose(filepath.Join(objects, fan, e.Name()), oid); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkLoose hashes the loose object at p, which git names oid: its
+// inflated content is the "<type> <size>\0" header and the object.
+func checkLoose(p, oid string) error {
+	f, err := fsx.OpenFile(p, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %v", p, err)
+	}
+	sum := objectHash(len(oid))
+	if _, err := io.Copy(sum, z); err != nil {
+		return fmt.Errorf("%s: %v", p, err)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != oid {
+		return forged(oid, got)
+	}
+	return nil
+}

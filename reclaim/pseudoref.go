@@ -1,0 +1,66 @@
+package reclaim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Files at the top of a gitdir name commits too: ORIG_HEAD (the commit a
+// reset or rebase moved away from), FETCH_HEAD (what a fetch brought,
+// from wherever it was fetched), MERGE_HEAD and the like. With reflogs
+// switched off or removed, one may be all that holds an agent's commit.
+
+// pseudoRefRE: git's own names for them, upper case ending in HEAD (not
+// HEAD itself, which status reports; not AUTO_MERGE, a merge's tree).
+var pseudoRefRE = regexp.MustCompile(`^[A-Z][A-Z_]*_HEAD$`)
+
+// pseudoRefs lists the objects those files name, in the common gitdir
+// and then the worktree's own.
+func (g gitDir) pseudoRefs() ([]localRef, error) {
+	var out []localRef
+	for _, d := range g.dirs() {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if !pseudoRefRE.MatchString(e.Name()) {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			b, err := readSmallFile(p)
+			if err != nil {
+				return nil, err
+			}
+			oids, err := parsePseudoRef(b)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", p, err)
+			}
+			for _, oid := range oids {
+				out = append(out, localRef{e.Name(), oid})
+			}
+		}
+	}
+	return out, nil
+}
+
+// parsePseudoRef reads one object id per line, first on it (FETCH_HEAD
+// follows it with a tab and what was fetched); a symbolic one ("ref:")
+// names a ref read on its own.
+func parsePseudoRef(b []byte) ([]string, error) {
+	var oids []string
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\r\n"), "\n") {
+		if line == "" || strings.HasPrefix(line, "ref: ") {
+			continue
+		}
+		oid, _, _ := strings.Cut(strings.TrimRight(line, "\r"), "\t")
+		if !oidRE.MatchString(oid) {
+			return nil, fmt.Errorf("unexpected line %.80q", line)
+		}
+		oids = append(oids, oid)
+	}
+	return oids, nil
+}
