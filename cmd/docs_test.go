@@ -182,7 +182,7 @@ var jsonObjects = []struct {
 	{"task cleanup job", "`task show` and `task ls`, in `job`", task.JobView{}},
 	{"teardown result", "`task archive`, `task delete`", executor.TeardownResult{}},
 	{"sweep row", "`sweep` (an array, one per job it ran or that failed)", executor.SweepResult{}},
-	{"reclaim row", "`reclaim` (an array, one per directory, or per host that failed)", executor.ReclaimRow{}},
+	{"reclaim row", "`reclaim` (an array, one per directory, or per host or root that failed)", executor.ReclaimRow{}},
 	{"watch event", "`watch` (one compact object a line; `task archive`/`task delete`/`host drain` with `--watch` and without a terminal)", watch.Line{}},
 	{"session", "`session show`, `session stop`, `session logs` (`session ls`: an array)", executor.SessionView{}},
 	{"environment entry", "`profile env` (an array, one per key)", profiles.ExplainEntry{}},
