@@ -182,6 +182,7 @@ var jsonObjects = []struct {
 	{"task cleanup job", "`task show` and `task ls`, in `job`", task.JobView{}},
 	{"teardown result", "`task archive`, `task delete`", executor.TeardownResult{}},
 	{"sweep row", "`sweep` (an array, one per job it ran or that failed)", executor.SweepResult{}},
+	{"helper prune row", "`helper prune` (an array, one per helper version, or per root that failed)", executor.HelperPruneRow{}},
 	{"reclaim row", "`reclaim` (an array, one per directory, or per host or root that failed)", executor.ReclaimRow{}},
 	{"watch event", "`watch` (one compact object a line; `task archive`/`task delete`/`host drain` with `--watch` and without a terminal)", watch.Line{}},
 	{"session", "`session show`, `session stop`, `session logs` (`session ls`: an array)", executor.SessionView{}},
