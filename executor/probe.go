@@ -12,6 +12,7 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
@@ -216,7 +217,7 @@ printf 'versions%d='; for d in %s/*; do [ -e "$d" ] || [ -L "$d" ] && printf '%%
 func helperVersions(listed string) []string {
 	out := []string{}
 	for _, n := range strings.Fields(listed) {
-		if len(n) == 64 && strings.Trim(n, "0123456789abcdef") == "" {
+		if reclaim.IsSHA256(n) {
 			out = append(out, n)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -119,8 +120,8 @@ func (h *host) pruneHelper(ctx context.Context, bin *dirFD, name string, req Hel
 		return v
 	}
 	path := filepath.Join(bin.path, name)
-	clean, _ := cleanName(name)
-	if !isSHA256(clean) {
+	clean := cleanName(name)
+	if !IsSHA256(clean) {
 		return keep(UnsafePath, "%s is not a name kandev-exec gives a helper version", path)
 	}
 	st, err := bin.lstat(name)
@@ -173,23 +174,17 @@ func (h *host) pruneHelper(ctx context.Context, bin *dirFD, name string, req Hel
 
 // cleanName is the version a name holds: itself, or what a removal cut
 // short renamed.
-func cleanName(name string) (string, bool) {
-	if len(name) > len(pruningPrefix) && name[:len(pruningPrefix)] == pruningPrefix {
-		return name[len(pruningPrefix):], true
+func cleanName(name string) string {
+	if v, ok := strings.CutPrefix(name, pruningPrefix); ok {
+		return v
 	}
-	return name, false
+	return name
 }
 
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+// IsSHA256 reports whether s names a helper version: 64 lowercase hex
+// digits, as the CLI names each one under bin/.
+func IsSHA256(s string) bool {
+	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // running says why path must stay because of what runs: a process of
