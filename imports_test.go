@@ -44,7 +44,7 @@ var allowedImports = map[string][]string{
 		"internal/buildinfo", "internal/helperbin", "internal/quietterm", "profiles", "state"},
 	"cmd/agent":              {"cmd/cmdutil", "cmd/profile", "executor"},
 	"cmd/cmdutil":            {"executor", "internal/suggest", "internal/termsafe", "profiles", "records", "ssh", "ssh/sshconfig", "state", "state/etcdstore", "vault"},
-	"cmd/helper":             {"cmd/cmdutil", "internal/helperbin"},
+	"cmd/helper":             {"cmd/cmdutil", "executor", "internal/helperbin"},
 	"cmd/host":               {"cmd/cmdutil", "cmd/hostdrain", "cmd/watch", "executor", "internal/fsx", "records", "state"},
 	"cmd/hostdrain":          {"executor", "internal/fsx", "records"},
 	"cmd/internal/cmdtest":   {"cmd/cmdutil"},

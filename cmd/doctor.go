@@ -23,8 +23,13 @@ type doctorOptions struct {
 func newCmdDoctor(f *cmdutil.Factory, runF func(context.Context, *doctorOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check ssh-agent, the ssh config, the state directory, stray secret files and the store",
-		Args:  cmdutil.NoArgs,
+		Short: "Check ssh-agent, the ssh config, the state directory, stray secret files, scheduled sweeps and the store",
+		Long: `Check ssh-agent, the ssh config, the state directory, stray secret files,
+scheduled sweeps and the store, one line each: ok, warn or fail. The sweep
+line warns when cleanup jobs are due and no ` + "`kandev-exec sweep`" + ` has gone
+through them for a day (a timer or cron line should run it: README,
+Scheduled sweeps). Exits 1 when a check fails; a warning alone exits 0.`,
+		Args: cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := f.Settings()
 			if err != nil {

@@ -58,6 +58,6 @@ func (e *Executor) ShowAgent(ctx context.Context, name string) (AgentView, error
 // force (tasks name their preset in an "agent" field).
 func (e *Executor) RemoveAgent(ctx context.Context, name string, force bool) error {
 	return removeUnused[profiles.AgentPreset](ctx, e.cfg.Store, records.KindAgent, name, force, func(tx state.Tx) ([]string, error) {
-		return tasksUsing(tx, "agent", name)
+		return tasksUsing(tx, "agent", name, nil)
 	})
 }

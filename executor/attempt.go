@@ -70,7 +70,7 @@ func (a *attempt) run(ctx context.Context) (*records.Task, error) {
 	if t.Phase == records.PhaseAbsent {
 		return t, nil // an earlier attempt finished before it could say so
 	}
-	p, err := a.e.profileOf(ctx, t)
+	p, err := a.e.teardownProfile(ctx, t)
 	if err != nil {
 		return t, err
 	}

@@ -45,7 +45,7 @@ func Doctor(ctx context.Context, in DoctorInput) []Check {
 	if in.StoreName != "" {
 		checks = append(checks, checkStoreElsewhere(ctx, in))
 	}
-	checks = append(checks, checkSecretFiles(ctx, in), checkGit())
+	checks = append(checks, checkSecretFiles(ctx, in), checkSweep(ctx, in, time.Now()), checkGit())
 	var d state.Diagnoser
 	if !errors.As(in.StoreErr, &d) {
 		d, _ = in.Store.(state.Diagnoser)

@@ -89,7 +89,11 @@ func (e *Executor) enterTask(ctx context.Context, prefix string) (*inTask, int, 
 		return nil, -1, &UsageError{Msg: fmt.Sprintf("task %s has no prepared directory yet (phase %s): `kandev-exec task resume %s` prepares it", t.ID, t.Phase, t.ID)}
 	}
 	shell := "sh"
-	if p, err := e.profileOf(ctx, t); err == nil {
+	p, err := e.profileOf(ctx, t)
+	if err != nil && t.ProfileSnapshot != nil {
+		p, err = e.teardownProfile(ctx, t) // an archived task outlives its profile
+	}
+	if err == nil {
 		shell = shellOf(p)
 	}
 	h, _, err := e.getHost(ctx, t.Host)

@@ -158,7 +158,7 @@ func (e *Executor) RemoveHost(ctx context.Context, name string, force bool) erro
 		if err != nil {
 			return nil, err
 		}
-		tasks, err := tasksUsing(tx, "host", name)
+		tasks, err := tasksUsing(tx, "host", name, nil)
 		return append(users, tasks...), err
 	})
 }

@@ -29,10 +29,14 @@ func (e *InUseError) Error() string {
 		e.What, e.Name, strings.Join(e.Users, ", "))
 }
 
-// tasksUsing lists the tasks whose environment may still exist and whose
-// field (as the JSON names it: "profile", "agent", "host") equals name.
-// Archived and deleted tasks (phase absent) need nothing any more.
-func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
+// tasksUsing lists the tasks whose field (as the JSON names it:
+// "profile", "agent", "host") equals name and that still need that
+// record: needs says which (nil: every task but a deleted one, phase
+// absent).
+func tasksUsing(tx state.Tx, field, name string, needs func(records.Phase, map[string]json.RawMessage) bool) ([]string, error) {
+	if needs == nil {
+		needs = func(p records.Phase, _ map[string]json.RawMessage) bool { return p != records.PhaseAbsent }
+	}
 	recs, err := tx.List(records.KindTask)
 	if err != nil {
 		return nil, err
@@ -45,7 +49,7 @@ func tasksUsing(tx state.Tx, field, name string) ([]string, error) {
 		}
 		var v, phase string
 		_ = json.Unmarshal(doc["phase"], &phase)
-		if json.Unmarshal(doc[field], &v) == nil && v == name && records.Phase(phase) != records.PhaseAbsent {
+		if json.Unmarshal(doc[field], &v) == nil && v == name && needs(records.Phase(phase), doc) {
 			users = append(users, "task "+r.Name)
 		}
 	}

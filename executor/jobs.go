@@ -178,7 +178,15 @@ func (e *Executor) Sweep(ctx context.Context, budget time.Duration) ([]SweepResu
 			return out, ctx.Err()
 		}
 	}
-	return out, nil
+	ran := 0
+	for _, r := range out {
+		if r.Ran {
+			ran++
+		}
+	}
+	// Only a pass that went through every job counts for doctor.
+	run := records.SweepRun{At: time.Now().UTC().Truncate(time.Second), By: state.Self().Host, Ran: ran}
+	return out, records.RecordSweep(ctx, e.cfg.Store, run)
 }
 
 // failedResult is a job that gave up, as it stands, with where it left

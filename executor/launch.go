@@ -189,6 +189,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	if t.Root == "" {
 		t.Root = lp.host.WorkdirRoot
 	}
+	t.ProfileSnapshot = snapshotOf(lp.profile, t.Root)
 	t.DirName = t.ID
 	if t.Name == "" {
 		t.Name = t.ID

@@ -12,6 +12,7 @@ import (
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/profiles"
+	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/ssh/sshconfig"
@@ -62,6 +63,9 @@ type RootHelper struct {
 	Root     string   `json:"root"`
 	Profiles []string `json:"profiles"` // the profiles that use it; [] for the host's own root alone
 	Helper   string   `json:"helper"`   // cached or needs_upload
+	// Versions are the helper versions present under its bin/, by
+	// sha256: those besides the current one are for `helper prune`.
+	Versions []string `json:"versions"`
 }
 
 // TestHosts probes each host, at most parallel at a time, without
@@ -173,8 +177,10 @@ func (r *TestResult) probe(ctx context.Context, c *ssh.Client, roots []RootHelpe
 printf 'git=%s\n' "$(git --version 2>/dev/null)"
 `
 	for i, root := range roots {
+		bin := remote.Word(strings.TrimSuffix(root.Root, "/") + "/bin")
 		script += fmt.Sprintf(`printf 'helpers%d='; for f in %s/*/kandev-exec; do [ -x "$f" ] && printf '%%s ' "$(basename "$(dirname "$f")")"; done; echo
-`, i, remote.Word(strings.TrimSuffix(root.Root, "/")+"/bin"))
+printf 'versions%d='; for d in %s/*; do [ -e "$d" ] || [ -L "$d" ] && printf '%%s ' "$(basename "$d")"; done; echo
+`, i, bin, i, bin)
 	}
 	ctx, cancel := withTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -194,6 +200,7 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 	}
 	r.HelperRoots = roots
 	for i := range r.HelperRoots {
+		r.HelperRoots[i].Versions = helperVersions(kv[fmt.Sprintf("versions%d", i)])
 		r.HelperRoots[i].Helper = "needs_upload"
 		if local.SHA256 != "" && slices.Contains(strings.Fields(kv[fmt.Sprintf("helpers%d", i)]), local.SHA256) {
 			r.HelperRoots[i].Helper = "cached"
@@ -203,4 +210,17 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 		}
 	}
 	return nil
+}
+
+// helperVersions are the names under a bin/ that name a helper version
+// (a sha256), sorted; the host's answer is not trusted to be anything.
+func helperVersions(listed string) []string {
+	out := []string{}
+	for _, n := range strings.Fields(listed) {
+		if reclaim.IsSHA256(n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -94,7 +94,7 @@ func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, e
 // *InUseError, unless force.
 func (e *Executor) RemoveProfile(ctx context.Context, name string, force bool) error {
 	return removeUnused[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, name, force, func(tx state.Tx) ([]string, error) {
-		return tasksUsing(tx, "profile", name)
+		return tasksUsing(tx, "profile", name, needsProfile)
 	})
 }
 

@@ -2,12 +2,14 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
+	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -186,7 +188,9 @@ func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*hostCon
 }
 
 // listHost lists each root once (two spellings of one physical root are
-// one listing) and plans its entries.
+// one listing) and plans its entries. A root the helper refuses (not the
+// login user's alone, say /tmp) is one failed row of its own: the other
+// roots are still listed, and planned.
 func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, olderThan time.Duration) ([]ReclaimRow, error) {
 	hc, err := e.connectHelper(ctx, h)
 	if err != nil {
@@ -198,7 +202,12 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	for _, root := range roots {
 		var l reclaim.Listing
 		if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
-			return nil, fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
+			err = fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
+			if !errors.As(err, new(*remote.Error)) {
+				return nil, err // the connection, not the root
+			}
+			rows = append(rows, ReclaimRow{Host: h.Name, Path: filepath.Join(root, "tasks"), Root: root, Action: ReclaimFailed, Err: err})
+			continue
 		}
 		if seen[l.Root] {
 			continue

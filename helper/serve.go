@@ -64,6 +64,9 @@ var handlers = map[string]handler{
 	protocol.OpReclaimProve: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
 	protocol.OpReclaimApply: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
 	protocol.OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
+	protocol.OpHelperPrune: op(func(ctx context.Context, r reclaim.HelpersRequest) (any, error) {
+		return reclaim.PruneHelpers(ctx, r)
+	}),
 }
 
 // Serve answers the requests on r, one per line, in order, until r ends:

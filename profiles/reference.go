@@ -46,7 +46,7 @@ var ProfileFields = []Field{
 	{Key: "prepare_timeout", Type: "duration", Default: "10m", Example: "15m",
 		Doc: "Bounds the checkout, and then the prepare script: each may take this long. Between 1s and 24h."},
 	{Key: "cleanup_script", Type: "string", Default: `""`, Example: "docker compose down",
-		Doc: "Runs on the host when the task is archived or deleted, before its directory may be reclaimed."},
+		Doc: "Runs on the host when the task is archived or deleted, before its directory may be reclaimed: the script (with shell, env and reclaim_task_dir) as it was when the task was launched."},
 	{Key: "reclaim_task_dir", Type: "boolean", Default: "false", Example: "true",
 		Doc: "true lets archive and delete remove the task directory, once its safety checks prove nothing of value would be lost."},
 }

@@ -3,6 +3,7 @@ package records
 import (
 	"time"
 
+	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/state"
 )
 
@@ -87,6 +88,21 @@ type Task struct {
 	// what a reclamation of the directory counts as upstream, whatever
 	// the checkouts' own config or the host's marker say since.
 	Repositories []TaskRepository `json:"repositories,omitempty"`
+	// ProfileSnapshot is what teardown needs of the profile, as it was at
+	// launch: removing or changing the profile since never breaks an
+	// archive or a delete. Tasks recorded before it read the profile.
+	ProfileSnapshot *ProfileSnapshot `json:"profile_snapshot,omitempty"`
+}
+
+// ProfileSnapshot is the part of a profile a task's teardown runs: the
+// cleanup script with its shell and environment (references, never
+// values), and whether the directory is then removed.
+type ProfileSnapshot struct {
+	WorkdirRoot    string              `json:"workdir_root"`
+	Shell          string              `json:"shell"`
+	Env            []profiles.EnvEntry `json:"env"`
+	CleanupScript  string              `json:"cleanup_script"`
+	ReclaimTaskDir bool                `json:"reclaim_task_dir"`
 }
 
 // TaskRepository is one checkout of a task: where it is in the task

@@ -112,3 +112,17 @@ func Dash(s string) string {
 	}
 	return s
 }
+
+// Bytes is a size as people read it: 512 B, 1.5 KiB, 240.0 MiB.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

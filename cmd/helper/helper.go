@@ -21,10 +21,12 @@ func NewCmdHelper(f *cmdutil.Factory) *cobra.Command {
 		Long: `kandev-exec runs a small helper binary on each host, uploaded on the first
 launch. A release build carries the helper of every supported platform
 (linux and darwin, amd64 and arm64); other builds look beside the CLI and in
-the user cache, where ` + "`helper fetch`" + ` puts them.`,
+the user cache, where ` + "`helper fetch`" + ` puts them. Each version's helper stays
+on a host under <root>/bin/<sha256>/ until ` + "`helper prune`" + ` removes those no
+process there runs.`,
 		Args: cmdutil.NoArgs,
 	}
-	c.AddCommand(NewCmdFetch(f, nil))
+	c.AddCommand(NewCmdFetch(f, nil), NewCmdPrune(f, nil))
 	return c
 }
 

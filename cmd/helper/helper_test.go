@@ -14,3 +14,16 @@ func TestNewCmdFetch(t *testing.T) {
 	}
 	cmdtest.Refused(t, NewCmdFetch, "fetch", "linux/amd64")
 }
+
+func TestNewCmdPrune(t *testing.T) {
+	o := cmdtest.Parsed(t, NewCmdPrune, "prune", "--host", "prod", "--dry-run")
+	if o.Host != "prod" || !o.DryRun || o.Executor == nil {
+		t.Fatalf("parsed %+v", o)
+	}
+	o = cmdtest.Parsed(t, NewCmdPrune, "prune", "--host=prod")
+	if o.Host != "prod" || o.DryRun {
+		t.Fatalf("parsed %+v", o)
+	}
+	cmdtest.Refused(t, NewCmdPrune, "prune")
+	cmdtest.Refused(t, NewCmdPrune, "prune", "prod")
+}

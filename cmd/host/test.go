@@ -141,6 +141,12 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 		if line := helperDetail(r); line != "" {
 			fmt.Fprintln(io.Out, line)
 		}
+		for _, root := range r.HelperRoots {
+			if len(root.Versions) > 1 {
+				fmt.Fprintf(io.Out, "%s: %d helper versions under %s: %s; `kandev-exec helper prune --host %s` removes those nothing runs\n",
+					r.Name, len(root.Versions), cmdutil.Safe(root.Root+"/bin"), shortVersions(root.Versions), r.Name)
+			}
+		}
 	}
 	for _, r := range rows {
 		if r.Error != nil {
@@ -225,4 +231,13 @@ func testOutcome(rows []executor.TestResult, _ bool) error {
 		}
 	}
 	return cmdutil.ItemsOutcome(errs, len(rows), "hosts")
+}
+
+// shortVersions names helper versions by the first 12 digits of each.
+func shortVersions(vs []string) string {
+	short := make([]string, len(vs))
+	for i, v := range vs {
+		short[i] = fmt.Sprintf("%.12s", v)
+	}
+	return strings.Join(short, ", ")
 }

@@ -21,7 +21,7 @@ type RemoveOptions struct {
 // NewCmdRemove is `profile rm NAME [--force]`.
 func NewCmdRemove(f *cmdutil.Factory, runF func(context.Context, *RemoveOptions) error) *cobra.Command {
 	opts := &RemoveOptions{IO: f.IO, Executor: f.Executor}
-	c := cmdutil.NewRemoveCmd(f, "profile", "Forget a profile (refused while tasks use it, unless --force)", completeProfiles(f, 1),
+	c := cmdutil.NewRemoveCmd(f, "profile", "Forget a profile (refused while tasks still need it, unless --force; an archived task keeps what its teardown needs)", completeProfiles(f, 1),
 		&opts.Name, &opts.Yes, cmdutil.Seam(opts, runF, removeRun))
 	c.Flags().BoolVar(&opts.Force, "force", false, "remove even while tasks use it, or when its record is unreadable")
 	return c

@@ -145,7 +145,7 @@ func applyPlan(ctx context.Context, o *Options, ex *executor.Executor, rows []ex
 	}
 	if n > 0 && !o.Yes {
 		printRows(o.IO.ErrOut, rows)
-		q := fmt.Sprintf("Remove %d directories (%s)? Each is proven safe again, on its host, before it is removed.", n, humanBytes(size))
+		q := fmt.Sprintf("Remove %d directories (%s)? Each is proven safe again, on its host, before it is removed.", n, cmdutil.Bytes(size))
 		if err := cmdutil.ConfirmDestructive(o.IO, o.Yes, q, "apply the reclaim plan"); err != nil {
 			return nil, err
 		}
@@ -192,11 +192,11 @@ func printRows(w io.Writer, rows []executor.ReclaimRow) {
 	fmt.Fprintln(tw, "HOST\tPATH\tTASK\tSIZE\tAGE\tACTION\tREASON")
 	for _, r := range rows {
 		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\t%s\n", r.Host, r.Action, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\t%s\n", r.Host, cmdutil.Dash(cmdutil.Safe(r.Path)), r.Action, r.Reason)
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, cmdutil.Safe(r.Path), cmdutil.Dash(cmdutil.Safe(r.TaskID)),
-			humanBytes(r.Bytes), humanAge(r.AgeSeconds), r.Action, cmdutil.Dash(r.Reason))
+			cmdutil.Bytes(r.Bytes), humanAge(r.AgeSeconds), r.Action, cmdutil.Dash(r.Reason))
 	}
 	tw.Flush()
 }
@@ -214,11 +214,11 @@ func printSummary(ios *cmdutil.IOStreams, rows []executor.ReclaimRow, applied bo
 	case len(rows) == 0:
 		fmt.Fprintln(ios.ErrOut, "No task directories on these hosts")
 	case applied:
-		fmt.Fprintf(ios.ErrOut, "Removed %d directories (%s); kept %d; %d failed\n", count[executor.ReclaimRemoved], humanBytes(size[executor.ReclaimRemoved]),
+		fmt.Fprintf(ios.ErrOut, "Removed %d directories (%s); kept %d; %d failed\n", count[executor.ReclaimRemoved], cmdutil.Bytes(size[executor.ReclaimRemoved]),
 			count[executor.ReclaimSkipped], count[executor.ReclaimFailed])
 	case count[executor.ReclaimRemove] > 0:
 		fmt.Fprintf(ios.ErrOut, "Plan: remove %d directories (%s), keep %d; `kandev-exec reclaim --apply` removes each once it is proven safe again\n",
-			count[executor.ReclaimRemove], humanBytes(size[executor.ReclaimRemove]), count[executor.ReclaimKeep])
+			count[executor.ReclaimRemove], cmdutil.Bytes(size[executor.ReclaimRemove]), count[executor.ReclaimKeep])
 	default:
 		fmt.Fprintf(ios.ErrOut, "Nothing to remove; keep %d\n", count[executor.ReclaimKeep])
 	}
@@ -266,19 +266,6 @@ func outcome(rows []executor.ReclaimRow) error {
 		}
 	}
 	return &cmdutil.ExitCodeError{Code: cmdutil.ExitError.Status, JSON: cmdutil.ExitError.Code, Msg: fmt.Sprintf("all %d rows failed", len(rows)), Printed: true}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func humanAge(s int64) string {

@@ -47,6 +47,7 @@ const (
 	OpReclaimProve    = "reclaim-prove"    // reclaim.Request -> reclaim.Report: proof only, nothing touched
 	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
 	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
+	OpHelperPrune     = "helper-prune"     // reclaim.HelpersRequest -> reclaim.HelpersReport: old helper versions
 )
 
 // Error codes of the protocol itself. The operations add their own, which

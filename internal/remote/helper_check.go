@@ -26,6 +26,9 @@ type Helper struct {
 	root, sha string
 }
 
+// SHA256 is the helper's content address: its directory under bin/.
+func (h Helper) SHA256() string { return h.sha }
+
 func (h Helper) dir() string  { return path.Join(h.root, "bin", h.sha) }
 func (h Helper) path() string { return path.Join(h.dir(), HelperName) }
 
