@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +60,7 @@ func (s *server) startAgent() error {
 	// so its output follows the line that says it started.
 	go s.copyOutput(out)
 	go s.waitAgent(cmd)
+	go s.endGroup()
 	return err
 }
 
@@ -141,6 +143,14 @@ func (s *server) waitAgent(cmd *exec.Cmd) {
 	close(s.exited)
 }
 
+// endGroup ends, once the agent has exited on its own, what it left
+// behind in its group: the session is over, and only the controller
+// lingers for readers of its final status.
+func (s *server) endGroup() {
+	<-s.exited
+	s.stop(s.grace)
+}
+
 // stop ends the agent's process group: SIGTERM, then SIGKILL once grace
 // has passed. Concurrent and repeated calls share one stop; a call with a
 // shorter grace (a drain's bound) brings the SIGKILL forward. It also
@@ -164,6 +174,7 @@ func (s *server) runStop() {
 	if s.settled() {
 		return
 	}
+	s.noteMembers()
 	s.signalGroup(syscall.SIGTERM, "stopping: SIGTERM to agent process group %d")
 	for !s.settled() && time.Now().Before(s.killDeadline()) {
 		time.Sleep(50 * time.Millisecond)
@@ -174,7 +185,7 @@ func (s *server) runStop() {
 		s.mu.Unlock()
 		if s.signalGroup(syscall.SIGKILL, "stop grace "+grace.String()+" passed: SIGKILL to agent process group %d") {
 			s.mu.Lock()
-			s.killed = true
+			s.killed, s.st.GroupKilled = true, true
 			s.mu.Unlock()
 		}
 	}
@@ -183,6 +194,29 @@ func (s *server) runStop() {
 	case <-time.After(killWait):
 		s.event("agent not reaped %s after SIGKILL", killWait)
 	}
+	s.mu.Lock()
+	_ = s.writeStatusLocked()
+	s.mu.Unlock()
+}
+
+// noteMembers records, and logs, which processes the stop is about to end.
+func (s *server) noteMembers() {
+	if !s.groupLive() {
+		return
+	}
+	ps := groupMembers(s.agentPGID)
+	if len(ps) == 0 {
+		return
+	}
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = fmt.Sprintf("%d (%s)", p.PID, p.Name)
+	}
+	s.event("ending the agent's processes: %s", strings.Join(names, ", "))
+	s.mu.Lock()
+	s.st.EndedProcesses = ps
+	_ = s.writeStatusLocked()
+	s.mu.Unlock()
 }
 
 func (s *server) killDeadline() time.Time {

@@ -50,6 +50,19 @@ type Status struct {
 	// full; the log says where with a "bytes lost" line.
 	LogLostBytes  int64  `json:"log_lost_bytes"`
 	LogLostReason string `json:"log_lost_reason,omitempty"` // the last write error
+	// EndedProcesses are the processes of the agent's group still alive
+	// when the session ended (the agent's own end, a stop, a drain, a
+	// bound), which the controller then ended; GroupKilled says SIGKILL
+	// was needed after the grace.
+	EndedProcesses []Process `json:"ended_processes,omitempty"`
+	GroupKilled    bool      `json:"group_killed,omitempty"`
+}
+
+// Process is one process of the agent's group: its pid and the kernel's
+// name for it (never its arguments).
+type Process struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
 }
 
 // ReadStatusFile reads status.json, for when the controller is gone. It is

@@ -66,7 +66,11 @@ func applyFinal(x *records.Session, st controller.Status, lostWhy string, now ti
 	case controller.StateRunning, controller.StateStarting:
 		return x.Move(records.SessionRunning)
 	case controller.StateExited, controller.StateStopped:
-		x.ExitCode, x.Signal = st.ExitCode, st.Signal
+		x.ExitCode, x.Signal, x.GroupKilled = st.ExitCode, st.Signal, st.GroupKilled
+		x.EndedProcesses = nil
+		for _, p := range st.EndedProcesses {
+			x.EndedProcesses = append(x.EndedProcesses, records.Process{PID: p.PID, Name: p.Name})
+		}
 		if st.EndedAt != nil {
 			x.EndedAt = st.EndedAt
 		}

@@ -51,7 +51,18 @@ func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(co
 
 // NewCmdShow is `session show ID`: asks the host, records what it says.
 func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	return newVerb(f, "show ID", "Ask the host how a session is doing (running, exited, stopped, lost)", 1, runF, showRun, nil)
+	c := newVerb(f, "show ID", "Ask the host how a session is doing (running, exited, stopped, lost)", 1, runF, showRun, nil)
+	c.Long = `Ask the host how a session is doing (running, exited, stopped, lost), and
+record what it says.
+
+When a session ends (its agent exits, session stop, a drain, a bound such as
+max_runtime), its controller ends the agent's whole process group at once:
+SIGTERM, then SIGKILL after the stop grace. What was still running then is
+listed on an "ended with the session" line (ended_processes in --json). The
+controller itself stays for 10 minutes afterwards (the linger), so its final
+status can still be read; it exits earlier when its session directory is
+removed.`
+	return c
 }
 
 func showRun(ctx context.Context, o *Options) error {
@@ -78,7 +89,23 @@ func printSession(o *Options, s *records.Session) error {
 	if s.LogLostBytes > 0 {
 		fmt.Fprintf(o.IO.Out, "log: %d bytes of output could not be written on the host (disk full?); `kandev-exec session logs %s` shows where\n", s.LogLostBytes, s.ID)
 	}
+	if len(s.EndedProcesses) > 0 {
+		fmt.Fprintf(o.IO.Out, "ended with the session: %s\n", endedText(s))
+	}
 	return nil
+}
+
+// endedText lists the agent's processes the session's end had to end.
+func endedText(s *records.Session) string {
+	names := make([]string, len(s.EndedProcesses))
+	for i, p := range s.EndedProcesses {
+		names[i] = fmt.Sprintf("%d (%s)", p.PID, cmdutil.SafeText(p.Name)) // named by the agent
+	}
+	how := "SIGTERM"
+	if s.GroupKilled {
+		how = "SIGKILL after the stop grace"
+	}
+	return strings.Join(names, ", ") + "; by " + how
 }
 
 // outcome says in one line how a session stands, with the next command.
