@@ -51,8 +51,13 @@ func (s *server) startAgent() error {
 		return err
 	}
 	s.agentPGID = cmd.Process.Pid
+	s.lastOutput.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	s.st.State, s.st.AgentPID = StateRunning, cmd.Process.Pid
+	if s.maxRuntime > 0 {
+		at := time.Now().Add(s.maxRuntime).UTC().Truncate(time.Second)
+		s.st.MaxRuntimeAt = &at
+	}
 	err = s.writeStatusLocked()
 	s.mu.Unlock()
 	s.event("agent started, pid %d", cmd.Process.Pid)
@@ -61,6 +66,7 @@ func (s *server) startAgent() error {
 	go s.copyOutput(out)
 	go s.waitAgent(cmd)
 	go s.endGroup()
+	go s.enforceBounds()
 	return err
 }
 
@@ -92,6 +98,7 @@ func (s *server) copyOutput(r *os.File) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			s.lastOutput.Store(time.Now().UnixNano())
 			s.logMu.Lock()
 			_, _ = s.mask.Write(buf[:n])
 			s.logMu.Unlock()

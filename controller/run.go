@@ -34,6 +34,9 @@ type server struct {
 	dir         string
 	grace       time.Duration
 	linger      time.Duration
+	maxRuntime  time.Duration // 0: unbounded
+	idle        time.Duration // idle_timeout; 0: unbounded
+	lastOutput  atomic.Int64  // when the agent last wrote, unix nanoseconds
 	pid         int
 	startTime   uint64
 	ln          net.Listener
@@ -93,7 +96,8 @@ func Run(sessionDir string, in io.Reader) error {
 		if err != nil {
 			m.Error = err.Error()
 		} else {
-			m.StartResponse = StartResponse{PID: s.pid, Port: s.status().Port, StartTime: s.startTime, SessionDir: s.dir}
+			st := s.status()
+			m.StartResponse = StartResponse{PID: s.pid, Port: st.Port, StartTime: s.startTime, SessionDir: s.dir, MaxRuntimeAt: st.MaxRuntimeAt}
 		}
 		_ = json.NewEncoder(ready).Encode(m)
 		ready.Close()
@@ -116,7 +120,11 @@ func newServer(sessionDir string, req StartRequest) (*server, error) {
 	if req.SessionDir != dir {
 		return nil, errors.New("start request: session_dir does not match --session-dir")
 	}
-	return &server{req: req, dir: dir, grace: grace, linger: linger, pid: os.Getpid(),
+	maxRuntime, idle, err := req.bounds()
+	if err != nil {
+		return nil, err
+	}
+	return &server{req: req, dir: dir, grace: grace, linger: linger, maxRuntime: maxRuntime, idle: idle, pid: os.Getpid(),
 		kill: syscall.Kill, alive: groupAlive, outDone: make(chan struct{}), done: make(chan struct{}),
 		exited: make(chan struct{}), stopDone: make(chan struct{}), logw: &logWriter{},
 		writeStatus: func(st Status) error { return writeJSONAtomic(dir, statusFile, st) }}, nil

@@ -56,7 +56,18 @@ type Status struct {
 	// was needed after the grace.
 	EndedProcesses []Process `json:"ended_processes,omitempty"`
 	GroupKilled    bool      `json:"group_killed,omitempty"`
+	// MaxRuntimeAt is when the agent is stopped, when max_runtime bounds
+	// it; StopReason says which bound stopped it (StopMaxRuntime,
+	// StopIdleTimeout), "" when none did.
+	MaxRuntimeAt *time.Time `json:"max_runtime_at,omitempty"`
+	StopReason   string     `json:"stop_reason,omitempty"`
 }
+
+// Why a bound stopped the agent.
+const (
+	StopMaxRuntime  = "max_runtime"
+	StopIdleTimeout = "idle_timeout"
+)
 
 // Process is one process of the agent's group: its pid and the kernel's
 // name for it (never its arguments).

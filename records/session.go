@@ -79,6 +79,10 @@ type Session struct {
 	// outlived the grace and were killed.
 	EndedProcesses []Process `json:"ended_processes,omitempty"`
 	GroupKilled    bool      `json:"group_killed,omitempty"`
+	// MaxRuntimeAt is when its controller stops the agent (max_runtime);
+	// StopReason is the bound that stopped it (max_runtime, idle_timeout).
+	MaxRuntimeAt *time.Time `json:"max_runtime_at,omitempty"`
+	StopReason   string     `json:"stop_reason,omitempty"`
 }
 
 // Process is a process on a host: its pid and the kernel's name for it.
