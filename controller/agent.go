@@ -101,6 +101,7 @@ func (s *server) copyOutput(r *os.File) {
 			s.lastOutput.Store(time.Now().UnixNano())
 			s.logMu.Lock()
 			_, _ = s.mask.Write(buf[:n])
+			s.rotateLocked()
 			s.logMu.Unlock()
 		}
 		if err != nil {

@@ -45,6 +45,9 @@ type Status struct {
 	EndedAt       *time.Time `json:"ended_at"`
 	Sealed        bool       `json:"sealed"`
 	LogBytes      int64      `json:"log_bytes"`
+	// LogGeneration names the log LogBytes measures: a rotation starts
+	// a new one (see LogRotateAt).
+	LogGeneration string `json:"log_generation,omitempty"`
 	// LogLostBytes is output (the agent's or the controller's own) that
 	// could not be written to controller.log, e.g. because the disk was
 	// full; the log says where with a "bytes lost" line.
