@@ -23,9 +23,10 @@ type LogOptions struct {
 	Generation string
 	// Reached is told where the printed log reached, when it is known.
 	Reached func(generation string, offset int64)
-	// Notice is told, when following, that the link was lost and made
-	// again.
-	Notice func(msg string)
+	// Reconnect: a follow whose link is lost connects again (see
+	// followLogs), telling Notice.
+	Reconnect bool
+	Notice    func(msg string)
 }
 
 // view returns the offset to read the log from and the writer that

@@ -197,14 +197,14 @@ func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w
 }
 
 // ShowLogs is StreamLogs shaped by o (tail, since, timestamps, offset).
-// A follow whose link is lost reconnects (followReconnect) and goes on
-// from the byte it had.
+// With o.Reconnect a follow whose link is lost reconnects (followLogs)
+// and goes on from the byte it had.
 func (e *Executor) ShowLogs(ctx context.Context, prefix string, o LogOptions, w io.Writer) (*records.Session, error) {
 	s, err := e.startedSession(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if !o.Follow {
+	if !o.Follow || !o.Reconnect {
 		s, _, err := e.logsOnce(ctx, s, o, w, time.Time{}, nil)
 		return s, err
 	}

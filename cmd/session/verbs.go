@@ -201,7 +201,7 @@ func logsRun(ctx context.Context, o *Options) error {
 	o.Logs.FromOffset = o.offsetSet
 	var reached *int64
 	o.Logs.Reached = func(gen string, off int64) { reached, o.Logs.Generation = &off, gen }
-	o.Logs.Notice = func(msg string) { fmt.Fprintln(o.IO.ErrOut, cmdutil.SafeText(msg)) }
+	o.Logs.Reconnect, o.Logs.Notice = true, func(msg string) { fmt.Fprintln(o.IO.ErrOut, cmdutil.SafeText(msg)) }
 	ex, err := o.Executor()
 	if err != nil {
 		return err
