@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 // killWait is how long a SIGKILLed agent gets to be reaped.
@@ -217,8 +219,9 @@ func (s *server) noteMembers() {
 		return
 	}
 	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = fmt.Sprintf("%d (%s)", p.PID, p.Name)
+	for i := range ps {
+		ps[i].Name = s.masked(ps[i].Name) // the agent names its processes
+		names[i] = fmt.Sprintf("%d (%s)", ps[i].PID, ps[i].Name)
 	}
 	s.event("ending the agent's processes: %s", strings.Join(names, ", "))
 	s.mu.Lock()
@@ -295,4 +298,14 @@ func (s *server) signalGroup(sig syscall.Signal, format string) bool {
 		return false
 	}
 	return true
+}
+
+// masked is text with the request's secret values masked, as the agent's
+// output is.
+func (s *server) masked(text string) string {
+	var b strings.Builder
+	m := redact.NewWriter(&b, s.req.Redact)
+	_, _ = m.Write([]byte(text))
+	_ = m.Flush()
+	return b.String()
 }

@@ -379,3 +379,27 @@ func TestExitEndsWhatTheAgentLeft(t *testing.T) {
 		t.Fatalf("controller gone after the group ended: %v", err)
 	}
 }
+
+// The names of the processes a session's end lists are masked like the
+// agent's output: the agent chooses them.
+func TestEndedProcessNamesMasked(t *testing.T) {
+	t.Parallel()
+	req := newRequest(t, `cp "$(command -v sleep)" ./hushhush && ./hushhush 300 & echo $! > grandchild.pid; sleep 1; exit 0`)
+	req.Redact = []string{"hushhush"}
+	s := start(t, req)
+	readPIDFile(t, filepath.Join(req.TaskDir, "grandchild.pid"))
+	var st Status
+	waitFor(t, 30*time.Second, "the group ended", func() bool {
+		var err error
+		st, err = s.c.Status(ctxFor(t, 5*time.Second))
+		return err == nil && len(st.EndedProcesses) > 0
+	})
+	masked := slices.ContainsFunc(st.EndedProcesses, func(p Process) bool { return p.Name == "***" })
+	named := slices.ContainsFunc(st.EndedProcesses, func(p Process) bool { return strings.Contains(p.Name, "hushhush") })
+	if !masked || named {
+		t.Fatalf("ended processes %+v, want the secret's name masked", st.EndedProcesses)
+	}
+	if log := readLog(t, s); strings.Contains(log, "hushhush") {
+		t.Fatalf("the log names the secret:\n%s", log)
+	}
+}
