@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
 // killWait is how long a SIGKILLed agent gets to be reaped.
@@ -50,8 +53,13 @@ func (s *server) startAgent() error {
 		return err
 	}
 	s.agentPGID = cmd.Process.Pid
+	s.lastOutput.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	s.st.State, s.st.AgentPID = StateRunning, cmd.Process.Pid
+	if s.maxRuntime > 0 {
+		at := time.Now().Add(s.maxRuntime).UTC().Truncate(time.Second)
+		s.st.MaxRuntimeAt = &at
+	}
 	err = s.writeStatusLocked()
 	s.mu.Unlock()
 	s.event("agent started, pid %d", cmd.Process.Pid)
@@ -59,6 +67,8 @@ func (s *server) startAgent() error {
 	// so its output follows the line that says it started.
 	go s.copyOutput(out)
 	go s.waitAgent(cmd)
+	go s.endGroup()
+	go s.enforceBounds()
 	return err
 }
 
@@ -90,8 +100,10 @@ func (s *server) copyOutput(r *os.File) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			s.lastOutput.Store(time.Now().UnixNano())
 			s.logMu.Lock()
 			_, _ = s.mask.Write(buf[:n])
+			s.rotateLocked()
 			s.logMu.Unlock()
 		}
 		if err != nil {
@@ -141,6 +153,14 @@ func (s *server) waitAgent(cmd *exec.Cmd) {
 	close(s.exited)
 }
 
+// endGroup ends, once the agent has exited on its own, what it left
+// behind in its group: the session is over, and only the controller
+// lingers for readers of its final status.
+func (s *server) endGroup() {
+	<-s.exited
+	s.stop(s.grace)
+}
+
 // stop ends the agent's process group: SIGTERM, then SIGKILL once grace
 // has passed. Concurrent and repeated calls share one stop; a call with a
 // shorter grace (a drain's bound) brings the SIGKILL forward. It also
@@ -164,6 +184,7 @@ func (s *server) runStop() {
 	if s.settled() {
 		return
 	}
+	s.noteMembers()
 	s.signalGroup(syscall.SIGTERM, "stopping: SIGTERM to agent process group %d")
 	for !s.settled() && time.Now().Before(s.killDeadline()) {
 		time.Sleep(50 * time.Millisecond)
@@ -174,7 +195,7 @@ func (s *server) runStop() {
 		s.mu.Unlock()
 		if s.signalGroup(syscall.SIGKILL, "stop grace "+grace.String()+" passed: SIGKILL to agent process group %d") {
 			s.mu.Lock()
-			s.killed = true
+			s.killed, s.st.GroupKilled = true, true
 			s.mu.Unlock()
 		}
 	}
@@ -183,6 +204,30 @@ func (s *server) runStop() {
 	case <-time.After(killWait):
 		s.event("agent not reaped %s after SIGKILL", killWait)
 	}
+	s.mu.Lock()
+	_ = s.writeStatusLocked()
+	s.mu.Unlock()
+}
+
+// noteMembers records, and logs, which processes the stop is about to end.
+func (s *server) noteMembers() {
+	if !s.groupLive() {
+		return
+	}
+	ps := groupMembers(s.agentPGID)
+	if len(ps) == 0 {
+		return
+	}
+	names := make([]string, len(ps))
+	for i := range ps {
+		ps[i].Name = s.masked(ps[i].Name) // the agent names its processes
+		names[i] = fmt.Sprintf("%d (%s)", ps[i].PID, ps[i].Name)
+	}
+	s.event("ending the agent's processes: %s", strings.Join(names, ", "))
+	s.mu.Lock()
+	s.st.EndedProcesses = ps
+	_ = s.writeStatusLocked()
+	s.mu.Unlock()
 }
 
 func (s *server) killDeadline() time.Time {
@@ -253,4 +298,14 @@ func (s *server) signalGroup(sig syscall.Signal, format string) bool {
 		return false
 	}
 	return true
+}
+
+// masked is text with the request's secret values masked, as the agent's
+// output is.
+func (s *server) masked(text string) string {
+	var b strings.Builder
+	m := redact.NewWriter(&b, s.req.Redact)
+	_, _ = m.Write([]byte(text))
+	_ = m.Flush()
+	return b.String()
 }

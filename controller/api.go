@@ -116,7 +116,11 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLogs sends the log from offset; with follow=1 it keeps sending until
-// the agent has exited and everything written up to then is sent.
+// the agent has exited and everything written up to then is sent. The
+// answer holds one generation of the log (X-Log-Generation): a follower
+// whose log is rotated under it ends with trailers naming where the rest
+// is (X-Log-Next-Generation, X-Log-Next-Offset). With generation=G, a
+// log that is no longer G is refused (409), never read as if it were.
 func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
@@ -127,14 +131,18 @@ func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "offset must be a non-negative integer")
 		return
 	}
-	f, err := os.Open(filepath.Join(s.dir, logFile))
+	f, gen, err := s.openLog()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	defer f.Close()
+	if want := q.Get("generation"); want != "" && want != gen {
+		writeJSON(w, http.StatusConflict, logRefusal{Error: fmt.Sprintf("the log is generation %s, not %s: it was rotated or replaced since", gen, want), Generation: gen})
+		return
+	}
 	if fi, err := f.Stat(); err != nil || offset > fi.Size() {
-		writeError(w, http.StatusRequestedRangeNotSatisfiable, "offset is beyond the end of the log")
+		writeJSON(w, http.StatusRequestedRangeNotSatisfiable, logRefusal{Error: "offset is beyond the end of the log", Generation: gen})
 		return
 	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
@@ -142,27 +150,27 @@ func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(headerGeneration, gen)
+	w.Header().Set("Trailer", trailerNextGeneration+", "+trailerNextOffset)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	buf := make([]byte, 32<<10)
+	send := func() bool { return copyFlushed(w, rc, f) }
 	follow, finished := q.Get("follow") == "1", false
 	for {
-		for {
-			n, err := f.Read(buf)
-			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					return
-				}
-				if rc.Flush() != nil {
-					return
-				}
-			}
-			if err != nil {
-				break
-			}
+		if !send() || !follow {
+			return
 		}
-		if !follow || finished {
+		if next, at, ok := s.rotatedFrom(gen); ok {
+			// Nothing more is written to this generation: send its
+			// last bytes, then say where the rest is.
+			if send() {
+				w.Header().Set(trailerNextGeneration, next)
+				w.Header().Set(trailerNextOffset, strconv.FormatInt(at, 10))
+			}
+			return
+		}
+		if finished {
 			return
 		}
 		select {
@@ -173,6 +181,62 @@ func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(logPoll):
 		}
 	}
+}
+
+// The headers of a log answer.
+const (
+	headerGeneration      = "X-Log-Generation"
+	trailerNextGeneration = "X-Log-Next-Generation"
+	trailerNextOffset     = "X-Log-Next-Offset"
+)
+
+// logRefusal is a log request's error, with the log's generation.
+type logRefusal struct {
+	Error      string `json:"error"`
+	Generation string `json:"generation"`
+}
+
+// copyFlushed sends f from where it is to its end, flushing as it goes;
+// false when the client is gone.
+func copyFlushed(w io.Writer, rc *http.ResponseController, f *os.File) bool {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil || rc.Flush() != nil {
+				return false
+			}
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// openLog opens the log with its generation: rotation renames under
+// logMu, so the two match.
+func (s *server) openLog() (*os.File, string, error) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	f, err := os.Open(filepath.Join(s.dir, logFile))
+	return f, s.logGen, err
+}
+
+// rotatedFrom says where a follower of generation gen goes on, once gen
+// was rotated: the offset in the next generation its end was carried to,
+// or 0 of the current one when more rotations followed (what lay between
+// is gone).
+func (s *server) rotatedFrom(gen string) (next string, at int64, ok bool) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	r, ok := s.rotations[gen]
+	if !ok {
+		return "", 0, false
+	}
+	if r.next != s.logGen {
+		return s.logGen, 0, true
+	}
+	return r.next, r.carried, true
 }
 
 // handleDrain seals the controller, stops the agent and issues a receipt

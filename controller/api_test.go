@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -285,6 +286,9 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	if alive(t, gc) || groupAlive(st.AgentPID) {
 		t.Fatal("process group survived SIGKILL")
 	}
+	if !st.GroupKilled || !slices.ContainsFunc(st.EndedProcesses, func(p Process) bool { return p.PID == gc }) {
+		t.Fatalf("status %+v does not say the group, grandchild %d among it, was killed", st, gc)
+	}
 	log := readLog(t, s)
 	term, kill := strings.Index(log, "SIGTERM to agent process group"), strings.Index(log, "SIGKILL to agent process group")
 	if term < 0 || kill < term {
@@ -341,5 +345,61 @@ func TestDrainReceipt(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.req.SessionDir, "escape.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a claim id escaped the receipts dir")
+	}
+}
+
+// An agent that exits leaves nothing behind: what it started in the
+// background is ended with its session, and the status names it.
+func TestExitEndsWhatTheAgentLeft(t *testing.T) {
+	t.Parallel()
+	req := newRequest(t, "sleep 300 & echo $! > grandchild.pid; exit 3")
+	s := start(t, req)
+	gc := readPIDFile(t, filepath.Join(req.TaskDir, "grandchild.pid"))
+	var st Status
+	waitFor(t, 30*time.Second, "the group ended", func() bool {
+		var err error
+		st, err = s.c.Status(ctxFor(t, 5*time.Second))
+		return err == nil && st.State == StateExited && len(st.EndedProcesses) > 0 && !alive(t, gc)
+	})
+	if st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Fatalf("status %+v: want exited 3", st)
+	}
+	if len(st.EndedProcesses) != 1 || st.EndedProcesses[0].PID != gc || st.EndedProcesses[0].Name != "sleep" || st.GroupKilled {
+		t.Fatalf("ended processes %+v (killed %v), want only %d (sleep), ended by SIGTERM", st.EndedProcesses, st.GroupKilled, gc)
+	}
+	waitFor(t, 10*time.Second, "status.json to name it", func() bool {
+		fst, err := ReadStatusFile(req.SessionDir)
+		return err == nil && len(fst.EndedProcesses) == 1
+	})
+	if log := readLog(t, s); !strings.Contains(log, fmt.Sprintf("ending the agent's processes: %d (sleep)", gc)) {
+		t.Fatalf("log does not say what was ended:\n%s", log)
+	}
+	// The controller lingers for readers of its status.
+	if _, err := s.c.Health(ctxFor(t, 5*time.Second)); err != nil {
+		t.Fatalf("controller gone after the group ended: %v", err)
+	}
+}
+
+// The names of the processes a session's end lists are masked like the
+// agent's output: the agent chooses them.
+func TestEndedProcessNamesMasked(t *testing.T) {
+	t.Parallel()
+	req := newRequest(t, `cp "$(command -v sleep)" ./hushhush && ./hushhush 300 & echo $! > grandchild.pid; sleep 1; exit 0`)
+	req.Redact = []string{"hushhush"}
+	s := start(t, req)
+	readPIDFile(t, filepath.Join(req.TaskDir, "grandchild.pid"))
+	var st Status
+	waitFor(t, 30*time.Second, "the group ended", func() bool {
+		var err error
+		st, err = s.c.Status(ctxFor(t, 5*time.Second))
+		return err == nil && len(st.EndedProcesses) > 0
+	})
+	masked := slices.ContainsFunc(st.EndedProcesses, func(p Process) bool { return p.Name == "***" })
+	named := slices.ContainsFunc(st.EndedProcesses, func(p Process) bool { return strings.Contains(p.Name, "hushhush") })
+	if !masked || named {
+		t.Fatalf("ended processes %+v, want the secret's name masked", st.EndedProcesses)
+	}
+	if log := readLog(t, s); strings.Contains(log, "hushhush") {
+		t.Fatalf("the log names the secret:\n%s", log)
 	}
 }

@@ -47,8 +47,9 @@ func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, e
 
 // statusError is a non-200 answer.
 type statusError struct {
-	code int
-	msg  string
+	code       int
+	msg        string
+	generation string // the log's, when a log request was refused
 }
 
 func (e *statusError) Error() string {
@@ -104,26 +105,77 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return st, c.call(ctx, http.MethodGet, "/v1/status", &st)
 }
 
-// Logs copies the log from offset to w and returns the offset after the
-// last byte written. With follow it streams until the agent has exited and
-// everything is sent, or ctx ends (then ctx's error comes back with the
-// offset reached, so the caller can resume from it).
+// Logs is LogsFrom for an offset in whichever generation the log is.
 func (c *Client) Logs(ctx context.Context, offset int64, follow bool, w io.Writer) (int64, error) {
-	path := "/v1/logs?offset=" + strconv.FormatInt(offset, 10)
-	if follow {
-		path += "&follow=1"
+	pos, err := c.LogsFrom(ctx, LogPos{Offset: offset}, follow, w)
+	return pos.Offset, err
+}
+
+// LogPos is a position in the log: a byte offset in one generation.
+type LogPos struct {
+	Generation string
+	Offset     int64
+}
+
+// LogsFrom copies the log from pos to w and returns the position after
+// the last byte written. A pos with a generation reads only that one: a
+// log rotated or replaced since is a *GenerationError. With follow it
+// streams, across rotations, until the agent has exited and everything
+// is sent, or ctx ends (then ctx's error comes back with the position
+// reached, so the caller can resume from it).
+func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Writer) (LogPos, error) {
+	for {
+		path := "/v1/logs?offset=" + strconv.FormatInt(pos.Offset, 10)
+		if pos.Generation != "" {
+			path += "&generation=" + url.QueryEscape(pos.Generation)
+		}
+		if follow {
+			path += "&follow=1"
+		}
+		resp, err := c.send(ctx, http.MethodGet, path, true)
+		var se *statusError
+		switch {
+		case errors.As(err, &se) && se.code == http.StatusConflict:
+			return pos, &GenerationError{Want: pos.Generation, Have: se.generation}
+		case errors.As(err, &se) && se.code == http.StatusRequestedRangeNotSatisfiable:
+			return pos, &OffsetError{Offset: pos.Offset, Generation: se.generation}
+		case err != nil:
+			return pos, err
+		}
+		if g := resp.Header.Get(headerGeneration); g != "" {
+			pos.Generation = g
+		}
+		n, err := io.Copy(w, resp.Body)
+		resp.Body.Close()
+		pos.Offset += n
+		if err != nil && ctx.Err() != nil {
+			return pos, ctx.Err()
+		}
+		next := resp.Trailer.Get(trailerNextGeneration)
+		if err != nil || next == "" || !follow {
+			return pos, err
+		}
+		at, _ := strconv.ParseInt(resp.Trailer.Get(trailerNextOffset), 10, 64)
+		pos = LogPos{Generation: next, Offset: at}
 	}
-	resp, err := c.send(ctx, http.MethodGet, path, true)
-	if err != nil {
-		return offset, err
-	}
-	defer resp.Body.Close()
-	n, err := io.Copy(w, resp.Body)
-	offset += n
-	if err != nil && ctx.Err() != nil {
-		return offset, ctx.Err()
-	}
-	return offset, err
+}
+
+// GenerationError: the log asked for by generation was rotated or
+// replaced since; reading on would print another log's bytes.
+type GenerationError struct{ Want, Have string }
+
+func (e *GenerationError) Error() string {
+	return fmt.Sprintf("the log is generation %s now, not %s: it was rotated or replaced since", e.Have, e.Want)
+}
+
+// OffsetError: the offset asked for is past the end of the log.
+type OffsetError struct {
+	Offset     int64
+	Generation string
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("offset %d is beyond the end of the log (generation %s): it was truncated, or the offset is not one it reached", e.Offset, e.Generation)
 }
 
 // Stop stops the agent gracefully (SIGTERM to its process group, SIGKILL
@@ -173,18 +225,16 @@ func (c *Client) send(ctx context.Context, method, path string, auth bool) (*htt
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	var e struct {
-		Error string `json:"error"`
-	}
+	var e logRefusal
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
 	if e.Error == "" {
 		e.Error = http.StatusText(resp.StatusCode)
 	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, &statusError{resp.StatusCode, e.Error})
+		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, &statusError{resp.StatusCode, e.Error, ""})
 	case http.StatusServiceUnavailable:
-		return nil, fmt.Errorf("%w: %w", ErrBusy, &statusError{resp.StatusCode, e.Error})
+		return nil, fmt.Errorf("%w: %w", ErrBusy, &statusError{resp.StatusCode, e.Error, ""})
 	}
-	return nil, &statusError{resp.StatusCode, e.Error}
+	return nil, &statusError{resp.StatusCode, e.Error, e.Generation}
 }

@@ -34,6 +34,9 @@ type server struct {
 	dir         string
 	grace       time.Duration
 	linger      time.Duration
+	maxRuntime  time.Duration // 0: unbounded
+	idle        time.Duration // idle_timeout; 0: unbounded
+	lastOutput  atomic.Int64  // when the agent last wrote, unix nanoseconds
 	pid         int
 	startTime   uint64
 	ln          net.Listener
@@ -46,6 +49,10 @@ type server struct {
 	mask        *redact.Writer                          // agent output into logw; under logMu
 	logw        *logWriter                              // every log byte goes through it; under logMu
 	logSink     func(*os.File) io.Writer                // what logw writes to: the log; tests put a failing writer in front
+	logGen      string                                  // the log's generation; under logMu
+	rotations   map[string]rotation                     // how each earlier generation was replaced; under logMu
+	rotateAt    int64                                   // LogRotateAt; tests lower it
+	logKeep     int64                                   // LogKeep; tests lower it
 	writeStatus func(Status) error                      // writes status.json; tests swap it
 	outDone     chan struct{}                           // closed once the agent's output has ended
 	done        chan struct{}                           // closed when serve returns
@@ -93,7 +100,8 @@ func Run(sessionDir string, in io.Reader) error {
 		if err != nil {
 			m.Error = err.Error()
 		} else {
-			m.StartResponse = StartResponse{PID: s.pid, Port: s.status().Port, StartTime: s.startTime, SessionDir: s.dir}
+			st := s.status()
+			m.StartResponse = StartResponse{PID: s.pid, Port: st.Port, StartTime: s.startTime, SessionDir: s.dir, MaxRuntimeAt: st.MaxRuntimeAt}
 		}
 		_ = json.NewEncoder(ready).Encode(m)
 		ready.Close()
@@ -116,9 +124,14 @@ func newServer(sessionDir string, req StartRequest) (*server, error) {
 	if req.SessionDir != dir {
 		return nil, errors.New("start request: session_dir does not match --session-dir")
 	}
-	return &server{req: req, dir: dir, grace: grace, linger: linger, pid: os.Getpid(),
+	maxRuntime, idle, err := req.bounds()
+	if err != nil {
+		return nil, err
+	}
+	return &server{req: req, dir: dir, grace: grace, linger: linger, maxRuntime: maxRuntime, idle: idle, pid: os.Getpid(),
 		kill: syscall.Kill, alive: groupAlive, outDone: make(chan struct{}), done: make(chan struct{}),
 		exited: make(chan struct{}), stopDone: make(chan struct{}), logw: &logWriter{},
+		rotations: map[string]rotation{}, rotateAt: LogRotateAt, logKeep: LogKeep,
 		writeStatus: func(st Status) error { return writeJSONAtomic(dir, statusFile, st) }}, nil
 }
 
@@ -144,12 +157,13 @@ func (s *server) start() error {
 	if err := fsx.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(s.pid)+"\n"), true); err != nil {
 		return err
 	}
-	if s.log, err = fsx.OpenFile(filepath.Join(s.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+	// Read as well as written: rotation reads its newest part back.
+	if s.log, err = fsx.OpenFile(filepath.Join(s.dir, logFile), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
-	s.logw.w = s.log
-	if s.logSink != nil {
-		s.logw.w = s.logSink(s.log)
+	s.logw.w = s.sinkFor(s.log)
+	if err := s.setGenerationLocked(newGeneration(1)); err != nil {
+		return err
 	}
 	s.mask = redact.NewWriter(s.logw, s.req.Redact)
 	if s.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -186,7 +200,11 @@ func (s *server) refuseSecondController() error {
 // serve answers the API until it is time to exit, then stops what is left
 // of the agent's group and shuts down.
 func (s *server) serve(sigc <-chan os.Signal) error {
-	defer s.log.Close()
+	defer func() {
+		s.logMu.Lock()
+		s.log.Close()
+		s.logMu.Unlock()
+	}()
 	defer s.flushOutput()
 	defer close(s.done)
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
@@ -237,6 +255,7 @@ func (s *server) flushOutput() {
 	defer s.logMu.Unlock()
 	_ = s.mask.Flush()
 	s.logw.retryNotice()
+	s.rotateLocked()
 }
 
 // watchDir closes the returned channel when the session dir is removed or
@@ -268,6 +287,7 @@ func (s *server) event(format string, a ...any) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	_, _ = s.logw.Write([]byte(line))
+	s.rotateLocked()
 }
 
 // status is the current status with the log's size and losses as of now.
@@ -275,7 +295,7 @@ func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
-	st.LogBytes = s.logBytes()
+	st.LogBytes, st.LogGeneration = s.logBytes()
 	st.LogLostBytes, st.LogLostReason = s.logw.lostBytes()
 	return st
 }
@@ -295,16 +315,19 @@ func (s *server) writeStatusLocked() error {
 
 // storeStatusLocked writes status.json once, noting whether it failed.
 func (s *server) storeStatusLocked() error {
-	s.st.LogBytes = s.logBytes()
+	s.st.LogBytes, s.st.LogGeneration = s.logBytes()
 	s.st.LogLostBytes, s.st.LogLostReason = s.logw.lostBytes()
 	err := s.writeStatus(s.st)
 	s.statusDirty = err != nil
 	return err
 }
 
-func (s *server) logBytes() int64 {
+// logBytes is the log's size and generation. Lock order: mu, then logMu.
+func (s *server) logBytes() (int64, string) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	if fi, err := s.log.Stat(); err == nil {
-		return fi.Size()
+		return fi.Size(), s.logGen
 	}
-	return 0
+	return 0, s.logGen
 }

@@ -29,6 +29,10 @@ type StartRequest struct {
 	Token      string            `json:"token"`       // per-session bearer token; never on disk or argv
 	StopGrace  string            `json:"stop_grace"`  // default "10s"
 	Linger     string            `json:"linger"`      // serving time after the agent exited, default "10m"
+	// MaxRuntime and IdleTimeout bound the agent ("" or "0s": none): at
+	// the bound, or after that long without output, it is stopped.
+	MaxRuntime  string `json:"max_runtime,omitempty"`
+	IdleTimeout string `json:"idle_timeout,omitempty"`
 	// Require is the program the command starts with, when known: Start
 	// refuses, before anything is detached, if the agent's login shell
 	// cannot find it.
@@ -45,6 +49,8 @@ type StartResponse struct {
 	Port       int    `json:"port"`
 	StartTime  uint64 `json:"start_time"`
 	SessionDir string `json:"session_dir"`
+	// MaxRuntimeAt is when the agent is stopped, when bounded.
+	MaxRuntimeAt *time.Time `json:"max_runtime_at,omitempty"`
 }
 
 // runPayload is what Start writes to the controller's stdin: the request,
@@ -228,7 +234,24 @@ func (r *StartRequest) normalize() (grace, linger time.Duration, err error) {
 	if linger < 0 {
 		return 0, 0, errors.New("start request: linger must not be negative")
 	}
+	if _, _, err := r.bounds(); err != nil {
+		return 0, 0, err
+	}
 	return grace, linger, nil
+}
+
+// bounds are the request's max_runtime and idle_timeout (0: none).
+func (r *StartRequest) bounds() (maxRuntime, idle time.Duration, err error) {
+	if maxRuntime, err = parseDuration("max_runtime", r.MaxRuntime, 0); err != nil {
+		return 0, 0, err
+	}
+	if idle, err = parseDuration("idle_timeout", r.IdleTimeout, 0); err != nil {
+		return 0, 0, err
+	}
+	if maxRuntime < 0 || idle < 0 {
+		return 0, 0, errors.New("start request: max_runtime and idle_timeout must not be negative")
+	}
+	return maxRuntime, idle, nil
 }
 
 func parseDuration(field, s string, def time.Duration) (time.Duration, error) {

@@ -45,11 +45,38 @@ type Status struct {
 	EndedAt       *time.Time `json:"ended_at"`
 	Sealed        bool       `json:"sealed"`
 	LogBytes      int64      `json:"log_bytes"`
+	// LogGeneration names the log LogBytes measures: a rotation starts
+	// a new one (see LogRotateAt).
+	LogGeneration string `json:"log_generation,omitempty"`
 	// LogLostBytes is output (the agent's or the controller's own) that
 	// could not be written to controller.log, e.g. because the disk was
 	// full; the log says where with a "bytes lost" line.
 	LogLostBytes  int64  `json:"log_lost_bytes"`
 	LogLostReason string `json:"log_lost_reason,omitempty"` // the last write error
+	// EndedProcesses are the processes of the agent's group still alive
+	// when the session ended (the agent's own end, a stop, a drain, a
+	// bound), which the controller then ended; GroupKilled says SIGKILL
+	// was needed after the grace.
+	EndedProcesses []Process `json:"ended_processes,omitempty"`
+	GroupKilled    bool      `json:"group_killed,omitempty"`
+	// MaxRuntimeAt is when the agent is stopped, when max_runtime bounds
+	// it; StopReason says which bound stopped it (StopMaxRuntime,
+	// StopIdleTimeout), "" when none did.
+	MaxRuntimeAt *time.Time `json:"max_runtime_at,omitempty"`
+	StopReason   string     `json:"stop_reason,omitempty"`
+}
+
+// Why a bound stopped the agent.
+const (
+	StopMaxRuntime  = "max_runtime"
+	StopIdleTimeout = "idle_timeout"
+)
+
+// Process is one process of the agent's group: its pid and the kernel's
+// name for it (never its arguments).
+type Process struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
 }
 
 // ReadStatusFile reads status.json, for when the controller is gone. It is

@@ -31,14 +31,16 @@ const (
 
 // LaunchOptions are `task launch`'s inputs.
 type LaunchOptions struct {
-	Profile  string
-	Agent    string
-	Repo     string // overrides the primary repository's URL
-	Branch   string // base branch for the task branch
-	Name     string
-	Env      []string // --env K=V
-	Command  []string // after --
-	Progress func(step string)
+	Profile string
+	Agent   string
+	Repo    string // overrides the primary repository's URL
+	Branch  string // base branch for the task branch
+	Name    string
+	Env     []string // --env K=V
+	Command []string // after --
+	// MaxRuntime shortens the profile's max_runtime (0: the profile's).
+	MaxRuntime time.Duration
+	Progress   func(step string)
 }
 
 // RefusedError: the host takes no new launches (exit 9).
@@ -67,6 +69,8 @@ type launchPlan struct {
 	launch  []profiles.EnvEntry
 	host    *records.Host
 	command string
+	// maxRuntime and idle bound the agent on the host (0: unbounded).
+	maxRuntime, idle time.Duration
 }
 
 // planLaunch reads and checks everything a launch needs, so that a bad
@@ -90,6 +94,9 @@ func (e *Executor) planLaunch(ctx context.Context, o LaunchOptions, storedComman
 		return nil, err
 	}
 	if err := admitted(lp.host); err != nil {
+		return nil, err
+	}
+	if lp.maxRuntime, lp.idle, err = launchBounds(lp.profile, o.MaxRuntime); err != nil {
 		return nil, err
 	}
 	argv := o.Command

@@ -16,6 +16,17 @@ type LogOptions struct {
 	Tail       int           // only the last N lines; 0 = all
 	Since      time.Duration // hide lines proven older than this; 0 = none
 	Timestamps bool          // prefix each line with its time, or "-" when unknown
+	// FromOffset reads from byte Offset of the log (no tail); with a
+	// Generation, only that generation of it (GenerationError otherwise).
+	FromOffset bool
+	Offset     int64
+	Generation string
+	// Reached is told where the printed log reached, when it is known.
+	Reached func(generation string, offset int64)
+	// Reconnect: a follow whose link is lost connects again (see
+	// followLogs), telling Notice.
+	Reconnect bool
+	Notice    func(msg string)
 }
 
 // view returns the offset to read the log from and the writer that
@@ -29,13 +40,16 @@ func (o LogOptions) view(w io.Writer, size int64) (int64, *logview.Writer) {
 		vo.Since = time.Now().Add(-o.Since)
 	}
 	var start int64
-	if o.Tail > 0 && o.Since == 0 && size > logview.MaxHeld+1 {
+	switch {
+	case o.FromOffset:
+		start = o.Offset
+	case o.Tail > 0 && o.Since == 0 && size > logview.MaxHeld+1:
 		// From the byte before: if it ends a line, skipping the fragment
 		// up to it loses nothing.
 		start, vo.Partial = size-logview.MaxHeld-1, true
 	}
 	if o.Follow && size >= 0 {
-		vo.Backlog = size - start
+		vo.Backlog = max(size-start, 0)
 	}
 	return start, logview.New(w, vo)
 }

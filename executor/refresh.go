@@ -26,6 +26,10 @@ type SessionView struct {
 	RefreshErr   error      `json:"-"`
 	// Asked: a refresh asked the host (or tried to) about this session.
 	Asked bool `json:"-"`
+	// LogOffset and LogGeneration are where `session logs` stopped
+	// printing: read again from there with --offset and --generation.
+	LogOffset     *int64 `json:"log_offset,omitempty"`
+	LogGeneration string `json:"log_generation,omitempty"`
 }
 
 // ViewOf is s as recorded, unasked.

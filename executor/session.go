@@ -243,7 +243,15 @@ func (l *sessionLaunch) start(ctx context.Context, env launchEnv) (*records.Sess
 func (l *sessionLaunch) controllerRequest(env launchEnv, token string) controller.StartRequest {
 	return controller.StartRequest{SessionID: l.s.ID, TaskID: l.t.ID, SessionDir: sessionDirOf(env.taskDir, l.s.ID),
 		TaskDir: env.taskDir, Shell: shellOf(l.lp.profile), Command: l.lp.command, Env: env.env, Token: token,
-		Require: programOf(l.lp.command), Redact: env.redact}
+		Require: programOf(l.lp.command), Redact: env.redact, MaxRuntime: boundText(l.lp.maxRuntime), IdleTimeout: boundText(l.lp.idle)}
+}
+
+// boundText is a bound as the controller reads it: "" for none.
+func boundText(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // startStep follows controller-start's progress: the proof step is the
@@ -261,6 +269,7 @@ func (l *sessionLaunch) startStep(p protocol.Progress) {
 func (l *sessionLaunch) recordRunning(ctx context.Context, started protocol.Started, ask protocol.ControllerStart) (*records.Session, error) {
 	running, err := l.e.updateSession(ctx, l.s.ID, "session.running", func(x *records.Session) error {
 		x.PID, x.StartTime, x.RemotePort, x.SessionDir = started.PID, started.StartTime, started.Port, ask.SessionDir
+		x.MaxRuntimeAt = started.MaxRuntimeAt
 		return x.Move(records.SessionRunning)
 	})
 	if err != nil {

@@ -61,12 +61,19 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 // recordFinal).
 func applyFinal(x *records.Session, st controller.Status, lostWhy string, now time.Time) error {
 	x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
+	if st.MaxRuntimeAt != nil {
+		x.MaxRuntimeAt = st.MaxRuntimeAt
+	}
 	var to records.SessionState
 	switch st.State {
 	case controller.StateRunning, controller.StateStarting:
 		return x.Move(records.SessionRunning)
 	case controller.StateExited, controller.StateStopped:
-		x.ExitCode, x.Signal = st.ExitCode, st.Signal
+		x.ExitCode, x.Signal, x.GroupKilled, x.StopReason = st.ExitCode, st.Signal, st.GroupKilled, st.StopReason
+		x.EndedProcesses = nil
+		for _, p := range st.EndedProcesses {
+			x.EndedProcesses = append(x.EndedProcesses, records.Process{PID: p.PID, Name: p.Name})
+		}
 		if st.EndedAt != nil {
 			x.EndedAt = st.EndedAt
 		}

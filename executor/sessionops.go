@@ -8,12 +8,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/logview"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // attach is a session reached on its host, over a connection (conn.go)
@@ -196,33 +196,58 @@ func (e *Executor) StreamLogs(ctx context.Context, prefix string, follow bool, w
 	return e.ShowLogs(ctx, prefix, LogOptions{Follow: follow}, w)
 }
 
-// ShowLogs is StreamLogs shaped by o (tail, since, timestamps).
+// ShowLogs is StreamLogs shaped by o (tail, since, timestamps, offset).
+// With o.Reconnect a follow whose link is lost reconnects (followLogs)
+// and goes on from the byte it had.
 func (e *Executor) ShowLogs(ctx context.Context, prefix string, o LogOptions, w io.Writer) (*records.Session, error) {
 	s, err := e.startedSession(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	a, err := e.attachSession(ctx, s)
+	if !o.Follow || !o.Reconnect {
+		s, _, err := e.logsOnce(ctx, s, o, w, time.Time{}, nil)
+		return s, err
+	}
+	return e.followLogs(ctx, s, o, w)
+}
+
+// logsOnce connects (by dialBy, when set), calls attached, and shows the
+// log; it reports whether the connection was made.
+func (e *Executor) logsOnce(ctx context.Context, s *records.Session, o LogOptions, w io.Writer, dialBy time.Time, attached func()) (*records.Session, bool, error) {
+	dialCtx := ctx
+	if !dialBy.IsZero() {
+		var cancel context.CancelFunc
+		dialCtx, cancel = context.WithDeadline(ctx, dialBy)
+		defer cancel()
+	}
+	a, err := e.attachSession(dialCtx, s)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer a.Close()
+	if attached != nil {
+		attached()
+	}
 	s, err = e.streamLogs(ctx, a, o, w)
-	return s, a.linkErr(err, "following", "the agent keeps running on the host",
+	return s, true, a.linkErr(err, "following", "the agent keeps running on the host",
 		fmt.Sprintf("`kandev-exec session logs -f %s` again once the host answers", a.s.ID))
 }
 
 func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io.Writer) (*records.Session, error) {
-	var offset int64
+	var pos controller.LogPos
+	if o.Reached != nil {
+		defer func() { o.Reached(pos.Generation, pos.Offset) }()
+	}
 	var view *logview.Writer
 	st, err := e.liveness(ctx, a)
 	if err == nil {
-		offset, view = o.view(w, st.LogBytes)
-		offset, err = a.ctrl.Logs(ctx, offset, o.Follow, view)
+		pos.Offset, view = o.view(w, st.LogBytes)
+		pos.Generation = o.Generation
+		pos, err = a.ctrl.LogsFrom(ctx, pos, o.Follow, view)
 		if err == nil {
 			st, err = a.ctrl.Status(ctx)
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !isLogRefusal(err) {
 			// The controller may have died mid-stream: if it is gone,
 			// the log file has the rest.
 			if _, lerr := e.liveness(ctx, a); errors.Is(lerr, errControllerGone) {
@@ -235,10 +260,10 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 		// The log file on the host has it (already masked): the rest of
 		// it, or, without a token, what it holds so far.
 		if view == nil {
-			_, view = o.view(w, -1)
+			pos.Offset, view = o.view(w, -1)
+			pos.Generation = o.Generation
 		}
-		tail := fmt.Sprintf("tail -c +%d -- %s", offset+1, ssh.ShellQuote(a.s.SessionDir+"/controller.log"))
-		if err := a.hc.c.Stream(ctx, tail+" 2>/dev/null || true", nil, view, io.Discard); err != nil {
+		if pos, err = e.hostLog(ctx, a, pos, view); err != nil {
 			return nil, err
 		}
 		if err := view.Close(); err != nil {
@@ -254,7 +279,10 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 		return s, err
 	}
 	if err != nil {
-		return nil, err
+		if view != nil {
+			_ = view.Close() // what it held back was received: print it
+		}
+		return nil, logRefused(a.s.ID, err)
 	}
 	if err := view.Close(); err != nil {
 		return nil, err

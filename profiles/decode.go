@@ -61,6 +61,10 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 			return d.str(v, key, path, &p.CleanupScript)
 		case "reclaim_task_dir":
 			return d.boolean(v, key, path, &p.ReclaimTaskDir)
+		case "max_runtime":
+			return d.str(v, key, path, &p.MaxRuntime)
+		case "idle_timeout":
+			return d.str(v, key, path, &p.IdleTimeout)
 		}
 		return d.unknown(key, path, "profile", keysAt(ProfileFields, ""))
 	})

@@ -49,6 +49,10 @@ var ProfileFields = []Field{
 		Doc: "Runs on the host when the task is archived or deleted, before its directory may be reclaimed: the script (with shell, env and reclaim_task_dir) as it was when the task was launched."},
 	{Key: "reclaim_task_dir", Type: "boolean", Default: "false", Example: "true",
 		Doc: "true lets archive and delete remove the task directory, once its safety checks prove nothing of value would be lost."},
+	{Key: "max_runtime", Type: "duration", Default: "no bound", Example: "8h",
+		Doc: "How long an agent may run. The controller enforces it on the host, with no CLI connected: at the bound the agent gets SIGTERM, then SIGKILL of its process group after the stop grace, and the session ends `stopped` with stop_reason `max_runtime`. `task launch --max-runtime D` may only shorten it; `task ls` shows what is left. Between 1s and 8760h."},
+	{Key: "idle_timeout", Type: "duration", Default: "no bound", Example: "30m",
+		Doc: "How long an agent may go without writing any output: then it is stopped as at max_runtime, with stop_reason `idle_timeout`. Between 1s and 8760h."},
 }
 
 // AgentFields is every key of an agent preset file (`agent apply -f`).
@@ -84,6 +88,8 @@ prepare_script: |                    # in the task directory, after the checkout
 prepare_timeout: 15m
 cleanup_script: ""
 reclaim_task_dir: false
+max_runtime: 8h                      # the agent is stopped after this long
+idle_timeout: 30m                    # or after this long without output
 `
 
 // ExampleAgent is a complete agent preset file.

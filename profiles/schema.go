@@ -130,6 +130,8 @@ type Profile struct {
 	PrepareTimeout string       `json:"prepare_timeout,omitempty"` // Go duration; "" = the default (10m)
 	CleanupScript  string       `json:"cleanup_script"`
 	ReclaimTaskDir bool         `json:"reclaim_task_dir"`
+	MaxRuntime     string       `json:"max_runtime,omitempty"`  // Go duration; "" = unbounded
+	IdleTimeout    string       `json:"idle_timeout,omitempty"` // Go duration; "" = unbounded
 
 	src source // file positions when decoded from YAML; zero from JSON
 }

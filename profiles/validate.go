@@ -92,6 +92,11 @@ func (p *Profile) Validate(knownHost func(string) bool) error {
 			v.add("prepare_timeout", "prepare_timeout", `"prepare_timeout" must be a duration like 10m, between 1s and 24h`)
 		}
 	}
+	for _, b := range []struct{ key, text string }{{"max_runtime", p.MaxRuntime}, {"idle_timeout", p.IdleTimeout}} {
+		if _, err := ParseBound(b.text); err != nil {
+			v.add(b.key, b.key, "%q %v", b.key, err)
+		}
+	}
 	for _, s := range []struct{ key, text string }{{"prepare_script", p.PrepareScript}, {"cleanup_script", p.CleanupScript}} {
 		if strings.IndexByte(s.text, 0) >= 0 {
 			v.add(s.key, s.key, "%q contains a NUL byte", s.key)
@@ -291,4 +296,20 @@ func validBranch(b string) bool {
 
 func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+// MaxBound is the longest max_runtime or idle_timeout a profile may set.
+const MaxBound = 365 * 24 * time.Hour
+
+// ParseBound reads a max_runtime or idle_timeout: "" is no bound (0),
+// else a duration between 1s and MaxBound.
+func ParseBound(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > MaxBound {
+		return 0, fmt.Errorf("must be a duration like 2h, between 1s and %s, got %q", MaxBound, s)
+	}
+	return d, nil
 }

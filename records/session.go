@@ -74,6 +74,21 @@ type Session struct {
 	LogLostBytes int64 `json:"log_lost_bytes,omitempty"`
 	// Receipt is the drain receipt of the last teardown, when one was given.
 	Receipt *Receipt `json:"receipt,omitempty"`
+	// EndedProcesses are the agent's processes still alive when the
+	// session ended, which its controller ended; GroupKilled: some
+	// outlived the grace and were killed.
+	EndedProcesses []Process `json:"ended_processes,omitempty"`
+	GroupKilled    bool      `json:"group_killed,omitempty"`
+	// MaxRuntimeAt is when its controller stops the agent (max_runtime);
+	// StopReason is the bound that stopped it (max_runtime, idle_timeout).
+	MaxRuntimeAt *time.Time `json:"max_runtime_at,omitempty"`
+	StopReason   string     `json:"stop_reason,omitempty"`
+}
+
+// Process is a process on a host: its pid and the kernel's name for it.
+type Process struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
 }
 
 // Move sets the state if the table allows it.

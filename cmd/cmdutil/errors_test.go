@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -106,6 +107,11 @@ var typedErrors = []struct {
 	{&vault.ValueError{Name: "tok", Problem: "the value is empty"}, 2, "usage"},
 	{&records.NotFoundError{What: "host", Name: "h", ListCmd: "host ls"}, 1, "error"},
 	{&executor.NotStartedError{S: &records.Session{ID: "s"}}, 1, "error"},
+	{&executor.LogPositionError{SessionID: "s", Want: "1-a", Have: "2-b"}, 10, "conflict"},
+	// The controller's refusals of a log position reach the CLI as a
+	// LogPositionError, which names the session.
+	{&controller.GenerationError{Want: "1-a", Have: "2-b"}, 1, "error"},
+	{&controller.OffsetError{Offset: 9, Generation: "1-a"}, 1, "error"},
 	{&executor.PrepareScriptError{ExitCode: 3}, 1, "error"},
 	{&helperbin.UnsupportedPlatformError{Platform: "plan9/386"}, 1, "error"},
 	{&helperbin.MissingError{Platform: "linux/arm64", Looked: []string{"d"}}, 1, "error"},

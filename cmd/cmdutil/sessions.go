@@ -75,3 +75,9 @@ func RefreshOutcome(ios *IOStreams, vs []executor.SessionView, asJSON bool) erro
 	}
 	return ItemsOutcome(errs, asked, "sessions")
 }
+
+// RuntimeLeft is how long a bounded session has until its max_runtime, to
+// the second ("0s" once it has passed).
+func RuntimeLeft(at, now time.Time) string {
+	return max(at.Sub(now), 0).Round(time.Second).String()
+}

@@ -21,6 +21,8 @@ type Options struct {
 	ID       string
 	Spec     string
 	Logs     executor.LogOptions
+	// offsetSet: --offset was given (0 is a position too).
+	offsetSet bool
 }
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
@@ -34,6 +36,7 @@ func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(co
 		ValidArgsFunction: completeSessions(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID, opts.JSON = args[0], f.JSON()
+			opts.offsetSet = c.Flags().Changed("offset")
 			if nargs > 1 {
 				opts.Spec = args[1]
 			}
@@ -51,7 +54,18 @@ func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(co
 
 // NewCmdShow is `session show ID`: asks the host, records what it says.
 func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	return newVerb(f, "show ID", "Ask the host how a session is doing (running, exited, stopped, lost)", 1, runF, showRun, nil)
+	c := newVerb(f, "show ID", "Ask the host how a session is doing (running, exited, stopped, lost)", 1, runF, showRun, nil)
+	c.Long = `Ask the host how a session is doing (running, exited, stopped, lost), and
+record what it says.
+
+When a session ends (its agent exits, session stop, a drain, a bound such as
+max_runtime), its controller ends the agent's whole process group at once:
+SIGTERM, then SIGKILL after the stop grace. What was still running then is
+listed on an "ended with the session" line (ended_processes in --json). The
+controller itself stays for 10 minutes afterwards (the linger), so its final
+status can still be read; it exits earlier when its session directory is
+removed.`
+	return c
 }
 
 func showRun(ctx context.Context, o *Options) error {
@@ -78,7 +92,29 @@ func printSession(o *Options, s *records.Session) error {
 	if s.LogLostBytes > 0 {
 		fmt.Fprintf(o.IO.Out, "log: %d bytes of output could not be written on the host (disk full?); `kandev-exec session logs %s` shows where\n", s.LogLostBytes, s.ID)
 	}
+	switch {
+	case s.StopReason != "":
+		fmt.Fprintf(o.IO.Out, "stop reason: %s (see `kandev-exec help profile`)\n", s.StopReason)
+	case s.MaxRuntimeAt != nil && !s.State.Ended():
+		fmt.Fprintf(o.IO.Out, "max_runtime: stopped at %s (%s left)\n", s.MaxRuntimeAt.Format(time.RFC3339), cmdutil.RuntimeLeft(*s.MaxRuntimeAt, time.Now()))
+	}
+	if len(s.EndedProcesses) > 0 {
+		fmt.Fprintf(o.IO.Out, "ended with the session: %s\n", endedText(s))
+	}
 	return nil
+}
+
+// endedText lists the agent's processes the session's end had to end.
+func endedText(s *records.Session) string {
+	names := make([]string, len(s.EndedProcesses))
+	for i, p := range s.EndedProcesses {
+		names[i] = fmt.Sprintf("%d (%s)", p.PID, cmdutil.SafeText(p.Name)) // named by the agent
+	}
+	how := "SIGTERM"
+	if s.GroupKilled {
+		how = "SIGKILL after the stop grace"
+	}
+	return strings.Join(names, ", ") + "; by " + how
 }
 
 // outcome says in one line how a session stands, with the next command.
@@ -106,6 +142,8 @@ func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 			fl.IntVar(&o.Logs.Tail, "tail", 0, "only the last `N` lines of what is logged so far (0: all)")
 			fl.DurationVar(&o.Logs.Since, "since", 0, "hide lines provably older than `D` (see below)")
 			fl.BoolVar(&o.Logs.Timestamps, "timestamps", false, "prefix each line with its time, or - when it is not known")
+			fl.Int64Var(&o.Logs.Offset, "offset", 0, "print the log from byte `N` (a log_offset of --json)")
+			fl.StringVar(&o.Logs.Generation, "generation", "", "with --offset: only if the log is still generation `G` (a log_generation of --json)")
 		})
 	c.Long = `Print a session's output: the agent's stdout and stderr, and the controller's
 own [controller] lines. With -f, keep streaming until the agent exits; how it
@@ -125,12 +163,25 @@ lines, so times mean what can be known:
 At most 8 MiB is held back to decide; past that, a first line says how many
 earlier bytes were not shown.
 
+Positions: with --json the record says how far the printed log reached
+(log_offset, a byte offset) and which log it was (log_generation). Reading
+again with --offset <log_offset> --generation <log_generation> prints
+exactly the rest: nothing twice, nothing missed. The log on the host is
+bounded: past 16 MiB it is cut to its newest 8 MiB, which starts a new
+generation; a read of a generation that was rotated or replaced since, or
+from past the end, fails with exit code 10 naming both generations instead
+of printing another log's bytes.
+
 A keepalive watchdog guards the connection: a probe every 15s, and 45s without
-any reply ends the command with exit code 7 while the agent keeps running on
-the host. The settings keepalive-interval and keepalive-deadline change these
-bounds (see ` + "`kandev-exec help config`" + `).`
+any reply counts as the link lost. With -f the command then reconnects, with
+backoff, for up to twice the keepalive deadline (90s), says so on stderr, and
+goes on from the byte it had; a link still down after that ends it with exit
+code 7 while the agent keeps running on the host. The settings
+keepalive-interval and keepalive-deadline change these bounds (see
+` + "`kandev-exec help config`" + `).`
 	c.Example = `  kandev-exec session logs s3xk2 --tail 50 -f
-  kandev-exec session logs s3xk2 --since 10m --timestamps`
+  kandev-exec session logs s3xk2 --since 10m --timestamps
+  kandev-exec session logs s3xk2 --offset 5120 --generation 1-9f86d081 --json`
 	return c
 }
 
@@ -140,7 +191,17 @@ func logsRun(ctx context.Context, o *Options) error {
 		return cmdutil.FlagErrorf("--tail must not be negative, got %d", o.Logs.Tail)
 	case o.Logs.Since < 0:
 		return cmdutil.FlagErrorf("--since must be a positive duration, got %s", o.Logs.Since)
+	case o.Logs.Offset < 0:
+		return cmdutil.FlagErrorf("--offset must not be negative, got %d", o.Logs.Offset)
+	case o.Logs.Generation != "" && !o.offsetSet:
+		return cmdutil.FlagErrorf("--generation needs --offset: the generation is the log an offset was read in")
+	case o.offsetSet && (o.Logs.Tail > 0 || o.Logs.Since > 0):
+		return cmdutil.FlagErrorf("--offset prints from a byte: it cannot be combined with --tail or --since")
 	}
+	o.Logs.FromOffset = o.offsetSet
+	var reached *int64
+	o.Logs.Reached = func(gen string, off int64) { reached, o.Logs.Generation = &off, gen }
+	o.Logs.Reconnect, o.Logs.Notice = true, func(msg string) { fmt.Fprintln(o.IO.ErrOut, cmdutil.SafeText(msg)) }
 	ex, err := o.Executor()
 	if err != nil {
 		return err
@@ -158,7 +219,9 @@ func logsRun(ctx context.Context, o *Options) error {
 	}
 	lost := o.Logs.Follow && s.State == records.SessionLost
 	if o.JSON {
-		if err := cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(s)); err != nil {
+		v := executor.ViewOf(s)
+		v.LogOffset, v.LogGeneration = reached, o.Logs.Generation
+		if err := cmdutil.WriteJSON(o.IO.Out, v); err != nil {
 			return err
 		}
 	} else if !lost {

@@ -62,6 +62,7 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task")
 	fl.StringArrayVar(&opts.Launch.Env, "env", nil, "KEY=VALUE for the agent (repeatable; literals only)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
+	fl.DurationVar(&opts.Launch.MaxRuntime, "max-runtime", 0, "stop the agent after `D` (may only shorten the profile's max_runtime)")
 	_ = c.RegisterFlagCompletionFunc("profile", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.ProfileNames(ctx) }))
 	_ = c.RegisterFlagCompletionFunc("agent", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.AgentNames(ctx) }))
 	return c

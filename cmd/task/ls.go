@@ -91,10 +91,16 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
+	bounded, err := boundedSessions(ctx, ex)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
 		views := make([]View, 0, len(ts))
 		for _, t := range ts {
-			views = append(views, viewOf(t, jobs[t.ID]))
+			v := viewOf(t, jobs[t.ID])
+			v.MaxRuntimeAt = bounded[t.ID]
+			views = append(views, v)
 		}
 		return cmdutil.WriteJSON(o.IO.Out, views)
 	}
@@ -109,8 +115,12 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	// LAST ERROR only when a cleanup in progress has one: most tables
 	// have none, and keep their width.
 	withErr := slices.ContainsFunc(ts, func(t *records.Task) bool { return cleanupError(jobs[t.ID]) != "" })
+	withLeft := slices.ContainsFunc(ts, func(t *records.Task) bool { return bounded[t.ID] != nil })
 	tw := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	head := "ID\tNAME\tPROFILE\tHOST\tPHASE\tSESSIONS\tCREATED"
+	if withLeft {
+		head += "\tRUNTIME LEFT"
+	}
 	if withErr {
 		head += "\tLAST ERROR"
 	}
@@ -119,6 +129,13 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	for _, t := range ts {
 		j := jobs[t.ID]
 		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", t.ID, t.Name, t.Profile, t.Host, listPhase(t, j, now), len(t.Sessions), cmdutil.Ago(t.CreatedAt))
+		if withLeft {
+			left := "-"
+			if at := bounded[t.ID]; at != nil {
+				left = cmdutil.RuntimeLeft(*at, now)
+			}
+			row += "\t" + left
+		}
 		if withErr {
 			row += "\t" + cmdutil.SafeText(cmdutil.Dash(cleanupError(j)))
 		}
@@ -177,4 +194,25 @@ func (o *ListOptions) filters() string {
 		}
 	}
 	return strings.Join(f, " ")
+}
+
+// boundedSessions maps each task whose latest session runs bounded by
+// max_runtime to when that session's agent is stopped, as recorded.
+func boundedSessions(ctx context.Context, ex *executor.Executor) (map[string]*time.Time, error) {
+	ss, err := ex.ListSessions(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*time.Time{}
+	seen := map[string]bool{}
+	for _, s := range ss { // newest first
+		if seen[s.TaskID] {
+			continue
+		}
+		seen[s.TaskID] = true
+		if s.MaxRuntimeAt != nil && !s.State.Ended() {
+			out[s.TaskID] = s.MaxRuntimeAt
+		}
+	}
+	return out, nil
 }

@@ -50,6 +50,9 @@ type View struct {
 	// SessionStates: each session's state as recorded (`task show` only),
 	// oldest first.
 	SessionStates []SessionState `json:"session_states,omitempty"`
+	// MaxRuntimeAt is when the latest session's agent is stopped, while it
+	// runs bounded by max_runtime.
+	MaxRuntimeAt *time.Time `json:"max_runtime_at,omitempty"`
 }
 
 // SessionState is one session of a task in `task show --json`.

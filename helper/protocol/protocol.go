@@ -22,7 +22,7 @@ import (
 
 // protocol is a string so that a test can build a helper of another
 // protocol with -ldflags -X; Protocol parses it.
-var protocol = "4"
+var protocol = "5"
 
 // Protocol is the version of this protocol. Bump it whenever a request or
 // answer changes shape or meaning.
