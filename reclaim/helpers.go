@@ -191,7 +191,7 @@ func IsSHA256(s string) bool {
 // the login user holds something in it, or one cannot be inspected, or
 // the processes cannot be listed at all.
 func (h *host) running(ctx context.Context, path string) (Reason, string) {
-	users, unknown := h.inUse(ctx, path, path)
+	users, unknown := h.inUse(ctx, path, path, nil)
 	switch {
 	case len(users) > 0:
 		return InUse, fmt.Sprintf("%s is in use by %s", path, examples(users))

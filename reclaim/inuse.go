@@ -44,6 +44,9 @@ type inodes struct {
 }
 
 func inodesOf(ev *Evidence) inodes {
+	if ev == nil { // nothing proven (a helper version): paths alone
+		return inodes{}
+	}
 	ids := inodes{dev: ev.Identity.Dev, ino: make(map[uint64]bool, len(ev.proof))}
 	for _, e := range ev.proof {
 		ids.ino[e.ino] = true
@@ -55,7 +58,8 @@ func (ids inodes) has(dev, ino uint64) bool {
 	return len(ids.ino) > 0 && dev == ids.dev && ids.ino[ino]
 }
 
-// inUse names the processes using dir, proven as ev, whose sessions'
+// inUse names the processes using dir, proven as ev (nil when nothing
+// of it was proven, such as a helper version), whose sessions'
 // controllers were started in the task directory ran (dir itself, or its
 // name before the removal renamed it); unknown says why the host cannot
 // tell.
