@@ -22,7 +22,6 @@ type lookupResult struct {
 	done chan struct{}
 	s    settings // read-only once done
 	err  error
-	used bool // asked for by this command (guarded by the cache's mu)
 }
 
 // Saved is what a LookupCache keeps between commands: answers by lookup,
@@ -55,8 +54,8 @@ func (c *LookupCache) Restore(saved Saved, opts ResolveOptions) {
 	}
 }
 
-// Snapshot returns the answers this command asked for, to keep once its
-// lookups are done (those of hosts since removed are dropped): false
+// Snapshot returns the answers to keep once the lookups are done, the
+// restored ones with the new (a changed config starts afresh): false
 // when none is new, or Restore did not run, or the config is one whose
 // answers are not kept or changed since Restore (an answer may be from
 // either version).
@@ -67,7 +66,7 @@ func (c *LookupCache) Snapshot(opts ResolveOptions) (Saved, bool) {
 	for k, r := range c.m {
 		select {
 		case <-r.done:
-			if r.used && r.err == nil {
+			if r.err == nil && !r.s.runsCommand() {
 				out.Lookups[k] = r.s.dialling()
 			}
 		default:
@@ -92,7 +91,6 @@ func (c *LookupCache) get(ctx context.Context, key string, fill func() (settings
 		r = &lookupResult{done: make(chan struct{})}
 		c.m[key] = r
 	}
-	r.used = true
 	c.mu.Unlock()
 	if !ok {
 		r.s, r.err = fill()
@@ -125,4 +123,11 @@ func (s settings) dialling() map[string][]string {
 		}
 	}
 	return out
+}
+
+// runsCommand says s has a ProxyCommand: a command line is read from the
+// config at every dial and never written anywhere, so s is not kept.
+func (s settings) runsCommand() bool {
+	pc := s.first("proxycommand")
+	return pc != "" && !strings.EqualFold(pc, "none")
 }

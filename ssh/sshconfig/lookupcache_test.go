@@ -142,3 +142,17 @@ func TestConfigDigestCoversWhatAnswersDependOn(t *testing.T) {
 		t.Errorf("digests %s %s %s (%v %v %v): an unnamed variable must not count, a named one must", a, b, c, okA, okB, okC)
 	}
 }
+
+// An answer with a ProxyCommand is not kept: a command line is read from
+// the config at each dial and never written down.
+func TestLookupCacheNeverKeepsAProxyCommand(t *testing.T) {
+	cfg := writeFile(t, t.TempDir(), "config", "Host px\n  ProxyCommand nc %h %p\nHost web\n  HostName 10.0.0.1\n")
+	opts := ResolveOptions{ConfigFile: cfg}
+	_, fresh, saved, ok := listing(t, Saved{}, opts, "px", "web")
+	if fresh != 2 || !ok {
+		t.Fatalf("looked up %d, kept %v", fresh, ok)
+	}
+	if _, kept := saved.Lookups[lookupKey("px", Overrides{})]; kept || len(saved.Lookups) != 1 {
+		t.Errorf("kept %v: want web's answer only", saved.Lookups)
+	}
+}
