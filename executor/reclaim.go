@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -192,12 +193,12 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	if err != nil {
 		return nil, err
 	}
-	defer hc.Close()
 	var rows []ReclaimRow
 	seen := map[string]bool{}
 	for _, root := range roots {
 		var l reclaim.Listing
 		if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
+			hc.Close()
 			return nil, fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
 		}
 		if seen[l.Root] {
@@ -209,6 +210,11 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
+	if slices.ContainsFunc(rows, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }) {
+		e.kept.keep(hc) // for the apply that may follow (reclaimconn.go)
+	} else {
+		hc.Close()
+	}
 	return rows, nil
 }
 
