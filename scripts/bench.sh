@@ -12,6 +12,7 @@
 #   N_ALL     host records `host test --all` dials, spread over them (default 100)
 #   PAR       its --parallel, and xargs -P of the baseline (default 16)
 #   N_LS      host records `host ls` lists, each its own ssh config alias (default 201)
+#   KE        the CLI measured (default bin/kandev-exec, built when missing)
 set -euo pipefail
 start=$(date +%s)
 cd "$(dirname "$0")/.."
@@ -28,8 +29,10 @@ PAR=${PAR:-16}
 N_LS=${N_LS:-201}
 
 export PATH="/usr/local/go/bin:$PATH"
-[ -x bin/kandev-exec ] || make -s build
-KE="$PWD/bin/kandev-exec"
+if [ -z "${KE:-}" ]; then
+  [ -x bin/kandev-exec ] || make -s build
+  KE="$PWD/bin/kandev-exec"
+fi
 
 work=$(mktemp -d)
 cleanup() {

@@ -47,7 +47,8 @@ func TestBenchControllerMemory(t *testing.T) {
 	sh(t, fmt.Sprintf(`ssh -F %s direct 'for i in $(seq %d); do nohup sh -c "sleep 3600; %s" >/dev/null 2>&1 </dev/null & done'`, f.cfg, n, marker))
 	var shells []int
 	deadline := time.Now().Add(time.Minute)
-	for len(shells) < n && time.Now().Before(deadline) {
+	// Exactly n: a shell's child is a copy of it until it runs sleep.
+	for len(shells) != n && time.Now().Before(deadline) {
 		shells = processes(t, func(args []string) bool {
 			return len(args) == 3 && args[1] == "-c" && strings.HasSuffix(args[2], marker)
 		})
