@@ -55,6 +55,12 @@ func TestBenchControllerMemory(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling /proc until all have started
 	}
 	t.Cleanup(func() {
+		// Each shell's sleep first: a shell killed first leaves it running.
+		for _, p := range processes(t, func(args []string) bool { return len(args) == 2 && args[0] == "sleep" }) {
+			if slices.Contains(shells, parentOf(p)) {
+				syscall.Kill(p, syscall.SIGTERM)
+			}
+		}
 		for _, p := range shells {
 			syscall.Kill(p, syscall.SIGTERM)
 		}
@@ -119,4 +125,19 @@ func rssKB(t *testing.T, pid int) int64 {
 	}
 	t.Fatalf("no VmRSS for %d", pid)
 	return 0
+}
+
+// parentOf is pid's parent (0 when it is gone).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold blanks, so after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
