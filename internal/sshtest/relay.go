@@ -148,6 +148,7 @@ func (r *Relay) serveLocked(ln net.Listener) {
 			if !r.track(c) {
 				return
 			}
+			r.accepted.Add(1)
 			r.wg.Add(1)
 			go r.handle(c)
 		}
@@ -279,7 +280,6 @@ func (r *Relay) track(c net.Conn) bool {
 		c.Close()
 		return false
 	}
-	r.accepted.Add(1)
 	r.conns[c] = struct{}{}
 	return true
 }
