@@ -35,15 +35,21 @@ fuzz:
 demo:
 	@scripts/demo.sh
 
+# Every figure is printed where it is measured, and the ones the
+# performance targets name once more in one summary table at the end
+# (README.md, "Performance"); bin/bench-rows.tsv collects them.
+BENCH_ROWS = $(CURDIR)/bin/bench-rows.tsv
 bench: build
+	@rm -f $(BENCH_ROWS)
 	@echo "== env resolver (ns/op and allocs at 10, 1,000 and 100,000 definitions)"
 	@$(GO) test -run '^$$' -bench 'BenchmarkResolve' -benchmem ./profiles/ | grep '^Benchmark'
 	@echo "== watch view (ns per frame, View(), and per journal event, Update(), at 10, 1,000 and 10,000 environments; a frame must stay under 16 ms)"
 	@$(GO) test -run '^$$' -bench 'BenchmarkWatch' -benchmem ./tui/ | grep '^Benchmark'
-	@scripts/bench.sh
-	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -run 'TestBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
+	@BENCH_ROWS=$(BENCH_ROWS) scripts/bench.sh
+	@BENCH_ROWS=$(BENCH_ROWS) CGO_ENABLED=0 $(GO) test -tags bench -count=1 -timeout 90m -run 'TestBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
 	@# The store figures need the etcd binary (apt-get install -y etcd-server).
 	@CGO_ENABLED=0 $(GO) test -tags bench -count=1 -timeout 30m -run 'TestStoreBench' -v ./internal/bench | grep -v '^\(=== RUN\|--- PASS\|PASS\|ok \)'
+	@scripts/benchtable.sh $(BENCH_ROWS)
 
 
 # The helpers for every platform, beside bin/kandev-exec.

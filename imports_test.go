@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,12 +60,13 @@ var allowedImports = map[string][]string{
 	"cmd/watch":              {"cmd/cmdutil", "cmd/hostdrain", "executor", "records", "state", "tui"},
 	"executor": {"controller", "helper/protocol", "internal/crashpoint", "internal/fsx", "internal/helperbin",
 		"internal/logview", "internal/remote", "profiles", "reclaim", "records", "ssh", "ssh/sshconfig", "state", "taskdir", "vault"},
-	"controller":          {"internal/fsx", "internal/redact", "taskdir"},
-	"taskdir":             {"internal/fsx", "internal/redact"},
-	"reclaim":             {"controller", "internal/fsx", "taskdir"},
+	"controller":          {"internal/ascii", "internal/fsx", "internal/redact", "taskdir"},
+	"taskdir":             {"internal/ascii", "internal/fsx", "internal/redact"},
+	"reclaim":             {"controller", "internal/ascii", "internal/fsx", "taskdir"},
 	"helper":              {"helper/protocol", "controller", "taskdir", "reclaim", "internal/buildinfo"},
 	"helper/protocol":     {"controller"},
 	"internal/fsx":        nil,
+	"internal/ascii":      nil,
 	"internal/redact":     nil,
 	"internal/buildinfo":  nil,
 	"internal/logview":    nil,
@@ -226,6 +228,10 @@ func TestHelperDependencies(t *testing.T) {
 				t.Fatalf("go list did not list %s:\n%s", root, out)
 			}
 			for pkg := range imports {
+				if slices.Contains(helperUnneeded, pkg) {
+					t.Errorf("the helper links %s (%s), which none of its steps needs: it only makes the upload larger",
+						pkg, strings.Join(importChain(imports, root, pkg), " -> "))
+				}
 				if standard[pkg] || strings.HasPrefix(pkg, module) || allowedHelperDep(pkg) {
 					continue
 				}
@@ -235,6 +241,15 @@ func TestHelperDependencies(t *testing.T) {
 		})
 	}
 }
+
+// helperUnneeded are standard packages no step of the helper needs: a
+// regular expression engine (internal/ascii checks its identifiers),
+// templates, other encoders, debugging and plugin machinery. net/http is
+// not among them only because the controller's loopback API is HTTP; it
+// is the larger half of the helper (docs/architecture.md).
+var helperUnneeded = []string{"regexp", "text/template", "html/template", "encoding/xml", "encoding/gob",
+	"encoding/csv", "log/slog", "expvar", "net/rpc", "net/smtp", "net/http/pprof", "database/sql", "go/parser",
+	"image", "archive/tar", "archive/zip", "testing", "plugin"}
 
 func allowedHelperDep(pkg string) bool {
 	for _, prefix := range helperThirdParty {

@@ -12,10 +12,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/ascii"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
@@ -68,7 +68,7 @@ func mac(key, msg string) string {
 }
 
 // claimIDPattern keeps a claim id a safe file name.
-var claimIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var claimIDPattern = ascii.Word{First: ascii.Alnum, Rest: ascii.Alnum + "._-", Max: 128}
 
 const (
 	logPoll  = 200 * time.Millisecond // how often a follower looks for new log bytes
@@ -248,7 +248,7 @@ func (s *server) handleDrain(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	claim := q.Get("claim_id")
 	if !claimIDPattern.MatchString(claim) {
-		writeError(w, http.StatusBadRequest, "claim_id must match "+claimIDPattern.String())
+		writeError(w, http.StatusBadRequest, "claim_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 		return
 	}
 	grace := s.grace

@@ -17,8 +17,9 @@ import (
 func TestHostSideImportsNoLocalSide(t *testing.T) {
 	const module = "github.com/kdlbs/kandev-exec/"
 	allowed := map[string][]string{
-		".":                  {"taskdir", "internal/fsx", "internal/redact"},
-		"../taskdir":         {"internal/fsx", "internal/redact"},
+		".":                  {"taskdir", "internal/ascii", "internal/fsx", "internal/redact"},
+		"../taskdir":         {"internal/ascii", "internal/fsx", "internal/redact"},
+		"../internal/ascii":  nil,
 		"../internal/fsx":    nil,
 		"../internal/redact": nil,
 	}

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/ascii"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -194,7 +194,7 @@ func (r *StartRequest) checkRequire() error {
 	return nil
 }
 
-var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envKey = ascii.Word{First: ascii.Letters + "_", Rest: ascii.Alnum + "_"}
 
 // normalize checks the request, cleans its paths and parses its durations.
 // Error messages name fields and env keys, never values.

@@ -42,6 +42,7 @@ type Executor struct {
 	cfg    Config
 	vault  *vault.Vault
 	unlock *ssh.Unlocker // asks each passphrase once for the executor's life
+	kept   keptConns     // a reclaim listing's connections, for its apply (reclaimconn.go)
 }
 
 // New returns an Executor over cfg.

@@ -102,15 +102,16 @@ const resolveParallel = 8
 
 // ListHosts returns every host, sorted by name ([] when none). Resolving
 // a host runs `ssh -G` for it and each of its jump hosts, so the hosts are
-// resolved concurrently, resolveParallel at a time, and a jump host they
-// share is looked up once.
+// resolved concurrently, resolveParallel at a time, a jump host they
+// share is looked up once, and the answers serve the next listing while
+// the ssh config files read the same (lookupcache.go).
 func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
 	hs, recs, err := records.List[records.Host](ctx, e.cfg.Store, records.KindHost)
 	if err != nil {
 		return nil, err
 	}
 	opts := e.resolveOptions()
-	opts.Cache = sshconfig.NewLookupCache()
+	opts.Cache = e.restoredLookups(opts)
 	out := make([]HostView, len(recs))
 	sem := make(chan struct{}, resolveParallel)
 	var wg sync.WaitGroup
@@ -124,6 +125,7 @@ func (e *Executor) ListHosts(ctx context.Context) ([]HostView, error) {
 		}()
 	}
 	wg.Wait()
+	e.saveLookups(opts.Cache, opts)
 	return out, nil
 }
 

@@ -69,11 +69,17 @@ type RootHelper struct {
 }
 
 // TestHosts probes each host, at most parallel at a time, without
-// trusting anything new; rows come back in the order asked.
+// trusting anything new; rows come back in the order asked. Each host is
+// one connection and one command; the ssh config answers and the
+// profiles are read once for all of them, as a listing reads them.
 func (e *Executor) TestHosts(ctx context.Context, names []string, parallel int) []TestResult {
 	if parallel < 1 {
 		parallel = 1
 	}
+	opts := e.resolveOptions()
+	opts.Cache = e.restoredLookups(opts)
+	defer e.saveLookups(opts.Cache, opts)
+	ps, _, psErr := records.List[profiles.Profile](ctx, e.cfg.Store, records.KindProfile)
 	out := make([]TestResult, len(names))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -83,21 +89,21 @@ func (e *Executor) TestHosts(ctx context.Context, names []string, parallel int) 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i] = e.testHost(ctx, name)
+			out[i] = e.testHost(ctx, name, opts, ps, psErr)
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-func (e *Executor) testHost(ctx context.Context, name string) TestResult {
+func (e *Executor) testHost(ctx context.Context, name string, opts sshconfig.ResolveOptions, ps []*profiles.Profile, psErr error) TestResult {
 	r := TestResult{Name: name, Hops: []ssh.Observed{}, HelperRoots: []RootHelper{}}
 	h, _, err := e.getHost(ctx, name)
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	t, err := e.resolveHost(ctx, h)
+	t, err := e.resolveHostWith(ctx, h, opts)
 	if err != nil {
 		r.Err = err
 		return r
@@ -117,11 +123,11 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 	defer c.Close()
 	r.fillKeys(c.Observed, t, trust)
 	e.migrateCertPins(ctx, h, c.Observed)
-	roots, err := e.hostRoots(ctx, h)
-	if err != nil {
-		r.Err = err
+	if psErr != nil {
+		r.Err = psErr
 		return r
 	}
+	roots := hostRoots(h, ps)
 	if err := r.probe(ctx, c, roots); err != nil {
 		r.Err = err
 	}
@@ -148,11 +154,7 @@ func (r *TestResult) fillKeys(obs []ssh.Observed, t *sshconfig.Target, trust rec
 
 // hostRoots lists the workdir roots h's tasks may use: its own, then
 // each other one its profiles set, with the profiles using each.
-func (e *Executor) hostRoots(ctx context.Context, h *records.Host) ([]RootHelper, error) {
-	ps, _, err := records.List[profiles.Profile](ctx, e.cfg.Store, records.KindProfile)
-	if err != nil {
-		return nil, err
-	}
+func hostRoots(h *records.Host, ps []*profiles.Profile) []RootHelper {
 	roots := []RootHelper{{Root: h.WorkdirRoot, Profiles: []string{}}}
 	for _, p := range ps {
 		if p.Host != h.Name {
@@ -165,7 +167,7 @@ func (e *Executor) hostRoots(ctx context.Context, h *records.Host) ([]RootHelper
 		}
 		roots[i].Profiles = append(roots[i].Profiles, p.Name)
 	}
-	return roots, nil
+	return roots
 }
 
 // probe asks the host everything in one round trip, under /bin/sh. The

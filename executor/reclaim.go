@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -196,7 +197,6 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	if err != nil {
 		return nil, err
 	}
-	defer hc.Close()
 	var rows []ReclaimRow
 	seen := map[string]bool{}
 	for _, root := range roots {
@@ -204,6 +204,7 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 		if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
 			err = fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
 			if !errors.As(err, new(*remote.Error)) {
+				hc.Close()
 				return nil, err // the connection, not the root
 			}
 			rows = append(rows, ReclaimRow{Host: h.Name, Path: filepath.Join(root, "tasks"), Root: root, Action: ReclaimFailed, Err: err})
@@ -218,6 +219,11 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
+	if slices.ContainsFunc(rows, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }) {
+		e.kept.keep(hc) // for the apply that may follow (reclaimconn.go)
+	} else {
+		hc.Close()
+	}
 	return rows, nil
 }
 

@@ -99,10 +99,12 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	if len(targets) == 0 {
 		return
 	}
-	hc, err := e.connectHelper(ctx, h)
-	if err != nil {
-		fail(err)
-		return
+	hc := e.kept.take(h)
+	if hc == nil {
+		if hc, err = e.connectHelper(ctx, h); err != nil {
+			fail(err)
+			return
+		}
 	}
 	defer hc.Close()
 	var rep reclaim.Report

@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kdlbs/kandev-exec/internal/ascii"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -33,7 +33,8 @@ type gitDir struct {
 // repository with many tags is the large one).
 const maxGitFile = 64 << 20
 
-var oidRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+// oidRE is a SHA-1 or SHA-256 object id, in lower-case hex.
+var oidRE = ascii.Word{First: ascii.LowerHex, Rest: ascii.LowerHex, Lens: []int{40, 64}}
 
 // findGitDir resolves checkout's .git: a directory, or a file naming the
 // gitdir (submodules, linked worktrees), with a commondir when shared.

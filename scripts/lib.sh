@@ -64,3 +64,12 @@ stop_sshd() {
   local dir=$1
   [ -f "$dir/sshd.pid" ] && kill "$(cat "$dir/sshd.pid")" 2>/dev/null || true
 }
+
+# bench_row WHAT FIGURE BASELINE_WHAT BASELINE RATIO TARGET MET: one row of
+# make bench's summary table, appended to $BENCH_ROWS when it is set
+# (scripts/benchtable.sh prints them).
+bench_row() {
+  [ -n "${BENCH_ROWS:-}" ] || return 0
+  local IFS=$'\t'
+  echo "$*" >>"$BENCH_ROWS"
+}

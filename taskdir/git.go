@@ -7,18 +7,34 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
 const gitErrTail = 1024
 
-// urlCredentials matches the user:token part of a URL, which git may
+// MaskURLs hides the credentials of every URL in s: the user:token part
+// after "://" up to its '@' (no '/', '@' or blank in it), which git may
 // echo back in an error.
-var urlCredentials = regexp.MustCompile(`://[^/@\s]+@`)
-
-// MaskURLs hides the credentials of every URL in s.
-func MaskURLs(s string) string { return urlCredentials.ReplaceAllString(s, "://***@") }
+func MaskURLs(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		i += len("://")
+		n := strings.IndexAny(s[i:], "/@ \t\n\f\r")
+		if n > 0 && s[i+n] == '@' {
+			b.WriteString(s[:i])
+			b.WriteString("***@")
+			s = s[i+n+1:]
+			continue
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+	}
+}
 
 // git runs git in dir, never prompting, and returns its trimmed stdout.
 // A failure carries the tail of git's stderr with URL credentials masked.

@@ -5,19 +5,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/ascii"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 )
 
 // taskDirRE is the task directory segment (docs/architecture.md, "On the
 // host").
-var taskDirRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var taskDirRE = ascii.Word{First: ascii.Lower + ascii.Digits, Rest: ascii.Lower + ascii.Digits + "._-"}
 
 // repoNameRE names an extra repository's child directory: one segment,
 // never hidden, so it can collide with neither .git nor .kandev.
-var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var repoNameRE = ascii.Word{First: ascii.Alnum, Rest: ascii.Alnum + "._-"}
 
 const maxSegment = 64
 

@@ -140,4 +140,11 @@ func TestBenchReclaim(t *testing.T) {
 	}
 	fmt.Printf("%-40s %11.2fx %11.2fx\n", "ratio at 1,000 (reclaim / rm -rf)", float64(k1000.direct)/float64(p1000.direct), float64(k1000.delayed)/float64(p1000.delayed))
 	fmt.Printf("targets (not asserted): at most 2x the bare rm -rf with every check; round trips the same at 10 and 1,000\n")
+
+	rts := func(c cell) float64 { return float64(c.delayed-c.direct) / float64(2*oneWay) }
+	addRow(t, "reclaim --apply, 10 clean directories", rt(k10)+" RT", "ssh host rm -rf ...", rt(p10)+" RT",
+		fmt.Sprintf("%.2fx", rts(k10)/rts(p10)), "<= 8 RT", yesNo(rts(k10) <= 8))
+	at1000 := float64(k1000.delayed) / float64(p1000.delayed)
+	addRow(t, "reclaim --apply, 1,000 clean directories", ms(k1000.delayed), "ssh host rm -rf ...", ms(p1000.delayed),
+		fmt.Sprintf("%.2fx", at1000), "<= 1.15x", yesNo(at1000 <= 1.15))
 }

@@ -17,10 +17,11 @@ type Relay struct {
 	target string
 	port   int
 
-	mode  atomic.Int32 // relayMode applied to newly accepted connections
-	delay atomic.Int64 // time.Duration added to each chunk, each direction
-	moved atomic.Int64 // bytes written to either side since the last Bytes
-	rate  atomic.Int64 // bytes per second each direction may carry; 0 = unlimited
+	mode     atomic.Int32 // relayMode applied to newly accepted connections
+	delay    atomic.Int64 // time.Duration added to each chunk, each direction
+	moved    atomic.Int64 // bytes written to either side since the last Bytes
+	rate     atomic.Int64 // bytes per second each direction may carry; 0 = unlimited
+	accepted atomic.Int64 // connections accepted since the last Accepted
 
 	mu     sync.Mutex
 	ln     net.Listener // nil while refusing
@@ -64,6 +65,10 @@ func (r *Relay) Port() int { return r.port }
 // Bytes returns the bytes relayed, both directions, since the last call:
 // what crossed the wire.
 func (r *Relay) Bytes() int64 { return r.moved.Swap(0) }
+
+// Accepted returns how many connections the relay accepted since the last
+// call (how many times a client dialled through it), and resets it.
+func (r *Relay) Accepted() int64 { return r.accepted.Swap(0) }
 
 // Limit caps each direction of every connection at bytesPerSecond (0
 // lifts the cap), as a slow link would: a chunk is delivered only once the
@@ -143,6 +148,7 @@ func (r *Relay) serveLocked(ln net.Listener) {
 			if !r.track(c) {
 				return
 			}
+			r.accepted.Add(1)
 			r.wg.Add(1)
 			go r.handle(c)
 		}

@@ -11,6 +11,7 @@
 // sshg.go asks `ssh -G`; parse.go is the built-in parser, with lex.go,
 // include.go, match.go and finish.go (what ssh does once the files are
 // read); tokens.go expands %-tokens and reads values as OpenSSH does;
-// jump.go reads ProxyJump entries. Reading a ProxyCommand and expanding
+// jump.go reads ProxyJump entries; lookupcache.go keeps answers within
+// and between commands, and digest.go says when a kept one is current. Reading a ProxyCommand and expanding
 // its tokens belongs here too; running it is package ssh's.
 package sshconfig

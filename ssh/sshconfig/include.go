@@ -16,16 +16,7 @@ func (p *cfgParser) include(args []string, f *cfgFile, active *bool, depth int, 
 		if a[0] == '~' && !f.user {
 			return fail("bad include path %s (~ is not allowed in the system config)", a)
 		}
-		pat := a
-		if a[0] != '/' && a[0] != '~' {
-			// Relative to ~/.ssh for a user's config, /etc/ssh otherwise.
-			if f.user {
-				pat = "~/.ssh/" + a
-			} else {
-				pat = "/etc/ssh/" + a
-			}
-		}
-		matches := globInclude(pat, p.me)
+		matches := globInclude(includePattern(a, f.user), p.me)
 		outer := *active
 		for _, m := range matches {
 			inc := &cfgFile{path: m, user: f.user, neverMatch: f.neverMatch || !outer}
@@ -36,6 +27,18 @@ func (p *cfgParser) include(args []string, f *cfgFile, active *bool, depth int, 
 		}
 	}
 	return nil
+}
+
+// includePattern is the glob an Include argument names: relative ones
+// are under ~/.ssh for a user's config, /etc/ssh otherwise.
+func includePattern(a string, user bool) string {
+	switch {
+	case a[0] == '/' || a[0] == '~':
+		return a
+	case user:
+		return "~/.ssh/" + a
+	}
+	return "/etc/ssh/" + a
 }
 
 // globInclude expands an Include pattern as glob(3) with GLOB_TILDE does

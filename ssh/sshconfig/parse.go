@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,15 +113,12 @@ type cfgFile struct {
 // so they win.
 func parseConfigFor(name string, ov Overrides, file string) (settings, error) {
 	me := currentLocal()
-	var files []cfgFile
 	if file != "" {
 		if _, err := os.Stat(file); err != nil {
 			return nil, &ConfigError{File: file, Msg: "cannot read ssh config: " + err.Error()}
 		}
-		files = []cfgFile{{path: file, user: true}}
-	} else {
-		files = []cfgFile{{path: filepath.Join(me.home, ".ssh", "config"), user: true}, {path: "/etc/ssh/ssh_config"}}
 	}
+	files := configFiles(file, me)
 	p := &cfgParser{me: me, hostArg: name, host: name, s: settings{}, at: map[string]cfgPos{}}
 	if err := p.commandLine(ov); err != nil {
 		return nil, err

@@ -207,14 +207,19 @@ func lookup(ctx context.Context, name string, ov Overrides, opts ResolveOptions)
 		opts.Cache = nil
 		return c.get(ctx, lookupKey(name, ov), func() (settings, error) { return lookup(ctx, name, ov, opts) })
 	}
-	bin := opts.SSHBinary
-	if bin == "" {
-		if p, err := exec.LookPath("ssh"); err == nil {
-			bin = p
-		}
+	if bin := sshBinary(opts); bin != "-" {
+		return sshG(ctx, bin, name, ov, opts.ConfigFile)
 	}
-	if bin == "" || bin == "-" {
-		return parseConfigFor(name, ov, opts.ConfigFile)
+	return parseConfigFor(name, ov, opts.ConfigFile)
+}
+
+// sshBinary is the OpenSSH client lookups ask, or "-" for the parser.
+func sshBinary(opts ResolveOptions) string {
+	if opts.SSHBinary != "" {
+		return opts.SSHBinary
 	}
-	return sshG(ctx, bin, name, ov, opts.ConfigFile)
+	if p, err := exec.LookPath("ssh"); err == nil {
+		return p
+	}
+	return "-"
 }
