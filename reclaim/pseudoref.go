@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -13,9 +12,21 @@ import (
 // from wherever it was fetched), MERGE_HEAD and the like. With reflogs
 // switched off or removed, one may be all that holds an agent's commit.
 
-// pseudoRefRE: git's own names for them, upper case ending in HEAD (not
+// isPseudoRef: git's own names for them, upper case ending in _HEAD (not
 // HEAD itself, which status reports; not AUTO_MERGE, a merge's tree).
-var pseudoRefRE = regexp.MustCompile(`^[A-Z][A-Z_]*_HEAD$`)
+// Checked byte by byte: the helper links no regexp.
+func isPseudoRef(name string) bool {
+	stem, ok := strings.CutSuffix(name, "_HEAD")
+	if !ok || stem == "" || stem[0] < 'A' || stem[0] > 'Z' {
+		return false
+	}
+	for i := 0; i < len(stem); i++ {
+		if c := stem[i]; (c < 'A' || c > 'Z') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // pseudoRefs lists the objects those files name, in the common gitdir
 // and then the worktree's own.
@@ -27,7 +38,7 @@ func (g gitDir) pseudoRefs() ([]localRef, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			if !pseudoRefRE.MatchString(e.Name()) {
+			if !isPseudoRef(e.Name()) {
 				continue
 			}
 			p := filepath.Join(d, e.Name())
