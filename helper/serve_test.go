@@ -18,9 +18,9 @@ import (
 )
 
 // TestMain lets the test binary be the helper: controller-start re-execs
-// it as `controller run`.
+// it as `controller run`, and a test runs a copy of it as `serve`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "controller" {
+	if len(os.Args) > 2 && os.Args[1] == "controller" || len(os.Args) == 2 && os.Args[1] == "serve" {
 		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if os.Getenv("GORACE") == "" {

@@ -95,9 +95,13 @@ func PruneHelpers(ctx context.Context, req HelpersRequest) (*HelpersReport, erro
 		return nil, &taskdir.Error{Code: taskdir.CodeIO, Message: err.Error()}
 	}
 	sort.Strings(names)
+	// The helper answering is no process the checks see (they skip
+	// their own): its directory, physical as the root is, stays.
 	self := ""
 	if exe, err := os.Executable(); err == nil {
-		self = filepath.Dir(exe)
+		if phys, err := fsx.Physical(filepath.Dir(exe)); err == nil {
+			self = phys
+		}
 	}
 	for _, n := range names {
 		if ctx.Err() != nil {
