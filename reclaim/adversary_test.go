@@ -300,27 +300,55 @@ func plantPacked(t *testing.T, dir, src, dst string) {
 	}
 }
 
-// A forged loose object in the store a checkout borrows from
-// (objects/info/alternates) is read as its own: it is hashed too.
+// A forged loose object in a store the checkout borrows from
+// (objects/info/alternates), directly or through that store's own, is
+// read as its own: it is hashed too. An alternates file that cannot be
+// read (a link) proves nothing.
 func TestApplyForgedObjectInBorrowedStore(t *testing.T) {
-	keptFor(t, ProbeFailed, "does not hash to its name", func(t *testing.T, dir, bare, _ string) {
-		head := gitT(t, dir, "rev-parse", "HEAD")
-		writeFile(t, filepath.Join(dir, "README"), "staged, and lost\n")
-		gitT(t, dir, "add", "README")
-		fake := gitT(t, dir, "commit-tree", "-m", "initial", gitT(t, dir, "write-tree"))
-		store := filepath.Join(physical(t, t.TempDir()), "objects")
-		b, err := os.ReadFile(filepath.Join(dir, ".git", "objects", fake[:2], fake[2:]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(store, head[:2], head[2:]), string(b))
-		writeFile(t, filepath.Join(dir, ".git", "objects", "info", "alternates"), store+"\n")
-		// The real one (loose, as a small fetch leaves it) goes.
-		if err := os.Remove(filepath.Join(dir, ".git", "objects", head[:2], head[2:])); err != nil {
-			t.Fatal(err)
-		}
-		if out := gitT(t, dir, "status", "--porcelain"); out != "" {
-			t.Fatalf("fixture: git status sees %q", out)
-		}
-	})
+	for name, c := range map[string]struct {
+		reason Reason
+		detail string
+		nested bool
+		link   bool
+	}{
+		"direct":          {ProbeFailed, "does not hash to its name", false, false},
+		"through another": {ProbeFailed, "does not hash to its name", true, false},
+		"alternates link": {ProbeFailed, "alternates", false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			keptFor(t, c.reason, c.detail, func(t *testing.T, dir, _, _ string) {
+				head := gitT(t, dir, "rev-parse", "HEAD")
+				writeFile(t, filepath.Join(dir, "README"), "staged, and lost\n")
+				gitT(t, dir, "add", "README")
+				fake := gitT(t, dir, "commit-tree", "-m", "initial", gitT(t, dir, "write-tree"))
+				stores := physical(t, t.TempDir())
+				store := filepath.Join(stores, "objects")
+				b, err := os.ReadFile(filepath.Join(dir, ".git", "objects", fake[:2], fake[2:]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(store, head[:2], head[2:]), string(b))
+				alternates := filepath.Join(dir, ".git", "objects", "info", "alternates")
+				switch {
+				case c.nested:
+					writeFile(t, filepath.Join(stores, "first", "info", "alternates"), store+"\n")
+					writeFile(t, alternates, filepath.Join(stores, "first")+"\n")
+				case c.link:
+					writeFile(t, filepath.Join(stores, "alternates"), store+"\n")
+					if err := os.Symlink(filepath.Join(stores, "alternates"), alternates); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					writeFile(t, alternates, store+"\n")
+				}
+				// The real one (loose, as a small fetch leaves it) goes.
+				if err := os.Remove(filepath.Join(dir, ".git", "objects", head[:2], head[2:])); err != nil {
+					t.Fatal(err)
+				}
+				if out := gitT(t, dir, "status", "--porcelain"); out != "" {
+					t.Fatalf("fixture: git status sees %q", out)
+				}
+			})
+		})
+	}
 }

@@ -127,14 +127,23 @@ func submoduleGitdirs(gitdir string) []string {
 	return ms
 }
 
-// alternatesOf resolves each line of gitdir's objects/info/alternates:
-// an absolute path, or one relative to the objects directory, possibly
-// C-quoted. One that does not resolve lends nothing now.
+// alternatesOf is what gitdir borrows from, as far as can be read.
 func alternatesOf(gitdir string) []string {
-	objects := filepath.Join(gitdir, "objects")
+	out, _ := alternatesIn(filepath.Join(gitdir, "objects"))
+	return out
+}
+
+// alternatesIn resolves each line of objects/info/alternates: an
+// absolute path, or one relative to the objects directory, possibly
+// C-quoted. One that does not resolve lends nothing now; a file that is
+// there but cannot be read is an error.
+func alternatesIn(objects string) ([]string, error) {
 	b, err := readSmallFile(filepath.Join(objects, "info", "alternates"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
@@ -156,5 +165,5 @@ func alternatesOf(gitdir string) []string {
 			out = append(out, filepath.Clean(line))
 		}
 	}
-	return out
+	return out, nil
 }

@@ -25,15 +25,36 @@ import (
 // each object by its content as it indexes them; verify.go checks the
 // commits the pushed check rests on, wherever they are.
 
-// checkLooseObjects hashes each loose object of g, and of its alternates.
+// maxAlternateDepth: git reads the alternates of alternates, this deep.
+const maxAlternateDepth = 5
+
+// checkLooseObjects hashes each loose object of g, and of every store it
+// borrows from, directly or through another.
 func (h *host) checkLooseObjects(ctx context.Context, g gitDir) error {
-	if err := checkStore(ctx, filepath.Join(g.common, "objects")); err != nil {
+	own := filepath.Join(g.common, "objects")
+	if err := checkStore(ctx, own); err != nil {
 		return err
 	}
-	for _, objects := range alternatesOf(g.common) {
-		if err := h.lentStores.check(ctx, objects); err != nil {
-			return err
+	seen, level := map[string]bool{own: true}, []string{own}
+	for range maxAlternateDepth + 1 {
+		var next []string
+		for _, objects := range level {
+			alts, err := alternatesIn(objects)
+			if err != nil {
+				return err
+			}
+			for _, a := range alts {
+				if seen[a] {
+					continue
+				}
+				seen[a] = true
+				if err := h.lentStores.check(ctx, a); err != nil {
+					return err
+				}
+				next = append(next, a)
+			}
 		}
+		level = next
 	}
 	return nil
 }
