@@ -79,6 +79,9 @@ func result(t Target, ev Evidence, v Verdict) Result {
 		id := ev.Identity
 		r.Identity = &id
 	}
+	if v.Action == Remove && len(ev.Checkouts) > 0 {
+		r.Proof, r.ProvenAt = proofOf(ev), time.Now().UTC().Truncate(time.Second)
+	}
 	return r
 }
 
