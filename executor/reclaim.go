@@ -39,7 +39,9 @@ type ReclaimRow struct {
 	Root     string            `json:"root"`
 	Dir      string            `json:"dir"`
 	Identity *reclaim.Identity `json:"identity,omitempty"`
-	Err      error             `json:"-"` // the host's failure, for a failed host row
+	// Proof: once removed, what proved it safe (as kept on its task).
+	Proof *records.ReclaimProof `json:"proof,omitempty"`
+	Err   error                 `json:"-"` // the host's failure, for a failed host row
 }
 
 // Row actions in a plan and once applied, and the reasons reclaim adds
