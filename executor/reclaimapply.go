@@ -93,7 +93,8 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 			}
 		}
 		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,
-			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID], Remains: remains})
+			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID], Remains: remains,
+			Uncheckable: r.Uncheckable})
 		sent = append(sent, i)
 	}
 	if len(targets) == 0 {

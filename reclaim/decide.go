@@ -36,6 +36,10 @@ type Target struct {
 	// its URL; any other only against remotes outside the task
 	// directories (upstream.go).
 	Upstreams []Upstream `json:"upstreams,omitempty"`
+	// Uncheckable: the operator named this directory to be removed though
+	// its top is not a git checkout (reclaim --include-uncheckable);
+	// every other check still holds, nested checkouts' included.
+	Uncheckable bool `json:"uncheckable,omitempty"`
 	// Remains is what an earlier Apply said its removal, cut short, left
 	// behind (Result.Remains), as the caller kept it: that removal is
 	// finished only if nothing else is there now. Without it, what is
@@ -167,7 +171,7 @@ func Decide(t Target, ev Evidence) Verdict {
 		dir = filepath.Join(t.Root, tasksDir, trashName(t.Dir))
 	}
 	if !ev.Interrupted || !ev.LeftAsRemoved && !ev.OnlyDirs {
-		if v, bad := checkCheckouts(dir, ev); bad {
+		if v, bad := checkCheckouts(dir, ev, t.Uncheckable); bad {
 			return v
 		}
 	}
@@ -183,9 +187,9 @@ func Decide(t Target, ev Evidence) Verdict {
 }
 
 // checkCheckouts finds the first thing at risk in the checkouts of the
-// directory at dir.
-func checkCheckouts(dir string, ev Evidence) (Verdict, bool) {
-	if len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != "." {
+// directory at dir; a top that is no checkout is at risk unless named.
+func checkCheckouts(dir string, ev Evidence, named bool) (Verdict, bool) {
+	if !named && (len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != ".") {
 		return skip(NotACheckout, fmt.Sprintf("%s is not a git checkout, so nothing proves its files are saved", dir)), true
 	}
 	probed := map[string]bool{}

@@ -93,7 +93,8 @@ type probed struct {
 
 // probeCheckouts probes every checkout the walk of t's directory, at
 // dir (its name, or its trash name once its removal began), found
-// (tr.checkouts[0] is its top), then what no single probe can tell: a
+// (tr.checkouts[0] is its top, unless the operator named a directory
+// that is none), then what no single probe can tell: a
 // submodule repository no checkout uses, a repository elsewhere that
 // borrows objects from the directory.
 func (h *host) probeCheckouts(ctx context.Context, t Target, dir string, tr tree) []Checkout {
