@@ -62,12 +62,16 @@ const (
 	ReasonNotInPlan = "not_in_plan"
 	// ReasonTaskBusy: its task's claim is held by another kandev-exec.
 	ReasonTaskBusy = "task_busy"
+	// ReasonTooSmall: it holds less than --min-size.
+	ReasonTooSmall = "too_small"
 )
 
 // ReclaimOptions are `reclaim`'s inputs.
 type ReclaimOptions struct {
 	Host      string        // "" = every host
 	OlderThan time.Duration // only directories unchanged for this long
+	// MinSize: only directories holding at least this many bytes.
+	MinSize int64
 	// IncludeUncheckable: paths of directories that are no git checkout
 	// to plan for removal all the same.
 	IncludeUncheckable []string
@@ -104,6 +108,12 @@ func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]Reclaim
 		rows = append(rows, got...)
 	}
 	includeUncheckable(rows, o.IncludeUncheckable)
+	for i := range rows {
+		if r := &rows[i]; r.Action == ReclaimRemove && r.Bytes < o.MinSize {
+			r.Action, r.Reason = ReclaimKeep, ReasonTooSmall
+			r.Detail = fmt.Sprintf("holds %d bytes, less than --min-size (%d)", r.Bytes, o.MinSize)
+		}
+	}
 	return rows, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -27,6 +28,7 @@ type Options struct {
 	Yes       bool
 	Host      string
 	OlderThan time.Duration
+	MinSize   sizeFlag
 	Apply     bool
 	PlanFile  string
 	// IncludeUncheckable: directories that are no git checkout, named to
@@ -45,7 +47,8 @@ tasks use) and plan: a directory is a candidate when its .kandev/owner.json
 names this installation and a task that no local record holds any more,
 or whose task is archived. Anything else is listed and kept, with the
 reason: another installation's marker or none, a name kandev-exec does not
-make, a live task, a directory changed more recently than --older-than, a
+make, a live task, a directory changed more recently than --older-than or
+holding less than --min-size (sizes as du -h prints them: 512K, 1.5G), a
 directory that is no git checkout (nothing proves its files saved; the
 table says what it holds). The table's DETAIL says why a directory is
 kept, and how a removed one was proven (ancestor, patch-id, squash).
@@ -91,6 +94,7 @@ some directories or hosts failed and others did not.`,
 	}
 	c.Flags().StringVar(&opts.Host, "host", "", "only this host")
 	c.Flags().DurationVar(&opts.OlderThan, "older-than", 0, "only directories unchanged for at least this long")
+	c.Flags().Var(&opts.MinSize, "min-size", "only directories holding at least this much (as du -h prints it: 512K, 1.5G)")
 	c.Flags().BoolVar(&opts.Apply, "apply", false, "remove what the plan marks, each proven safe again first")
 	c.Flags().StringVar(&opts.PlanFile, "plan", "", "with --apply: remove only what this saved plan (reclaim --json) marked, as it saw it")
 	c.Flags().StringArrayVar(&opts.IncludeUncheckable, "include-uncheckable", nil, "with --apply: remove this directory (a path the plan keeps as not_a_checkout) all the same; repeatable")
@@ -125,7 +129,7 @@ func reclaimRun(ctx context.Context, o *Options) error {
 			fmt.Fprintf(o.IO.ErrOut, "• %s\n", s)
 		}
 	}
-	rows, err := ex.ReclaimPlan(ctx, executor.ReclaimOptions{Host: o.Host, OlderThan: o.OlderThan,
+	rows, err := ex.ReclaimPlan(ctx, executor.ReclaimOptions{Host: o.Host, OlderThan: o.OlderThan, MinSize: int64(o.MinSize),
 		IncludeUncheckable: o.IncludeUncheckable, Progress: progress})
 	if err != nil {
 		return err
@@ -266,6 +270,7 @@ func printSummary(ios *cmdutil.IOStreams, rows []executor.ReclaimRow, applied bo
 	default:
 		fmt.Fprintf(ios.ErrOut, "Nothing to remove; keep %d\n", count[executor.ReclaimKeep])
 	}
+	printRootTotals(ios.ErrOut, rows)
 	for _, r := range rows {
 		if r.Action != executor.ReclaimFailed {
 			continue
@@ -276,6 +281,28 @@ func printSummary(ios *cmdutil.IOStreams, rows []executor.ReclaimRow, applied bo
 				fmt.Fprintf(ios.ErrOut, "  hint: %s\n", cmdutil.SafeText(hint))
 			}
 		}
+	}
+}
+
+// printRootTotals says how much each root's task directories hold, as
+// listed (a removed directory's bytes included).
+func printRootTotals(w io.Writer, rows []executor.ReclaimRow) {
+	type root struct{ host, path string }
+	var order []root
+	count, size := map[root]int{}, map[root]int64{}
+	for _, r := range rows {
+		if r.Err != nil {
+			continue
+		}
+		k := root{r.Host, r.Root}
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+		size[k] += r.Bytes
+	}
+	for _, k := range order {
+		fmt.Fprintf(w, "%s %s: %d directories, %s\n", k.host, cmdutil.Safe(filepath.Join(k.path, "tasks")), count[k], humanBytes(size[k]))
 	}
 }
 
@@ -310,19 +337,6 @@ func outcome(rows []executor.ReclaimRow) error {
 		}
 	}
 	return &cmdutil.ExitCodeError{Code: cmdutil.ExitError.Status, JSON: cmdutil.ExitError.Code, Msg: fmt.Sprintf("all %d rows failed", len(rows)), Printed: true}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func humanAge(s int64) string {
