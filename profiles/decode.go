@@ -61,6 +61,8 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 			return d.str(v, key, path, &p.CleanupScript)
 		case "reclaim_task_dir":
 			return d.boolean(v, key, path, &p.ReclaimTaskDir)
+		case "archive_after":
+			return d.str(v, key, path, &p.ArchiveAfter)
 		}
 		return d.unknown(key, path, "profile", keysAt(ProfileFields, ""))
 	})

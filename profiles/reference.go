@@ -49,6 +49,8 @@ var ProfileFields = []Field{
 		Doc: "Runs on the host when the task is archived or deleted, before its directory may be reclaimed."},
 	{Key: "reclaim_task_dir", Type: "boolean", Default: "false", Example: "true",
 		Doc: "true lets archive and delete remove the task directory, once its safety checks prove nothing of value would be lost."},
+	{Key: "archive_after", Type: "duration", Default: `"" (never)`, Example: "72h",
+		Doc: "`sweep` archives a task whose sessions all ended this long ago and that nothing touched since (no launch, resume, exec or shell), then reclaims as usual; `task ls` shows when. At least 1m."},
 }
 
 // AgentFields is every key of an agent preset file (`agent apply -f`).
@@ -84,6 +86,7 @@ prepare_script: |                    # in the task directory, after the checkout
 prepare_timeout: 15m
 cleanup_script: ""
 reclaim_task_dir: false
+archive_after: 72h                   # sweep archives a task idle this long
 `
 
 // ExampleAgent is a complete agent preset file.

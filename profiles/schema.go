@@ -130,6 +130,9 @@ type Profile struct {
 	PrepareTimeout string       `json:"prepare_timeout,omitempty"` // Go duration; "" = the default (10m)
 	CleanupScript  string       `json:"cleanup_script"`
 	ReclaimTaskDir bool         `json:"reclaim_task_dir"`
+	// ArchiveAfter: `sweep` archives a task idle this long (Go duration;
+	// "" = never).
+	ArchiveAfter string `json:"archive_after,omitempty"`
 
 	src source // file positions when decoded from YAML; zero from JSON
 }

@@ -87,6 +87,9 @@ type Task struct {
 	// what a reclamation of the directory counts as upstream, whatever
 	// the checkouts' own config or the host's marker say since.
 	Repositories []TaskRepository `json:"repositories,omitempty"`
+	// TouchedAt: the last exec or shell in it (launches and resumes are
+	// its sessions), which puts off its profile's archive_after.
+	TouchedAt *time.Time `json:"touched_at,omitempty"`
 }
 
 // TaskRepository is one checkout of a task: where it is in the task

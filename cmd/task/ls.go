@@ -91,10 +91,18 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
+	archive, err := ex.ArchiveTimes(ctx, ts)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
 		views := make([]View, 0, len(ts))
 		for _, t := range ts {
-			views = append(views, viewOf(t, jobs[t.ID]))
+			v := viewOf(t, jobs[t.ID])
+			if it, ok := archive[t.ID]; ok {
+				v.ArchiveAt = &it.ArchiveAt
+			}
+			views = append(views, v)
 		}
 		return cmdutil.WriteJSON(o.IO.Out, views)
 	}
@@ -118,7 +126,11 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	now := time.Now()
 	for _, t := range ts {
 		j := jobs[t.ID]
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", t.ID, t.Name, t.Profile, t.Host, listPhase(t, j, now), len(t.Sessions), cmdutil.Ago(t.CreatedAt))
+		phase := listPhase(t, j, now)
+		if it, ok := archive[t.ID]; ok {
+			phase += archiveText(it.ArchiveAt, now)
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", t.ID, t.Name, t.Profile, t.Host, phase, len(t.Sessions), cmdutil.Ago(t.CreatedAt))
 		if withErr {
 			row += "\t" + cmdutil.SafeText(cmdutil.Dash(cleanupError(j)))
 		}
@@ -177,4 +189,12 @@ func (o *ListOptions) filters() string {
 		}
 	}
 	return strings.Join(f, " ")
+}
+
+// archiveText says when sweep archives an idle task.
+func archiveText(at, now time.Time) string {
+	if !now.Before(at) {
+		return " (archived by the next sweep)"
+	}
+	return " (archived by sweep in " + at.Sub(now).Round(time.Minute).String() + ")"
 }

@@ -49,6 +49,9 @@ type View struct {
 	Job           *JobView `json:"job,omitempty"`
 	// Proof: what proved the removed directory safe (docs/contract.md).
 	Proof *records.ReclaimProof `json:"proof,omitempty"`
+	// ArchiveAt: when `sweep` archives it, idle that long (`task ls`,
+	// for a profile with archive_after).
+	ArchiveAt *time.Time `json:"archive_at,omitempty"`
 	// SessionStates: each session's state as recorded (`task show` only),
 	// oldest first.
 	SessionStates []SessionState `json:"session_states,omitempty"`
