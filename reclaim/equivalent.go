@@ -103,20 +103,16 @@ func (h *host) equivalent(ctx context.Context, r repo, refs []localRef, tips, le
 // commit whose change since the merge base with the upstream is one
 // upstream commit's, and proves the commits of left it covers.
 func (h *host) squashed(ctx context.Context, r repo, tip string, tips, left []string, upstream map[string]string, proven map[string]bool, c *Checkout) error {
-	out, err := r.git(ctx, h, "", append([]string{"merge-base", tip}, tips...)...)
-	if err != nil {
-		return nil // no merge base (or none git can find): nothing is proven by a squash
+	base, err := h.mergeBase(ctx, r, tip, tips)
+	if err != nil || base == "" {
+		return err
 	}
-	base := strings.TrimSpace(string(out))
-	if !oidRE.MatchString(base) {
-		return fmt.Errorf("git merge-base: unexpected output %q", out)
-	}
-	out, err = r.git(ctx, h, "", "rev-list", "--first-parent", fmt.Sprintf("--max-count=%d", squashTries), tip, "^"+base)
+	out, err := r.git(ctx, h, "", "rev-list", "--first-parent", fmt.Sprintf("--max-count=%d", squashTries), tip, "^"+base)
 	if err != nil {
 		return err
 	}
-	var patches bytes.Buffer
 	chain := strings.Fields(string(out))
+	var patches bytes.Buffer
 	for _, x := range chain {
 		d, err := r.git(ctx, h, "", append(append([]string{"diff-tree"}, diffArgs...), base, x)...)
 		if err != nil {
@@ -147,6 +143,44 @@ func (h *host) squashed(ctx context.Context, r repo, tip string, tips, left []st
 		return nil
 	}
 	return nil
+}
+
+// mergeBase is tip's best common ancestor with the upstream tips, ""
+// when there is none. The candidates are the boundary of tip's commits
+// that no tip reaches (tips on stdin: a remote may have more refs than
+// an argument list holds); merge-base picks among them when there are
+// several (a branch that merged the upstream's main into itself).
+func (h *host) mergeBase(ctx context.Context, r repo, tip string, tips []string) (string, error) {
+	var in strings.Builder
+	fmt.Fprintln(&in, tip)
+	for _, t := range tips {
+		fmt.Fprintf(&in, "^%s\n", t)
+	}
+	out, err := r.git(ctx, h, in.String(), "rev-list", "--boundary", "--stdin")
+	if err != nil {
+		return "", err
+	}
+	var bounds []string
+	for _, l := range strings.Fields(string(out)) {
+		if b, ok := strings.CutPrefix(l, "-"); ok && oidRE.MatchString(b) {
+			bounds = append(bounds, b)
+		}
+	}
+	switch len(bounds) {
+	case 0:
+		return "", nil
+	case 1:
+		return bounds[0], nil
+	}
+	out, err = r.git(ctx, h, "", append([]string{"merge-base", tip}, bounds...)...)
+	if err != nil {
+		return "", nil // none git can find: nothing is proven by a squash
+	}
+	base := strings.TrimSpace(string(out))
+	if !oidRE.MatchString(base) {
+		return "", fmt.Errorf("git merge-base: unexpected output %q", out)
+	}
+	return base, nil
 }
 
 // commitPatchIDs is each commit's patch-id; a merge, a root commit and

@@ -244,3 +244,19 @@ func TestSquashProofRunsNoCheckoutCode(t *testing.T) {
 	wantRemovedBy(t, r, BySquash, c1, c2)
 	noMarker(t, path)
 }
+
+// The branch merged the upstream's main into itself before the squash
+// (a forge's "update branch"): the merge base is the main it merged, so
+// the squash's change is still the branch's.
+func TestApplySquashMergedAfterUpdatingBranch(t *testing.T) {
+	var c1, c2 string
+	r := merged(t, func(t *testing.T, dir, work string) {
+		c1, _ = taskWork(t, dir)
+		commit(t, work, "other.txt", "someone else's work")
+		gitT(t, work, "push", "--quiet", "origin", "HEAD:main")
+		gitT(t, dir, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+		c2 = commit(t, dir, "after-update.txt", "task: after the update")
+		squashMerge(t, work, dir)
+	})
+	wantRemovedBy(t, r, BySquash, c1, c2)
+}
