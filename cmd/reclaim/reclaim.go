@@ -55,8 +55,11 @@ kept, and how a removed one was proven (ancestor, patch-id, squash).
 
 The plan touches nothing. --apply removes the candidates, each proven safe
 again on the host, now (ours, private, no link anywhere, every checkout
-clean and pushed, the same directory the plan saw) and removed without
-following any link; what the proof refuses is skipped with its reason.
+clean and its work upstream, the same directory the plan saw) and removed
+without following any link; what the proof refuses is skipped with its
+reason. Work is upstream when the task's repository, fetched now, has its
+commits, or commits making the same changes (a rebase or cherry-pick), or
+one commit making their combined change (a squash merge).
 --apply asks first on a terminal and needs --yes without one. With
 --plan FILE (the output of reclaim --json) only what that plan marked for
 removal, as it saw it, is removed. --include-uncheckable PATH removes a
