@@ -280,6 +280,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"capture":   cmdCapture,
 		"putrecord": cmdPutRecord,
 		"holdclaim": cmdHoldClaim,
+		"backdate":  cmdBackdate,
 		"freeport":  cmdFreePort,
 		"httpget":   cmdHTTPGet,
 		"server":    fx.cmdServer,

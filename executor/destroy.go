@@ -57,7 +57,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 		// copy: with this checkpoint of the current claim, absent.
 		return a.tc.update(ctx, "task.absent", func(x *records.Task) error {
 			x.Teardown.Step, x.Teardown.Reclaim, x.Teardown.Reason = records.StepReclaim, records.ReclaimRemoved, r.Detail
-			x.Teardown.ReclaimRemains = nil
+			x.Teardown.ReclaimRemains, x.Teardown.Proof = nil, proofRecord(*r)
 			return x.Move(records.PhaseAbsent)
 		})
 	case reclaim.Skipped:

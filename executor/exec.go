@@ -88,6 +88,7 @@ func (e *Executor) enterTask(ctx context.Context, prefix string) (*inTask, int, 
 	case t.TaskDir == "":
 		return nil, -1, &UsageError{Msg: fmt.Sprintf("task %s has no prepared directory yet (phase %s): `kandev-exec task resume %s` prepares it", t.ID, t.Phase, t.ID)}
 	}
+	e.touch(ctx, t.ID)
 	shell := "sh"
 	p, err := e.profileOf(ctx, t)
 	if err != nil && t.ProfileSnapshot != nil {

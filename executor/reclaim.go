@@ -42,7 +42,14 @@ type ReclaimRow struct {
 	Root     string            `json:"root"`
 	Dir      string            `json:"dir"`
 	Identity *reclaim.Identity `json:"identity,omitempty"`
-	Err      error             `json:"-"` // the host's failure, for a failed host row
+	// Holds: a directory that is no checkout, what its top holds;
+	// Uncheckable: named with --include-uncheckable, so planned for
+	// removal all the same.
+	Holds       []string `json:"holds,omitempty"`
+	Uncheckable bool     `json:"uncheckable,omitempty"`
+	// Proof: once removed, what proved it safe (as kept on its task).
+	Proof *records.ReclaimProof `json:"proof,omitempty"`
+	Err   error                 `json:"-"` // the host's failure, for a failed host row
 }
 
 // Row actions in a plan and once applied, and the reasons reclaim adds
@@ -57,13 +64,20 @@ const (
 	ReasonNotInPlan = "not_in_plan"
 	// ReasonTaskBusy: its task's claim is held by another kandev-exec.
 	ReasonTaskBusy = "task_busy"
+	// ReasonTooSmall: it holds less than --min-size.
+	ReasonTooSmall = "too_small"
 )
 
 // ReclaimOptions are `reclaim`'s inputs.
 type ReclaimOptions struct {
 	Host      string        // "" = every host
 	OlderThan time.Duration // only directories unchanged for this long
-	Progress  func(string)
+	// MinSize: only directories holding at least this many bytes.
+	MinSize int64
+	// IncludeUncheckable: paths of directories that are no git checkout
+	// to plan for removal all the same.
+	IncludeUncheckable []string
+	Progress           func(string)
 }
 
 // ReclaimPlan lists every root of every host asked for and decides,
@@ -95,8 +109,30 @@ func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]Reclaim
 		}
 		rows = append(rows, got...)
 	}
+	includeUncheckable(rows, o.IncludeUncheckable)
+	for i := range rows {
+		if r := &rows[i]; r.Action == ReclaimRemove && r.Bytes < o.MinSize {
+			r.Action, r.Reason = ReclaimKeep, ReasonTooSmall
+			r.Detail = fmt.Sprintf("holds %d bytes, less than --min-size (%d)", r.Bytes, o.MinSize)
+		}
+	}
 	return rows, nil
 }
+
+// includeUncheckable plans the rows kept only for being no checkout,
+// and named, for removal.
+func includeUncheckable(rows []ReclaimRow, paths []string) {
+	for i := range rows {
+		r := &rows[i]
+		if r.Action == ReclaimKeep && r.Reason == string(reclaim.NotACheckout) && slices.Contains(paths, r.Path) {
+			r.Action, r.Uncheckable = ReclaimRemove, true
+			r.Detail = "not a git checkout, named with --include-uncheckable; it holds " + r.HoldsText()
+		}
+	}
+}
+
+// HoldsText says what a directory that is no checkout holds.
+func (r ReclaimRow) HoldsText() string { return reclaim.HoldsText(r.Holds) }
 
 // reclaimHosts is the one host named, or every host.
 func (e *Executor) reclaimHosts(ctx context.Context, name string) ([]*records.Host, error) {
@@ -232,7 +268,7 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 // makes is named after its task, so it was copied or renamed by hand.
 func planRow(host, root string, r reclaim.Row) ReclaimRow {
 	row := ReclaimRow{Host: host, Path: r.Path, TaskID: r.TaskID, Bytes: r.Bytes, AgeSeconds: r.AgeSeconds,
-		Action: string(r.Action), Reason: string(r.Reason), Detail: r.Detail, Root: root, Dir: r.Dir, Identity: r.Identity}
+		Action: string(r.Action), Reason: string(r.Reason), Detail: r.Detail, Root: root, Dir: r.Dir, Identity: r.Identity, Holds: r.Holds}
 	if r.Action == reclaim.Remove && r.Dir != r.TaskID {
 		row.Action, row.Reason = string(reclaim.Keep), string(reclaim.ForeignMarker)
 		row.Detail = fmt.Sprintf("its marker names task %s, but the directory is %s: kandev-exec names every directory after its task", r.TaskID, r.Dir)

@@ -93,7 +93,8 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 			}
 		}
 		targets = append(targets, reclaim.Target{Root: r.Root, Dir: r.Dir, InstallationID: view.InstallationID,
-			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID], Remains: remains})
+			TaskID: r.TaskID, Identity: r.Identity, Enabled: true, Upstreams: view.Upstreams[r.TaskID], Remains: remains,
+			Uncheckable: r.Uncheckable})
 		sent = append(sent, i)
 	}
 	if len(targets) == 0 {
@@ -119,10 +120,13 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	for k, i := range sent {
 		r, res := &rows[i], rep.Results[k]
 		r.Action, r.Reason, r.Detail = string(res.Outcome), string(res.Reason), res.Detail
+		if res.Outcome == reclaim.Removed {
+			r.Proof = proofRecord(res)
+		}
 		tc := claims[r.TaskID]
 		switch {
 		case tc != nil && res.Outcome == reclaim.Removed:
-			if err := e.recordReclaimed(ctx, tc, res.Detail); err != nil {
+			if err := e.recordReclaimed(ctx, tc, res.Detail, r.Proof); err != nil {
 				r.Detail += fmt.Sprintf("; recording task %s absent failed: %v", r.TaskID, err)
 			}
 		case tc != nil && len(res.Remains) > 0:
@@ -135,7 +139,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 
 // recordReclaimed moves an archived task whose directory is proven gone
 // to absent, under its claim.
-func (e *Executor) recordReclaimed(ctx context.Context, tc *taskClaim, detail string) error {
+func (e *Executor) recordReclaimed(ctx context.Context, tc *taskClaim, detail string, proof *records.ReclaimProof) error {
 	_, err := tc.update(context.WithoutCancel(ctx), "task.absent", func(t *records.Task) error {
 		if t.Phase == records.PhaseAbsent {
 			return errSettled
@@ -145,7 +149,7 @@ func (e *Executor) recordReclaimed(ctx context.Context, tc *taskClaim, detail st
 		}
 		t.Teardown.ClaimID, t.Teardown.Step = tc.ID(), records.StepReclaim
 		t.Teardown.Reclaim, t.Teardown.Reason = records.ReclaimRemoved, "reclaim --apply: "+detail
-		t.Teardown.ReclaimRemains = nil
+		t.Teardown.ReclaimRemains, t.Teardown.Proof = nil, proof
 		return t.Move(records.PhaseAbsent)
 	})
 	return ignoreSettled(err)

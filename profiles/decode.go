@@ -65,6 +65,8 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 			return d.str(v, key, path, &p.MaxRuntime)
 		case "idle_timeout":
 			return d.str(v, key, path, &p.IdleTimeout)
+		case "archive_after":
+			return d.str(v, key, path, &p.ArchiveAfter)
 		}
 		return d.unknown(key, path, "profile", keysAt(ProfileFields, ""))
 	})

@@ -53,6 +53,8 @@ var ProfileFields = []Field{
 		Doc: "How long an agent may run. The controller enforces it on the host, with no CLI connected: at the bound the agent gets SIGTERM, then SIGKILL of its process group after the stop grace, and the session ends `stopped` with stop_reason `max_runtime`. `task launch --max-runtime D` may only shorten it; `task ls` shows what is left. Between 1s and 8760h."},
 	{Key: "idle_timeout", Type: "duration", Default: "no bound", Example: "30m",
 		Doc: "How long an agent may go without writing any output: then it is stopped as at max_runtime, with stop_reason `idle_timeout`. Between 1s and 8760h."},
+	{Key: "archive_after", Type: "duration", Default: `"" (never)`, Example: "72h",
+		Doc: "`sweep` archives a task whose sessions all ended this long ago and that nothing touched since (no launch, resume, exec or shell), then reclaims as usual; `task ls` shows when. At least 1m."},
 }
 
 // AgentFields is every key of an agent preset file (`agent apply -f`).
@@ -90,6 +92,7 @@ cleanup_script: ""
 reclaim_task_dir: false
 max_runtime: 8h                      # the agent is stopped after this long
 idle_timeout: 30m                    # or after this long without output
+archive_after: 72h                   # sweep archives a task idle this long
 `
 
 // ExampleAgent is a complete agent preset file.

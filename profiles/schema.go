@@ -132,6 +132,9 @@ type Profile struct {
 	ReclaimTaskDir bool         `json:"reclaim_task_dir"`
 	MaxRuntime     string       `json:"max_runtime,omitempty"`  // Go duration; "" = unbounded
 	IdleTimeout    string       `json:"idle_timeout,omitempty"` // Go duration; "" = unbounded
+	// ArchiveAfter: `sweep` archives a task idle this long (Go duration;
+	// "" = never).
+	ArchiveAfter string `json:"archive_after,omitempty"`
 
 	src source // file positions when decoded from YAML; zero from JSON
 }

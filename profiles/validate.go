@@ -97,6 +97,11 @@ func (p *Profile) Validate(knownHost func(string) bool) error {
 			v.add(b.key, b.key, "%q %v", b.key, err)
 		}
 	}
+	if p.ArchiveAfter != "" {
+		if d, err := time.ParseDuration(p.ArchiveAfter); err != nil || d < time.Minute {
+			v.add("archive_after", "archive_after", `"archive_after" must be a duration like 72h, at least 1m`)
+		}
+	}
 	for _, s := range []struct{ key, text string }{{"prepare_script", p.PrepareScript}, {"cleanup_script", p.CleanupScript}} {
 		if strings.IndexByte(s.text, 0) >= 0 {
 			v.add(s.key, s.key, "%q contains a NUL byte", s.key)

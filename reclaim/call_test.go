@@ -40,8 +40,8 @@ func TestProveManyAsksEachRemoteOnce(t *testing.T) {
 	if last := rep.Results[10]; last.Action != Remove || !strings.Contains(last.Detail, "already absent") {
 		t.Fatalf("missing directory: %+v", last)
 	}
-	if rep.GitProcesses != 21 {
-		t.Fatalf("%d git processes, want 10 status + 10 ls-files + 1 ls-remote", rep.GitProcesses)
+	if rep.GitProcesses != 23 {
+		t.Fatalf("%d git processes, want 10 status + 10 ls-files + 1 fetch (init, fetch, for-each-ref)", rep.GitProcesses)
 	}
 }
 
@@ -87,7 +87,7 @@ func TestApplyProbeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.Results[0]
-	wantResult(t, r, Skip, Skipped, ProbeFailed)
+	wantResult(t, r, Skip, Skipped, FetchFailed)
 	if !strings.Contains(r.Detail, "timed out after 1s") {
 		t.Fatalf("detail %q", r.Detail)
 	}
@@ -111,7 +111,7 @@ func TestApplyCallTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, rep.Results[0], Skip, Skipped, ProbeFailed)
+	wantResult(t, rep.Results[0], Skip, Skipped, FetchFailed)
 	if !strings.Contains(rep.Results[0].Detail, "the call's time ran out") {
 		t.Fatalf("detail %q", rep.Results[0].Detail)
 	}
@@ -139,10 +139,10 @@ func TestApplyBusy(t *testing.T) {
 	onlyRemoved(t, before, snapshot(t, root), "")
 }
 
-// When the remote moved on since the last fetch, a HEAD at the old tip
-// cannot be proven an ancestor of the new one without fetching, which
-// the probes never do: kept, with the hint; after a fetch, removed.
-func TestApplyRemoteMovedSinceFetch(t *testing.T) {
+// When the remote moved on since the checkout's last fetch, the proof
+// fetches it itself: the old tip is an ancestor of the new one. The
+// fetch touches none of the checkout's refs, and leaves nothing behind.
+func TestProveRemoteMovedSinceFetch(t *testing.T) {
 	bare, work := origin(t)
 	root := newRoot(t)
 	dir := prepared(t, root, "t-1", "task-1", bare)
@@ -150,13 +150,14 @@ func TestApplyRemoteMovedSinceFetch(t *testing.T) {
 	gitT(t, work, "add", "more")
 	gitT(t, work, "commit", "--quiet", "-m", "moved on")
 	gitT(t, work, "push", "--quiet", "origin", "HEAD:main")
-	r := apply(t, target(root, "t-1", "task-1"))[0]
-	wantResult(t, r, Skip, Skipped, UnpushedCommits)
-	if !strings.Contains(r.Detail, "git fetch") {
-		t.Fatalf("detail %q gives no hint", r.Detail)
+	refs := gitT(t, dir, "for-each-ref")
+	before := snapshot(t, root)
+	r := prove(t, launchedT1(root, bare))[0]
+	wantResult(t, r, Remove, "", "")
+	onlyRemoved(t, before, snapshot(t, root), "")
+	if got := gitT(t, dir, "for-each-ref"); got != refs {
+		t.Fatalf("the checkout's refs changed:\n%s\nwere:\n%s", got, refs)
 	}
-	gitT(t, dir, "fetch", "--quiet", "origin")
-	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Remove, Removed, "")
 }
 
 // The wire format between the CLI and the helper: the field names both

@@ -36,6 +36,10 @@ type Target struct {
 	// its URL; any other only against remotes outside the task
 	// directories (upstream.go).
 	Upstreams []Upstream `json:"upstreams,omitempty"`
+	// Uncheckable: the operator named this directory to be removed though
+	// its top is not a git checkout (reclaim --include-uncheckable);
+	// every other check still holds, nested checkouts' included.
+	Uncheckable bool `json:"uncheckable,omitempty"`
 	// Remains is what an earlier Apply said its removal, cut short, left
 	// behind (Result.Remains), as the caller kept it: that removal is
 	// finished only if nothing else is there now. Without it, what is
@@ -111,12 +115,15 @@ type Checkout struct {
 	Stash           bool     `json:"stash,omitempty"`
 	Worktrees       []string `json:"worktrees,omitempty"`        // other worktrees of this repository
 	UnprobedModules []string `json:"unprobed_modules,omitempty"` // submodule repositories with no checkout here
-	// Against the remotes' current tips.
-	UnpushedTags []string `json:"unpushed_tags,omitempty"` // local tags no remote has at that object
-	Unpushed     int      `json:"unpushed,omitempty"`      // commits of HEAD, branches and notes on no remote branch or tag
-	UnpushedRefs []string `json:"unpushed_refs,omitempty"` // the local refs holding them (with no remote: every ref)
-	NoRemote     bool     `json:"no_remote,omitempty"`     // no remote at all: every commit is unpushed
-	Stale        bool     `json:"stale,omitempty"`         // a remote's tips are missing locally (it moved since the last fetch)
+	// Against the upstreams' refs as the proof fetched them.
+	Head          string   `json:"head,omitempty"`           // HEAD's commit as the proof saw it
+	FetchError    string   `json:"fetch_error,omitempty"`    // an upstream could not be fetched: nothing is proven pushed
+	Proofs        []Proof  `json:"proofs,omitempty"`         // what proved each local ref or commit upstream, and how
+	FirstUnpushed string   `json:"first_unpushed,omitempty"` // the oldest commit nothing proved upstream
+	UnpushedTags  []string `json:"unpushed_tags,omitempty"`  // local tags no remote has at that object
+	Unpushed      int      `json:"unpushed,omitempty"`       // commits of HEAD, branches and notes on no remote branch or tag
+	UnpushedRefs  []string `json:"unpushed_refs,omitempty"`  // the local refs holding them (with no remote: every ref)
+	NoRemote      bool     `json:"no_remote,omitempty"`      // no remote at all: every commit is unpushed
 	// What git status cannot say, found by the proof itself.
 	UnsafeConfig    string   `json:"unsafe_config,omitempty"`    // a key of its config no override neutralises, and where; nothing else was probed
 	Hidden          []string `json:"hidden,omitempty"`           // files git status does not report, each with why
@@ -164,7 +171,7 @@ func Decide(t Target, ev Evidence) Verdict {
 		dir = filepath.Join(t.Root, tasksDir, trashName(t.Dir))
 	}
 	if !ev.Interrupted || !ev.LeftAsRemoved && !ev.OnlyDirs {
-		if v, bad := checkCheckouts(dir, ev); bad {
+		if v, bad := checkCheckouts(dir, ev, t.Uncheckable); bad {
 			return v
 		}
 	}
@@ -180,9 +187,9 @@ func Decide(t Target, ev Evidence) Verdict {
 }
 
 // checkCheckouts finds the first thing at risk in the checkouts of the
-// directory at dir.
-func checkCheckouts(dir string, ev Evidence) (Verdict, bool) {
-	if len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != "." {
+// directory at dir; a top that is no checkout is at risk unless named.
+func checkCheckouts(dir string, ev Evidence, named bool) (Verdict, bool) {
+	if !named && (len(ev.Checkouts) == 0 || ev.Checkouts[0].Path != ".") {
 		return skip(NotACheckout, fmt.Sprintf("%s is not a git checkout, so nothing proves its files are saved", dir)), true
 	}
 	probed := map[string]bool{}
@@ -278,6 +285,8 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 		return skip(BorrowedObjects, fmt.Sprintf("%s: repositories elsewhere borrow objects from it through objects/info/alternates (%s); run `git repack -a -d` in each and remove its alternates file first", at, examples(c.BorrowedBy))), true
 	case len(c.UnprobedModules) > 0:
 		return skip(ProbeFailed, fmt.Sprintf("%s: submodule repositories with no checkout here to probe (%s)", at, examples(c.UnprobedModules))), true
+	case c.FetchError != "":
+		return skip(FetchFailed, fmt.Sprintf("%s: the upstream could not be fetched, so nothing proves its commits are there: %s", at, c.FetchError)), true
 	case c.NoRemote && len(c.UnpushedRefs) > 0:
 		d := fmt.Sprintf("%s: the repository has commits (%s) and no remote to hold them", at, examples(c.UnpushedRefs))
 		if len(c.IgnoredRemotes) > 0 {
@@ -289,10 +298,7 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 	case len(c.UnpushedObjects) > 0:
 		return skip(UnpushedCommits, fmt.Sprintf("%s: ref(s) naming objects the remote does not have (%s)", at, examples(c.UnpushedObjects))), true
 	case c.Unpushed > 0:
-		d := fmt.Sprintf("%s: %d commit(s) of %s are on no branch or tag of the remote", at, c.Unpushed, examples(c.UnpushedRefs))
-		if c.Stale {
-			d += "; the remote has moved since the last fetch, so `git fetch` there may show them merged"
-		}
+		d := fmt.Sprintf("%s: %d commit(s) of %s are on no branch or tag of the remote, nor the same change by another commit there (the first: %s)", at, c.Unpushed, examples(c.UnpushedRefs), c.FirstUnpushed)
 		if slices.ContainsFunc(c.UnpushedRefs, func(r string) bool { return strings.HasPrefix(r, "logs/") || r == allReflogs }) {
 			d += "; commits only in a reflog count too (`git reflog expire --expire-unreachable=now --all` there forgets them)"
 		}

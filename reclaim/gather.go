@@ -79,6 +79,9 @@ func result(t Target, ev Evidence, v Verdict) Result {
 		id := ev.Identity
 		r.Identity = &id
 	}
+	if v.Action == Remove && len(ev.Checkouts) > 0 {
+		r.Proof, r.ProvenAt = proofOf(ev), time.Now().UTC().Truncate(time.Second)
+	}
 	return r
 }
 
@@ -172,12 +175,16 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 }
 
 // probeTree probes every checkout of t's tree, walked at path, when the
-// walk saw it all and it is one, and reports whether it did.
+// walk saw it all and it is one (or the operator named it though it is
+// not), and reports whether it did.
 func (h *host) probeTree(ctx context.Context, t Target, path string, tr tree, ev *Evidence) bool {
-	if ev.WalkError != "" || len(ev.Mounts) > 0 || len(tr.checkouts) == 0 || tr.checkouts[0] != "." {
+	top := len(tr.checkouts) > 0 && tr.checkouts[0] == "."
+	if ev.WalkError != "" || len(ev.Mounts) > 0 || !top && !t.Uncheckable {
 		return false
 	}
-	ev.Checkouts = h.probeCheckouts(ctx, t, path, tr)
+	if len(tr.checkouts) > 0 {
+		ev.Checkouts = h.probeCheckouts(ctx, t, path, tr)
+	}
 	return true
 }
 

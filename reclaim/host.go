@@ -31,8 +31,9 @@ type Request struct {
 type Report struct {
 	Results []Result `json:"results"`
 	// GitProcesses is how many git processes the call ran: two per
-	// checkout (four where a ref is not exactly a remote tip) plus one per
-	// distinct remote URL, whatever the count of directories sharing it.
+	// checkout (more where a ref is not exactly a remote tip) plus three
+	// per distinct remote URL (its fetch), whatever the count of
+	// directories sharing it.
 	GitProcesses int64 `json:"git_processes"`
 }
 
@@ -49,6 +50,10 @@ type Result struct {
 	Identity   *Identity `json:"identity,omitempty"`
 	Bytes      int64     `json:"bytes"`
 	AgeSeconds int64     `json:"age_seconds"`
+	// Proof: for a directory proven removable, what proved each of its
+	// checkouts' work upstream, and when.
+	Proof    []CheckoutProof `json:"proof,omitempty"`
+	ProvenAt time.Time       `json:"proven_at,omitzero"`
 	// Remains: Apply only, a removal that failed halfway, what it left
 	// (unchanged since its proof). Give it back as the target's Remains
 	// so the next Apply finishes it; nil when it is unknown.
@@ -65,6 +70,7 @@ type host struct {
 	uid          int
 	probeTimeout time.Duration
 	remotes      remoteTips
+	scratch      scratchRepos // the fetches' repositories, removed when the call ends
 	lenders      lenders
 	lentStores   stores
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
@@ -98,6 +104,7 @@ func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer h.scratch.removeAll()
 	rep := &Report{Results: make([]Result, len(req.Targets))}
 	forEach(len(req.Targets), parallelism(req.Parallelism), func(i int) {
 		t := req.Targets[i]

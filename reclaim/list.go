@@ -44,7 +44,14 @@ type Entry struct {
 	Bytes        int64          `json:"bytes"`
 	AgeSeconds   int64          `json:"age_seconds"`
 	OnlyDirs     bool           `json:"only_dirs,omitempty"`
+	// NoCheckout: its top is not a git checkout, so no proof can pass it;
+	// Holds names what its top holds besides .kandev/ (the first few).
+	NoCheckout bool     `json:"no_checkout,omitempty"`
+	Holds      []string `json:"holds,omitempty"`
 }
+
+// holdsShown bounds the names an entry's Holds lists.
+const holdsShown = 10
 
 // List reads <root>/tasks/. The root and tasks/ must be the login
 // user's alone (a *taskdir.Error otherwise); each entry is then checked
@@ -87,6 +94,25 @@ func List(ctx context.Context, req ListRequest) (*Listing, error) {
 	return l, nil
 }
 
+// topNames lists the walk's entries at its top but .kandev/, the first
+// holdsShown of them, then how many more.
+func topNames(tr tree) []string {
+	var names []string
+	n := 0
+	for _, e := range tr.entries {
+		if e.rel == "." || e.rel == metaDir || strings.Contains(e.rel, "/") {
+			continue
+		}
+		if n++; n <= holdsShown {
+			names = append(names, e.rel)
+		}
+	}
+	if n > holdsShown {
+		names = append(names, fmt.Sprintf("and %d more", n-holdsShown))
+	}
+	return names
+}
+
 func (h *host) listEntry(root, name string) Entry {
 	e := Entry{Name: name}
 	switch inner, trash := strings.CutPrefix(name, trashPrefix); {
@@ -100,7 +126,10 @@ func (h *host) listEntry(root, name string) Entry {
 		return e
 	}
 	var ev Evidence
-	h.inspect(root, name, &ev)
+	tr, walked := h.inspect(root, name, &ev)
+	if walked && !e.Interrupted && (len(tr.checkouts) == 0 || tr.checkouts[0] != ".") {
+		e.NoCheckout, e.Holds = true, topNames(tr)
+	}
 	e.Marker, e.MarkerDetail, e.Identity = ev.Marker, ev.MarkerDetail, ev.Identity
 	e.Bytes, e.AgeSeconds, e.OnlyDirs = ev.Bytes, ev.AgeSeconds, ev.OnlyDirs
 	switch path := filepath.Join(root, tasksDir, name); {

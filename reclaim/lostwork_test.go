@@ -1,8 +1,10 @@
 package reclaim
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -295,4 +297,35 @@ func TestApplyBorrowingCheckoutRemoved(t *testing.T) {
 	before := snapshot(t, root, bare)
 	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Remove, Removed, "")
 	onlyRemoved(t, before, snapshot(t, root, bare), dir)
+}
+
+// A directory whose top is no checkout is listed as one, with what it
+// holds, and kept unless the operator names it; named, everything else
+// is still proven, a nested checkout's changes too.
+func TestUncheckableKeptUnlessNamed(t *testing.T) {
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := List(context.Background(), ListRequest{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := l.Entries[0]; !e.NoCheckout || !slices.Equal(e.Holds, []string{"README"}) {
+		t.Fatalf("listed %+v, want no checkout holding README", e)
+	}
+	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Skip, Skipped, NotACheckout)
+	nested := filepath.Join(dir, "lib")
+	gitT(t, dir, "clone", "--quiet", bare, nested)
+	writeFile(t, filepath.Join(nested, "README"), "changed\n")
+	named := target(root, "t-1", "task-1")
+	named.Uncheckable = true
+	wantResult(t, apply(t, named)[0], Skip, Skipped, DirtyWorktree)
+	gitT(t, nested, "checkout", "--quiet", "README")
+	wantResult(t, apply(t, named)[0], Remove, Removed, "")
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s is still there: %v", dir, err)
+	}
 }

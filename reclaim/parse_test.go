@@ -121,14 +121,21 @@ func TestParsePackedRefs(t *testing.T) {
 	}
 }
 
-func TestParseLsRemote(t *testing.T) {
-	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
-	got, err := parseLsRemote([]byte(a + "\tHEAD\n" + a + "\trefs/heads/main\n" + b + "\trefs/tags/v1^{}\n"))
-	if err != nil || !reflect.DeepEqual(got, map[string]bool{a: true, b: true}) {
-		t.Fatalf("got %v, %v", got, err)
+func TestParseFetchedRefs(t *testing.T) {
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
+	ns := proofNamespace + "n/"
+	got, err := parseFetchedRefs([]byte(a+" commit   "+ns+"heads/main\n"+b+" tag "+c+" commit "+ns+"tags/v1\n"+c+" commit   "+ns+"heads/x\n"), ns)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := parseLsRemote([]byte("warning: something\n")); err == nil {
-		t.Fatal("no error for a stray line")
+	if !reflect.DeepEqual(got.refs, map[string]string{"refs/heads/main": a, "refs/tags/v1": b, "refs/heads/x": c}) ||
+		!reflect.DeepEqual(got.oids, map[string]string{a: "refs/heads/main", b: "refs/tags/v1", c: "refs/tags/v1"}) || !reflect.DeepEqual(got.commits, []string{a, c}) {
+		t.Fatalf("got %+v", got)
+	}
+	for _, bad := range []string{"warning: something\n", a + " commit   refs/heads/outside\n"} {
+		if _, err := parseFetchedRefs([]byte(bad), ns); err == nil {
+			t.Fatalf("no error for %q", bad)
+		}
 	}
 }
 

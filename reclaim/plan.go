@@ -3,6 +3,7 @@ package reclaim
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,7 @@ type Row struct {
 	Reason     Reason    `json:"reason"`
 	Detail     string    `json:"detail,omitempty"`
 	Identity   *Identity `json:"identity,omitempty"`
+	Holds      []string  `json:"holds,omitempty"` // not_a_checkout: what its top holds besides .kandev/
 }
 
 // Plan decides, from a listing and the local records, which directories
@@ -50,6 +52,9 @@ func Plan(l Listing, v LocalView, olderThan time.Duration) []Row {
 			r.Identity = &id
 		}
 		r.Action, r.Reason, r.Detail = planEntry(e, v, olderThan, r.Path)
+		if r.Reason == NotACheckout {
+			r.Holds = e.Holds
+		}
 		rows = append(rows, r)
 	}
 	return rows
@@ -79,8 +84,19 @@ func planEntry(e Entry, v LocalView, olderThan time.Duration, path string) (Acti
 		return Keep, LiveTask, fmt.Sprintf("task %s is %s here", m.TaskID, phase)
 	case e.AgeSeconds < int64(olderThan/time.Second):
 		return Keep, TooRecent, fmt.Sprintf("changed %s ago, less than %s", time.Duration(e.AgeSeconds)*time.Second, olderThan)
+	case e.NoCheckout:
+		return Keep, NotACheckout, fmt.Sprintf("not a git checkout, so nothing proves its files are saved; it holds %s; `kandev-exec reclaim --apply --include-uncheckable %s` removes it",
+			HoldsText(e.Holds), path)
 	case known:
 		return Remove, Archived, fmt.Sprintf("task %s is %s", m.TaskID, phase)
 	}
 	return Remove, Orphan, fmt.Sprintf("no local record of task %s", m.TaskID)
+}
+
+// HoldsText says what a directory without a checkout holds.
+func HoldsText(holds []string) string {
+	if len(holds) == 0 {
+		return "nothing but " + metaDir + "/"
+	}
+	return strings.Join(holds, ", ")
 }

@@ -34,6 +34,8 @@ func TestPlan(t *testing.T) {
 		entry(".reclaim.t-half", ours("task-live"), func(e *Entry) { e.Dir, e.Interrupted = "t-half", true }),
 		entry(".reclaim.t-empty", nil, func(e *Entry) { e.Dir, e.Interrupted, e.OnlyDirs = "t-empty", true, true }),
 		entry(".reclaim.t-files", nil, func(e *Entry) { e.Dir, e.Interrupted = "t-files", true }),
+		entry("t-nogit", ours("task-gone3"), func(e *Entry) { e.NoCheckout, e.Holds = true, []string{"notes.txt"} }),
+		entry("t-onlymeta", ours("task-gone4"), func(e *Entry) { e.NoCheckout = true }),
 	}}
 	view := LocalView{InstallationID: testInstallation, Phases: map[string]string{
 		"task-arch": "archived", "task-abs": "absent", "task-live": "ready", "task-pend": "cleanup_pending", "task-young": "archived"}}
@@ -58,6 +60,8 @@ func TestPlan(t *testing.T) {
 		{Remove, Interrupted, "stopped halfway"},
 		{Remove, Interrupted, "only empty directories"},
 		{Keep, NoMarker, ""},
+		{Keep, NotACheckout, "it holds notes.txt; `kandev-exec reclaim --apply --include-uncheckable /srv/kandev/tasks/t-nogit` removes it"},
+		{Keep, NotACheckout, "it holds nothing but .kandev/"},
 	}
 	rows := Plan(listing, view, 24*time.Hour)
 	if len(rows) != len(want) {

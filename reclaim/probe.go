@@ -11,9 +11,10 @@ import (
 
 // The git side of the proof: per checkout, the gitdir read directly
 // (gitdir.go, gitconfig.go), one `git status` and one `git ls-files`
-// (index.go), the remotes' tips asked once per URL per call (remotes.go),
-// and, only when a local ref or reflog entry is not exactly a remote
-// tip, a `git cat-file` and a `git rev-list` (pushed.go). Every git run
+// (index.go), each upstream fetched once per call (fetch.go), and, only
+// when a local ref or reflog entry is not exactly a remote tip, a `git
+// cat-file` and a `git rev-list` (pushed.go), then the patch-id and
+// squash comparisons for what that leaves (equivalent.go). Every git run
 // is neutralised as gitrun.go says.
 
 // status is what `git status --porcelain=v2` says about a checkout.
@@ -92,7 +93,8 @@ type probed struct {
 
 // probeCheckouts probes every checkout the walk of t's directory, at
 // dir (its name, or its trash name once its removal began), found
-// (tr.checkouts[0] is its top), then what no single probe can tell: a
+// (tr.checkouts[0] is its top, unless the operator named a directory
+// that is none), then what no single probe can tell: a
 // submodule repository no checkout uses, a repository elsewhere that
 // borrows objects from the directory.
 func (h *host) probeCheckouts(ctx context.Context, t Target, dir string, tr tree) []Checkout {
@@ -179,7 +181,7 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 	if err != nil {
 		return err
 	}
-	p.Changed, p.Unmerged, p.Untracked, p.Ignored = st.changed, st.unmerged, st.untracked, st.ignored
+	p.Head, p.Changed, p.Unmerged, p.Untracked, p.Ignored = st.head, st.changed, st.unmerged, st.untracked, st.ignored
 	out, err := r.git(ctx, h, "", lsFilesArgs...)
 	if err != nil {
 		return err
@@ -198,7 +200,7 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 	_, p.Stash = held.refs["refs/stash"]
 	up := upstreams(t, rel, dir, cfg)
 	p.IgnoredRemotes = up.ignored
-	return h.checkPushed(ctx, r, held, up, &p.Checkout)
+	return h.checkPushed(ctx, t.Root, r, held, up, &p.Checkout)
 }
 
 func (h *host) gitStatus(ctx context.Context, r repo) (status, error) {

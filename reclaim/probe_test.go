@@ -146,9 +146,9 @@ func TestApplyLinkedWorktree(t *testing.T) {
 }
 
 // The remote-tracking ref says pushed, but the remote was force-pushed
-// back since: only the remote's current tips count.
+// back since: only the remote's current refs, as fetched, count.
 func TestApplyStaleRemoteTrackingRef(t *testing.T) {
-	keptFor(t, UnpushedCommits, "git fetch", func(t *testing.T, dir, _, work string) {
+	keptFor(t, UnpushedCommits, "the first: ", func(t *testing.T, dir, _, work string) {
 		commit(t, dir, "work.txt", "agent work")
 		gitT(t, dir, "push", "--quiet", "origin", "HEAD:main")
 		gitT(t, dir, "fetch", "--quiet", "origin") // origin/main now names the work
@@ -305,7 +305,7 @@ func TestApplyBrokenGitdir(t *testing.T) {
 
 // A remote that cannot be reached proves nothing.
 func TestApplyUnreachableRemote(t *testing.T) {
-	keptFor(t, ProbeFailed, "ls-remote", func(t *testing.T, dir, _, _ string) {
+	keptFor(t, FetchFailed, "does not appear to be a git repository", func(t *testing.T, dir, _, _ string) {
 		gitT(t, dir, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "gone.git"))
 	})
 }

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -97,9 +97,10 @@ func (hd held) localRefs() (tags, others []localRef) {
 }
 
 // checkPushed records in c what hd holds that the upstreams' current
-// tips do not have. The tips decide, never the local remote-tracking
-// refs: a force-push on the remote would otherwise pass for pushed.
-func (h *host) checkPushed(ctx context.Context, r repo, hd held, up upstreamSet, c *Checkout) error {
+// refs, fetched under root, do not have, and what proved the rest. The
+// fetched refs decide, never the local remote-tracking refs: a
+// force-push on the remote would otherwise pass for pushed.
+func (h *host) checkPushed(ctx context.Context, root string, r repo, hd held, up upstreamSet, c *Checkout) error {
 	tags, others := hd.localRefs()
 	if len(up.urls) == 0 {
 		c.NoRemote = true
@@ -111,15 +112,20 @@ func (h *host) checkPushed(ctx context.Context, r repo, hd held, up upstreamSet,
 		}
 		return nil
 	}
+	var ups []*fetched
 	tips := map[string]bool{}
+	var commits []string
 	for _, u := range up.urls {
-		t, err := h.remotes.tips(ctx, h, u)
+		f, err := h.remotes.tips(ctx, h, root, u)
 		if err != nil {
-			return err
+			c.FetchError = err.Error()
+			return nil
 		}
-		for oid := range t {
+		ups = append(ups, f)
+		for oid := range f.oids {
 			tips[oid] = true
 		}
+		commits = append(commits, f.commits...)
 	}
 	for _, l := range tags {
 		if !tips[l.oid] {
@@ -128,46 +134,77 @@ func (h *host) checkPushed(ctx context.Context, r repo, hd held, up upstreamSet,
 	}
 	var want []localRef
 	for _, l := range others {
-		if !tips[l.oid] {
+		if tips[l.oid] {
+			c.Proofs = append(c.Proofs, Proof{Ref: l.name, Commit: l.oid, Method: ByAncestor, By: refNaming(ups, l.oid)})
+		} else {
 			want = append(want, l)
 		}
 	}
 	if len(want) == 0 && !hd.logsUnread {
 		return nil
 	}
-	commits, err := h.sortByType(ctx, r, want, c)
+	r = r.withObjects(ups)
+	refs, err := h.sortByType(ctx, r, want, c)
 	if err != nil {
 		return err
 	}
-	n, err := h.countUnreachable(ctx, r, commits, tips, hd.logsUnread)
+	unreached, err := h.unreachable(ctx, r, refs, tips, hd.logsUnread)
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return h.verifyAncestry(ctx, r, commits, tips)
+	left := unreached
+	if len(left) > 0 {
+		if left, err = h.equivalent(ctx, r, refs, commits, left, c); err != nil {
+			return err
+		}
 	}
-	c.Unpushed = n
-	for _, l := range commits {
+	if err := h.proveAncestors(ctx, ups, refs, unreached, c); err != nil {
+		return err
+	}
+	if len(left) == 0 {
+		// Nothing is left over, so the directory may go: the commits
+		// reachability rests on are hashed first (verify.go).
+		return h.verifyAncestry(ctx, r, refs, tips)
+	}
+	c.Unpushed, c.FirstUnpushed = len(left), left[0]
+	for _, l := range refs {
 		c.UnpushedRefs = appendOnce(c.UnpushedRefs, l.name)
 	}
-	if len(commits) == 0 {
+	if len(refs) == 0 {
 		c.UnpushedRefs = []string{allReflogs}
 	}
-	c.Stale = trackingStale(hd.refs, up.remotes, tips)
 	return nil
 }
 
-// trackingStale: a tracking ref of an upstream remote names what the
-// upstream no longer has as a tip, so it moved since the last fetch.
-func trackingStale(refs map[string]string, remotes []string, tips map[string]bool) bool {
-	for name, oid := range refs {
-		for _, rn := range remotes {
-			if strings.HasPrefix(name, "refs/remotes/"+rn+"/") && !strings.HasSuffix(name, "/HEAD") && !tips[oid] {
-				return true
+// refNaming is the first remote ref of ups naming oid.
+func refNaming(ups []*fetched, oid string) string {
+	for _, f := range ups {
+		if ref := f.oids[oid]; ref != "" {
+			return ref
+		}
+	}
+	return ""
+}
+
+// proveAncestors records, for each of refs that no walk left unreached,
+// the remote ref it is reachable from.
+func (h *host) proveAncestors(ctx context.Context, ups []*fetched, refs []localRef, unreached []string, c *Checkout) error {
+	for _, l := range refs {
+		if slices.Contains(unreached, l.oid) {
+			continue
+		}
+		for _, f := range ups {
+			by, err := f.containing(ctx, h, l.oid)
+			if err != nil {
+				return err
+			}
+			if by != "" {
+				c.Proofs = append(c.Proofs, Proof{Ref: l.name, Commit: l.oid, Method: ByAncestor, By: by})
+				break
 			}
 		}
 	}
-	return false
+	return nil
 }
 
 // sortByType keeps the commits of want for rev-list and records the
@@ -210,34 +247,36 @@ func (h *host) sortByType(ctx context.Context, r repo, want []localRef, c *Check
 	return commits, sc.Err()
 }
 
-// countUnreachable counts the commits reachable from commits (and, with
-// reflogs, from every reflog entry) that no tip reaches here.
-func (h *host) countUnreachable(ctx context.Context, r repo, commits []localRef, tips map[string]bool, reflogs bool) (int, error) {
-	if len(commits) == 0 && !reflogs {
-		return 0, nil
+// unreachable lists, oldest first, the commits reachable from refs
+// (and, with reflogs, from every reflog entry) that no tip reaches.
+func (h *host) unreachable(ctx context.Context, r repo, refs []localRef, tips map[string]bool, reflogs bool) ([]string, error) {
+	if len(refs) == 0 && !reflogs {
+		return nil, nil
 	}
 	var in strings.Builder
-	for _, l := range commits {
+	for _, l := range refs {
 		fmt.Fprintln(&in, l.oid)
 	}
 	for oid := range tips {
 		fmt.Fprintf(&in, "^%s\n", oid)
 	}
-	args := []string{"rev-list", "--count", "--ignore-missing", "--stdin"}
+	args := []string{"rev-list", "--topo-order", "--reverse", "--ignore-missing", "--stdin"}
 	if reflogs {
 		args = append(args, "--reflog")
 	}
-	// --ignore-missing: a remote tip this repository has never fetched
-	// proves nothing here, and must not fail the walk.
+	// --ignore-missing: a tip naming what is neither here nor fetched
+	// (a tree or blob ref) proves nothing, and must not fail the walk.
 	out, err := r.git(ctx, h, in.String(), args...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		return 0, fmt.Errorf("git rev-list --count: unexpected output %q", out)
+	left := strings.Fields(string(out))
+	for _, oid := range left {
+		if !oidRE.MatchString(oid) {
+			return nil, fmt.Errorf("git rev-list: unexpected line %q", oid)
+		}
 	}
-	return n, nil
+	return left, nil
 }
 
 func appendOnce(s []string, v string) []string {

@@ -54,6 +54,7 @@ const (
 	UnsafeGitConfig     Reason = "unsafe_git_config"    // the checkout's git config has a key no override neutralises (an include)
 	HiddenChanges       Reason = "hidden_changes"       // files git status does not report: in a submodule path with no repository, or marked skip-worktree or assume-unchanged and changed
 	BorrowedObjects     Reason = "borrowed_objects"     // a repository elsewhere borrows objects from it (objects/info/alternates)
+	FetchFailed         Reason = "fetch_failed"         // the upstream could not be fetched, so nothing proves a commit is there
 )
 
 // Failure reasons: nothing was lost, and the caller retries.

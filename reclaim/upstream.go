@@ -26,8 +26,7 @@ type Upstream struct {
 
 // upstreamSet is what counts for one checkout.
 type upstreamSet struct {
-	urls    []string // asked for their current tips, as ls-remote takes them
-	remotes []string // the checkout's remotes that name one of urls: their tracking refs can go stale
+	urls    []string // fetched for their current refs, as git fetch takes them
 	ignored []string // the checkout's remotes that do not count, each with why
 }
 
@@ -36,13 +35,7 @@ type upstreamSet struct {
 func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
 	for _, u := range t.Upstreams {
 		if filepath.Clean(u.Path) == rel {
-			up := upstreamSet{urls: []string{remoteKey(dir, u.URL)}}
-			for _, r := range cfg.remotes() {
-				if remoteKey(dir, r.url) == up.urls[0] {
-					up.remotes = append(up.remotes, r.name)
-				}
-			}
-			return up
+			return upstreamSet{urls: []string{remoteKey(dir, u.URL)}}
 		}
 	}
 	var up upstreamSet
@@ -53,7 +46,7 @@ func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
 			up.ignored = append(up.ignored, fmt.Sprintf("%s (%s)", r.name, why))
 			continue
 		}
-		up.urls, up.remotes = append(up.urls, u), append(up.remotes, r.name)
+		up.urls = append(up.urls, u)
 	}
 	return up
 }
@@ -62,7 +55,7 @@ func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
 // and every <transport>::<address>, runs a remote helper program.
 var networkSchemes = map[string]bool{"ssh": true, "git+ssh": true, "ssh+git": true, "git": true, "http": true, "https": true}
 
-// outsideURL is raw as ls-remote is to be given it, or why it does not
+// outsideURL is raw as the fetch is to be given it, or why it does not
 // count: a local path (or file:// URL) is resolved, links and all, and
 // must lie outside tasks/.
 func outsideURL(dir, tasks, raw string) (string, string) {
@@ -99,7 +92,7 @@ func urlScheme(raw string) (scheme, rest string) {
 }
 
 // localOutside resolves a local repository path. One that cannot be
-// resolved is left to ls-remote, whose failure keeps the directory.
+// resolved is left to the fetch, whose failure keeps the directory.
 func localOutside(p, tasks string) (string, string) {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		p = real

@@ -12,19 +12,22 @@ import (
 // following the journal can render what happened from the journal alone,
 // without reading the records. It never holds a secret value.
 type Detail struct {
-	Host     string     `json:"host,omitempty"`
-	TaskID   string     `json:"task_id,omitempty"`
-	Phase    string     `json:"phase,omitempty"` // the task phase, session state, host status or job state after the change
-	Step     string     `json:"step,omitempty"`  // a teardown step (StepDrain, StepCleanup, StepReclaim), or StepHostDrain
-	Outcome  string     `json:"outcome,omitempty"`
-	Receipt  string     `json:"receipt,omitempty"` // a drain receipt, short
-	Reason   string     `json:"reason,omitempty"`
-	By       string     `json:"by,omitempty"`
-	Until    *time.Time `json:"until,omitempty"` // a quarantine's end
-	Attempts int        `json:"attempts,omitempty"`
-	NextAt   *time.Time `json:"next_at,omitempty"`
-	Error    string     `json:"error,omitempty"`
-	Message  string     `json:"message,omitempty"` // one line for people
+	Host    string `json:"host,omitempty"`
+	TaskID  string `json:"task_id,omitempty"`
+	Phase   string `json:"phase,omitempty"` // the task phase, session state, host status or job state after the change
+	Step    string `json:"step,omitempty"`  // a teardown step (StepDrain, StepCleanup, StepReclaim), or StepHostDrain
+	Outcome string `json:"outcome,omitempty"`
+	Method  string `json:"method,omitempty"` // a removal's proof methods, comma-separated
+	// Proof: a removal's proof record, as kept on the task.
+	Proof    *ReclaimProof `json:"proof,omitempty"`
+	Receipt  string        `json:"receipt,omitempty"` // a drain receipt, short
+	Reason   string        `json:"reason,omitempty"`
+	By       string        `json:"by,omitempty"`
+	Until    *time.Time    `json:"until,omitempty"` // a quarantine's end
+	Attempts int           `json:"attempts,omitempty"`
+	NextAt   *time.Time    `json:"next_at,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Message  string        `json:"message,omitempty"` // one line for people
 }
 
 // Event builds the journal event of a change: typ is "<kind>.<what>",

@@ -160,4 +160,6 @@ type Teardown struct {
 	// reported it: the next attempt gives it back, and the host finishes
 	// that removal only if nothing else is there.
 	ReclaimRemains []string `json:"reclaim_remains,omitempty"`
+	// Proof: what proved the removed directory safe.
+	Proof *ReclaimProof `json:"proof,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/crashpoint"
@@ -107,6 +108,9 @@ func DetailFor(v any) Detail {
 			d.Step, d.Outcome, d.Reason = td.Step, string(td.Drain), td.Reason
 			if td.Reclaim != "" {
 				d.Outcome = string(td.Reclaim)
+			}
+			if td.Proof != nil {
+				d.Proof, d.Method = td.Proof, strings.Join(td.Proof.Methods(), ",")
 			}
 			if n := len(td.Receipts); n > 0 {
 				d.Receipt = td.Receipts[n-1]

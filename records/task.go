@@ -88,6 +88,9 @@ type Task struct {
 	// what a reclamation of the directory counts as upstream, whatever
 	// the checkouts' own config or the host's marker say since.
 	Repositories []TaskRepository `json:"repositories,omitempty"`
+	// TouchedAt: the last exec or shell in it (launches and resumes are
+	// its sessions), which puts off its profile's archive_after.
+	TouchedAt *time.Time `json:"touched_at,omitempty"`
 	// ProfileSnapshot is what teardown needs of the profile, as it was at
 	// launch: removing or changing the profile since never breaks an
 	// archive or a delete. Tasks recorded before it read the profile.

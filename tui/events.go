@@ -26,6 +26,7 @@ func Fields(d records.Detail, at func(time.Time) string) []Field {
 	add("phase", d.Phase)
 	add("step", d.Step)
 	add("outcome", d.Outcome)
+	add("method", d.Method)
 	add("receipt", d.Receipt)
 	add("reason", d.Reason)
 	add("by", d.By)

@@ -37,6 +37,7 @@ type profileYAML struct {
 	PrepareTimeout string           `yaml:"prepare_timeout,omitempty"`
 	CleanupScript  string           `yaml:"cleanup_script"`
 	ReclaimTaskDir bool             `yaml:"reclaim_task_dir"`
+	ArchiveAfter   string           `yaml:"archive_after,omitempty"`
 }
 
 type repositoryYAML struct {
@@ -52,7 +53,8 @@ func toYAML(p *profiles.Profile) profileYAML {
 		repos[i] = repositoryYAML{Name: r.Name, URL: r.URL, Branch: r.Branch, Secrets: r.Secrets}
 	}
 	return profileYAML{Name: p.Name, Host: p.Host, WorkdirRoot: p.WorkdirRoot, Shell: p.Shell, Env: p.Env,
-		Repositories: repos, PrepareScript: p.PrepareScript, PrepareTimeout: p.PrepareTimeout, CleanupScript: p.CleanupScript, ReclaimTaskDir: p.ReclaimTaskDir}
+		Repositories: repos, PrepareScript: p.PrepareScript, PrepareTimeout: p.PrepareTimeout, CleanupScript: p.CleanupScript, ReclaimTaskDir: p.ReclaimTaskDir,
+		ArchiveAfter: p.ArchiveAfter}
 }
 
 func showRun(ctx context.Context, o *ShowOptions) error {

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,8 +28,12 @@ type Options struct {
 	Yes       bool
 	Host      string
 	OlderThan time.Duration
+	MinSize   sizeFlag
 	Apply     bool
 	PlanFile  string
+	// IncludeUncheckable: directories that are no git checkout, named to
+	// be removed all the same.
+	IncludeUncheckable []string
 }
 
 // NewCmdReclaim is `reclaim [--host H] [--older-than D] [--apply [--plan FILE]]`.
@@ -40,22 +47,32 @@ tasks use) and plan: a directory is a candidate when its .kandev/owner.json
 names this installation and a task that no local record holds any more,
 or whose task is archived. Anything else is listed and kept, with the
 reason: another installation's marker or none, a name kandev-exec does not
-make, a live task, a directory changed more recently than --older-than.
+make, a live task, a directory changed more recently than --older-than or
+holding less than --min-size (sizes as du -h prints them: 512K, 1.5G), a
+directory that is no git checkout (nothing proves its files saved; the
+table says what it holds). The table's DETAIL says why a directory is
+kept, and how a removed one was proven (ancestor, patch-id, squash).
 
 The plan touches nothing. --apply removes the candidates, each proven safe
 again on the host, now (ours, private, no link anywhere, every checkout
-clean and pushed, the same directory the plan saw) and removed without
-following any link; what the proof refuses is skipped with its reason.
+clean and its work upstream, the same directory the plan saw) and removed
+without following any link; what the proof refuses is skipped with its
+reason. Work is upstream when the task's repository, fetched now, has its
+commits, or commits making the same changes (a rebase or cherry-pick), or
+one commit making their combined change (a squash merge).
 --apply asks first on a terminal and needs --yes without one. With
 --plan FILE (the output of reclaim --json) only what that plan marked for
-removal, as it saw it, is removed.
+removal, as it saw it, is removed. --include-uncheckable PATH removes a
+directory the plan keeps as not_a_checkout all the same, after saying
+what it holds; every other check still holds.
 
 An archived task whose directory is removed becomes absent. Exit 3 when
 some directories or hosts failed and others did not.`,
 		Example: `  kandev-exec reclaim                                  # the plan, every host
   kandev-exec reclaim --host prod --older-than 72h
   kandev-exec reclaim --json > plan.json               # review it, then
-  kandev-exec reclaim --apply --plan plan.json --yes`,
+  kandev-exec reclaim --apply --plan plan.json --yes
+  kandev-exec reclaim --apply --include-uncheckable /srv/kandev/tasks/t2abc --yes`,
 		Args: cmdutil.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := f.Settings()
@@ -69,6 +86,9 @@ some directories or hosts failed and others did not.`,
 			if opts.PlanFile != "" && !opts.Apply {
 				return cmdutil.FlagErrorf("--plan applies a saved plan: it needs --apply")
 			}
+			if len(opts.IncludeUncheckable) > 0 && !opts.Apply {
+				return cmdutil.FlagErrorf("--include-uncheckable names directories to remove: it needs --apply")
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -77,8 +97,10 @@ some directories or hosts failed and others did not.`,
 	}
 	c.Flags().StringVar(&opts.Host, "host", "", "only this host")
 	c.Flags().DurationVar(&opts.OlderThan, "older-than", 0, "only directories unchanged for at least this long")
+	c.Flags().Var(&opts.MinSize, "min-size", "only directories holding at least this much (as du -h prints it: 512K, 1.5G)")
 	c.Flags().BoolVar(&opts.Apply, "apply", false, "remove what the plan marks, each proven safe again first")
 	c.Flags().StringVar(&opts.PlanFile, "plan", "", "with --apply: remove only what this saved plan (reclaim --json) marked, as it saw it")
+	c.Flags().StringArrayVar(&opts.IncludeUncheckable, "include-uncheckable", nil, "with --apply: remove this directory (a path the plan keeps as not_a_checkout) all the same; repeatable")
 	_ = c.RegisterFlagCompletionFunc("host", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) {
 		return ex.HostNames(ctx)
 	}))
@@ -110,8 +132,12 @@ func reclaimRun(ctx context.Context, o *Options) error {
 			fmt.Fprintf(o.IO.ErrOut, "• %s\n", s)
 		}
 	}
-	rows, err := ex.ReclaimPlan(ctx, executor.ReclaimOptions{Host: o.Host, OlderThan: o.OlderThan, Progress: progress})
+	rows, err := ex.ReclaimPlan(ctx, executor.ReclaimOptions{Host: o.Host, OlderThan: o.OlderThan, MinSize: int64(o.MinSize),
+		IncludeUncheckable: o.IncludeUncheckable, Progress: progress})
 	if err != nil {
+		return err
+	}
+	if err := checkIncluded(o, rows); err != nil {
 		return err
 	}
 	if saved != nil {
@@ -158,6 +184,22 @@ func applyPlan(ctx context.Context, o *Options, ex *executor.Executor, rows []ex
 	return out, nil
 }
 
+// checkIncluded refuses an --include-uncheckable path the plan does not
+// keep as not_a_checkout, and shows what each one named holds.
+func checkIncluded(o *Options, rows []executor.ReclaimRow) error {
+	for _, p := range o.IncludeUncheckable {
+		i := slices.IndexFunc(rows, func(r executor.ReclaimRow) bool { return r.Uncheckable && r.Path == p })
+		if i < 0 {
+			return cmdutil.FlagErrorf("--include-uncheckable %s: the plan keeps no directory at that path as not_a_checkout; run `kandev-exec reclaim` to see the plan's paths", p)
+		}
+		if !o.JSON {
+			fmt.Fprintf(o.IO.ErrOut, "• %s is not a git checkout, and will be removed as named; it holds %s\n",
+				cmdutil.Safe(p), cmdutil.Safe(rows[i].HoldsText()))
+		}
+	}
+	return nil
+}
+
 // readPlan reads a saved plan: what `reclaim --json` printed.
 func readPlan(path string) ([]executor.ReclaimRow, error) {
 	f, err := os.Open(path)
@@ -189,16 +231,25 @@ func fillErrors(rows []executor.ReclaimRow) {
 // name may hold anything, a newline too.
 func printRows(w io.Writer, rows []executor.ReclaimRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tPATH\tTASK\tSIZE\tAGE\tACTION\tREASON")
+	fmt.Fprintln(tw, "HOST\tPATH\tTASK\tSIZE\tAGE\tACTION\tREASON\tDETAIL")
 	for _, r := range rows {
 		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\t%s\n", r.Host, cmdutil.Dash(cmdutil.Safe(r.Path)), r.Action, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\t%s\t-\n", r.Host, cmdutil.Dash(cmdutil.Safe(r.Path)), r.Action, r.Reason)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, cmdutil.Safe(r.Path), cmdutil.Dash(cmdutil.Safe(r.TaskID)),
-			cmdutil.Bytes(r.Bytes), humanAge(r.AgeSeconds), r.Action, cmdutil.Dash(r.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, cmdutil.Safe(r.Path), cmdutil.Dash(cmdutil.Safe(r.TaskID)),
+			cmdutil.Bytes(r.Bytes), humanAge(r.AgeSeconds), r.Action, cmdutil.Dash(r.Reason), rowDetail(r))
 	}
 	tw.Flush()
+}
+
+// rowDetail is a row's detail as the table shows it: how a removed
+// directory was proven, else what the host said.
+func rowDetail(r executor.ReclaimRow) string {
+	if r.Proof != nil {
+		return "proven: " + strings.Join(r.Proof.Methods(), ", ")
+	}
+	return cmdutil.Dash(cmdutil.Safe(r.Detail))
 }
 
 // printSummary says what the rows add up to, and for a plan what to run
@@ -222,6 +273,7 @@ func printSummary(ios *cmdutil.IOStreams, rows []executor.ReclaimRow, applied bo
 	default:
 		fmt.Fprintf(ios.ErrOut, "Nothing to remove; keep %d\n", count[executor.ReclaimKeep])
 	}
+	printRootTotals(ios.ErrOut, rows)
 	for _, r := range rows {
 		if r.Action != executor.ReclaimFailed {
 			continue
@@ -232,6 +284,28 @@ func printSummary(ios *cmdutil.IOStreams, rows []executor.ReclaimRow, applied bo
 				fmt.Fprintf(ios.ErrOut, "  hint: %s\n", cmdutil.SafeText(hint))
 			}
 		}
+	}
+}
+
+// printRootTotals says how much each root's task directories hold, as
+// listed (a removed directory's bytes included).
+func printRootTotals(w io.Writer, rows []executor.ReclaimRow) {
+	type root struct{ host, path string }
+	var order []root
+	count, size := map[root]int{}, map[root]int64{}
+	for _, r := range rows {
+		if r.Err != nil {
+			continue
+		}
+		k := root{r.Host, r.Root}
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+		size[k] += r.Bytes
+	}
+	for _, k := range order {
+		fmt.Fprintf(w, "%s %s: %d directories, %s\n", k.host, cmdutil.Safe(filepath.Join(k.path, "tasks")), count[k], cmdutil.Bytes(size[k]))
 	}
 }
 

@@ -21,6 +21,7 @@ type Options struct {
 	Executor func() (*executor.Executor, error)
 	JSON     bool
 	Timeout  time.Duration
+	DryRun   bool
 }
 
 // NewCmdSweep is `sweep`.
@@ -36,6 +37,12 @@ error, until ` + "`task archive ID`" + ` (or delete) re-arms it. A job another
 kandev-exec is running is left to it; one whose holder died is taken over.
 Safe to run from cron on two machines at once: a job's attempts fence each
 other.
+
+First, every ready task whose profile sets archive_after and that has been
+idle that long (its sessions all ended, no launch, resume, exec or shell
+since) is archived: its cleanup job is queued and runs with the others,
+reclaiming its directory as the profile says. --dry-run lists those tasks
+and changes nothing.
 
 Exits 0 when no listed job is pending or failed, 8 when some are still
 pending (they retry by themselves), 1 when some failed (they wait for a
@@ -53,6 +60,7 @@ person; this wins over 8).`,
 		},
 	}
 	c.Flags().DurationVar(&opts.Timeout, "timeout", executor.DefaultTeardownBudget, "bound on each job's attempt")
+	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "list the idle tasks archive_after would archive now, and change nothing")
 	return c
 }
 
@@ -60,6 +68,16 @@ func sweepRun(ctx context.Context, o *Options) error {
 	ex, err := o.Executor()
 	if err != nil {
 		return err
+	}
+	idle, err := ex.ArchiveIdle(ctx, time.Now(), o.DryRun)
+	if o.DryRun || err != nil {
+		if err == nil {
+			err = printIdle(o, idle)
+		}
+		return err
+	}
+	if len(idle) > 0 && !o.JSON {
+		fmt.Fprintf(o.IO.ErrOut, "• Archiving %d idle task(s): %s\n", len(idle), idleIDs(idle))
 	}
 	res, err := ex.Sweep(ctx, o.Timeout)
 	if err != nil {
@@ -117,4 +135,31 @@ func printTable(ios *cmdutil.IOStreams, res []executor.SweepResult) {
 			cmdutil.Dash(string(r.Drain)), cmdutil.Dash(string(r.Reclaim)), r.State, r.Attempts, cmdutil.Dash(next), cmdutil.Safe(cmdutil.Dash(note)))
 	}
 	w.Flush()
+}
+
+// printIdle lists what --dry-run would archive.
+func printIdle(o *Options, idle []executor.IdleTask) error {
+	if o.JSON {
+		return cmdutil.WriteJSON(o.IO.Out, idle)
+	}
+	if len(idle) == 0 {
+		fmt.Fprintln(o.IO.ErrOut, "No task has been idle for its profile's archive_after")
+		return nil
+	}
+	w := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TASK\tHOST\tPROFILE\tIDLE SINCE\tARCHIVE AT")
+	for _, t := range idle {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.TaskID, t.Host, t.Profile, t.IdleSince.Format(time.RFC3339), t.ArchiveAt.Format(time.RFC3339))
+	}
+	w.Flush()
+	fmt.Fprintf(o.IO.ErrOut, "Would archive %d idle task(s); `kandev-exec sweep` does\n", len(idle))
+	return nil
+}
+
+func idleIDs(idle []executor.IdleTask) string {
+	ids := make([]string, len(idle))
+	for i, t := range idle {
+		ids[i] = t.TaskID
+	}
+	return strings.Join(ids, ", ")
 }

@@ -95,11 +95,18 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	if err != nil {
 		return err
 	}
+	archive, err := ex.ArchiveTimes(ctx, ts)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
 		views := make([]View, 0, len(ts))
 		for _, t := range ts {
 			v := viewOf(t, jobs[t.ID])
 			v.MaxRuntimeAt = bounded[t.ID]
+			if it, ok := archive[t.ID]; ok {
+				v.ArchiveAt = &it.ArchiveAt
+			}
 			views = append(views, v)
 		}
 		return cmdutil.WriteJSON(o.IO.Out, views)
@@ -128,7 +135,11 @@ func listRun(ctx context.Context, o *ListOptions) error {
 	now := time.Now()
 	for _, t := range ts {
 		j := jobs[t.ID]
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", t.ID, t.Name, t.Profile, t.Host, listPhase(t, j, now), len(t.Sessions), cmdutil.Ago(t.CreatedAt))
+		phase := listPhase(t, j, now)
+		if it, ok := archive[t.ID]; ok {
+			phase += archiveText(it.ArchiveAt, now)
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", t.ID, t.Name, t.Profile, t.Host, phase, len(t.Sessions), cmdutil.Ago(t.CreatedAt))
 		if withLeft {
 			left := "-"
 			if at := bounded[t.ID]; at != nil {
@@ -215,4 +226,12 @@ func boundedSessions(ctx context.Context, ex *executor.Executor) (map[string]*ti
 		}
 	}
 	return out, nil
+}
+
+// archiveText says when sweep archives an idle task.
+func archiveText(at, now time.Time) string {
+	if !now.Before(at) {
+		return " (archived by the next sweep)"
+	}
+	return " (archived by sweep in " + at.Sub(now).Round(time.Minute).String() + ")"
 }

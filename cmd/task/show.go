@@ -167,6 +167,7 @@ func showTeardown(w io.Writer, v View) {
 	if v.Reason != "" {
 		fmt.Fprintf(w, "reason:    %s\n", cmdutil.SafeText(v.Reason))
 	}
+	showProof(w, v.Proof)
 	if v.CleanupOutput != "" {
 		fmt.Fprintln(w, "cleanup output:")
 		for _, line := range strings.Split(strings.TrimRight(v.CleanupOutput, "\n"), "\n") {

@@ -47,6 +47,11 @@ type View struct {
 	// masked on the host (a failed run's tail is in Reason instead).
 	CleanupOutput string   `json:"cleanup_output,omitempty"`
 	Job           *JobView `json:"job,omitempty"`
+	// Proof: what proved the removed directory safe (docs/contract.md).
+	Proof *records.ReclaimProof `json:"proof,omitempty"`
+	// ArchiveAt: when `sweep` archives it, idle that long (`task ls`,
+	// for a profile with archive_after).
+	ArchiveAt *time.Time `json:"archive_at,omitempty"`
 	// SessionStates: each session's state as recorded (`task show` only),
 	// oldest first.
 	SessionStates []SessionState `json:"session_states,omitempty"`
@@ -83,7 +88,7 @@ func viewOf(t *records.Task, j *records.CleanupJob) View {
 		v.Sessions = []string{}
 	}
 	if td := t.Teardown; td != nil {
-		v.Drain, v.Reclaim, v.Reason, v.CleanupOutput = string(td.Drain), string(td.Reclaim), td.Reason, td.CleanupOutput
+		v.Drain, v.Reclaim, v.Reason, v.CleanupOutput, v.Proof = string(td.Drain), string(td.Reclaim), td.Reason, td.CleanupOutput, td.Proof
 		if n := len(td.Receipts); n > 0 {
 			v.Receipt = td.Receipts[n-1]
 		}

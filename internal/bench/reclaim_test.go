@@ -148,3 +148,60 @@ func TestBenchReclaim(t *testing.T) {
 	addRow(t, "reclaim --apply, 1,000 clean directories", ms(k1000.delayed), "ssh host rm -rf ...", ms(p1000.delayed),
 		fmt.Sprintf("%.2fx", at1000), "<= 1.15x", yesNo(at1000 <= 1.15))
 }
+
+// TestBenchReclaimSquashed: `reclaim --apply` of 1,000 task directories
+// whose two commits reached the remote's main only as a squash (so each
+// is proven by the squash method: a fetch per call, then a patch-id
+// comparison per directory), next to `ssh host rm -rf` of the same
+// directories. Direct only, one run each: the bench stays cheap.
+func TestBenchReclaimSquashed(t *testing.T) {
+	f := newFixture(t)
+	e := f.env
+	var res struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	json.Unmarshal([]byte(e.run("task", "launch", "--profile", "direct", "--follow", "--json", "--", "true")), &res)
+	template := filepath.Join(e.root("direct"), "tasks", res.Task.ID)
+	git := "git -c user.name=b -c user.email=b@x"
+	sh(t, fmt.Sprintf(`set -e; cd %[1]s
+echo one > one.txt; %[2]s add one.txt; %[2]s commit -q -m one
+echo two > two.txt; %[2]s add two.txt; %[2]s commit -q -m two
+%[2]s clone -q -b main %[3]s/app.git %[3]s/merger; cd %[3]s/merger
+%[2]s fetch -q %[1]s HEAD; %[2]s merge -q --squash FETCH_HEAD; %[2]s commit -q -m 'task (#1)'; %[2]s push -q origin HEAD:main`,
+		template, git, e.work))
+	const n = 1000
+	var dirs []string
+	gone := func() {
+		for _, d := range dirs {
+			if _, err := os.Lstat(d); err == nil {
+				t.Fatalf("%s is still there", d)
+			}
+		}
+	}
+	dirs = orphans(t, template, e.root("direct"), n)
+	start := time.Now()
+	var rows []struct{ Action, Reason, Detail string }
+	if err := json.Unmarshal([]byte(e.run("reclaim", "--host", "direct", "--apply", "--yes", "--json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	reclaimed := time.Since(start)
+	squashed := 0
+	for _, r := range rows {
+		if r.Action == "removed" {
+			squashed++
+		}
+	}
+	if squashed != n { // the template's task is live: kept
+		t.Fatalf("reclaim removed %d of %d directories: %+v", squashed, n, rows[:min(len(rows), 3)])
+	}
+	gone()
+	dirs = orphans(t, template, e.root("direct"), n)
+	start = time.Now()
+	sh(t, fmt.Sprintf("ssh -F %s direct rm -rf %s", f.cfg, strings.Join(dirs, " ")))
+	rm := time.Since(start)
+	gone()
+	fmt.Printf("\nreclaim: 1,000 squash-merged task directories (two commits each, on the remote only as one squash commit), one run each, direct\n")
+	fmt.Printf("%-48s %10.0f ms\n", "kandev-exec reclaim --apply (squash proofs)", float64(reclaimed)/float64(time.Millisecond))
+	fmt.Printf("%-48s %10.0f ms\n", "ssh host rm -rf", float64(rm)/float64(time.Millisecond))
+	fmt.Printf("%-48s %11.2fx\n", "ratio (reclaim / rm -rf)", float64(reclaimed)/float64(rm))
+}
