@@ -158,13 +158,16 @@ func (h *host) checkPushed(ctx context.Context, root string, r repo, hd held, up
 			return err
 		}
 	}
-	if err := h.proveAncestors(ctx, ups, refs, unreached, c); err != nil {
-		return err
-	}
 	if len(left) == 0 {
 		// Nothing is left over, so the directory may go: the commits
-		// reachability rests on are hashed first (verify.go).
-		return h.verifyAncestry(ctx, r, refs, tips)
+		// reachability rests on are hashed before anything is read of
+		// them (verify.go).
+		if err := h.verifyAncestry(ctx, r, refs, tips); err != nil {
+			return err
+		}
+	}
+	if err := h.proveAncestors(ctx, ups, refs, unreached, c); err != nil || len(left) == 0 {
+		return err
 	}
 	c.Unpushed, c.FirstUnpushed = len(left), left[0]
 	for _, l := range refs {
