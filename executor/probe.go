@@ -33,20 +33,24 @@ type TestResult struct {
 	PinnedFingerprint string `json:"pinned_fingerprint"`
 	// Trust is what the host is trusted by: "pin", "ca" (CAFingerprint
 	// names the CA) or "none"; MatchesPin says the key presented holds.
-	Trust         string         `json:"trust"`
-	CAFingerprint string         `json:"ca_fingerprint"`
-	MatchesPin    bool           `json:"matches_pin"`
-	Platform      string         `json:"platform"`
-	Supported     bool           `json:"supported"`
-	Uname         string         `json:"uname"`
-	GitVersion    string         `json:"git_version"`
-	Helper        string         `json:"helper"` // cached under every root in helper_roots, else needs_upload
-	HelperLocal   *LocalHelper   `json:"helper_local"`
-	HelperMissing string         `json:"helper_missing,omitempty"` // why there is no local helper
-	HelperRoots   []RootHelper   `json:"helper_roots"`
-	Hops          []ssh.Observed `json:"hops"`
-	Error         *ErrorView     `json:"error,omitempty"`
-	Err           error          `json:"-"`
+	Trust         string       `json:"trust"`
+	CAFingerprint string       `json:"ca_fingerprint"`
+	MatchesPin    bool         `json:"matches_pin"`
+	Platform      string       `json:"platform"`
+	Supported     bool         `json:"supported"`
+	Uname         string       `json:"uname"`
+	GitVersion    string       `json:"git_version"`
+	Helper        string       `json:"helper"` // cached under every root in helper_roots, else needs_upload
+	HelperLocal   *LocalHelper `json:"helper_local"`
+	HelperMissing string       `json:"helper_missing,omitempty"` // why there is no local helper
+	HelperRoots   []RootHelper `json:"helper_roots"`
+	// Forwarding is "allowed" or "refused": whether the SSH server opens
+	// direct-tcpip channels (without, sessions are reached through the
+	// helper and `session forward` cannot work).
+	Forwarding string         `json:"forwarding"`
+	Hops       []ssh.Observed `json:"hops"`
+	Error      *ErrorView     `json:"error,omitempty"`
+	Err        error          `json:"-"`
 }
 
 // LocalHelper is the helper this machine would upload to the host.
@@ -191,6 +195,13 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 		r.HelperMissing = err.Error()
 	} else {
 		r.HelperLocal = &LocalHelper{Source: string(local.Source), Path: local.Path, SHA256: local.SHA256}
+	}
+	r.Forwarding = "allowed"
+	var fr *ssh.ForwardingRefusedError
+	if err := c.ForwardingAllowed(ctx); errors.As(err, &fr) {
+		r.Forwarding = "refused"
+	} else if err != nil {
+		return fmt.Errorf("probe %s: %w", c.Target.Label(), err)
 	}
 	r.HelperRoots = roots
 	for i := range r.HelperRoots {

@@ -141,6 +141,9 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 		if line := helperDetail(r); line != "" {
 			fmt.Fprintln(io.Out, line)
 		}
+		if r.Error == nil && r.Forwarding == "refused" {
+			fmt.Fprintf(io.Out, "%s: the SSH server refuses port forwarding: sessions are reached through the helper, and `session forward` cannot work\n", r.Name)
+		}
 	}
 	for _, r := range rows {
 		if r.Error != nil {

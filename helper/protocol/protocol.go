@@ -22,7 +22,7 @@ import (
 
 // protocol is a string so that a test can build a helper of another
 // protocol with -ldflags -X; Protocol parses it.
-var protocol = "4"
+var protocol = "5"
 
 // Protocol is the version of this protocol. Bump it whenever a request or
 // answer changes shape or meaning.
@@ -47,6 +47,10 @@ const (
 	OpReclaimProve    = "reclaim-prove"    // reclaim.Request -> reclaim.Report: proof only, nothing touched
 	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
 	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
+	// OpRelay connects to a port of the host's loopback; after its answer
+	// the rest of the helper's stdin and stdout are that connection's
+	// bytes, for hosts whose SSH server forwards no ports.
+	OpRelay = "relay" // RelayRequest -> {}, then raw bytes both ways
 )
 
 // Error codes of the protocol itself. The operations add their own, which
