@@ -47,7 +47,9 @@ func (e *Executor) connect(ctx context.Context, h *records.Host) (*hostConn, err
 		return nil, err
 	}
 	e.migrateCertPins(ctx, h, c.Observed)
-	return &hostConn{e: e, host: h, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}, nil
+	hc := &hostConn{e: e, host: h, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}
+	c.OnSessionShortage(hc.relay.closeIdle)
+	return hc, nil
 }
 
 // Close stops the watchdog and closes the connection.

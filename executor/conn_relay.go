@@ -22,6 +22,18 @@ import (
 type relayState struct {
 	mu      sync.Mutex
 	refused *ssh.ForwardingRefusedError // set once the server refused a channel
+	clients []*controller.Client        // made on this connection
+}
+
+// closeIdle closes the controller connections kept for reuse, each
+// holding a channel: for a server that allows few (ssh.OnSessionShortage).
+func (r *relayState) closeIdle() {
+	r.mu.Lock()
+	clients := r.clients
+	r.mu.Unlock()
+	for _, c := range clients {
+		c.CloseIdle()
+	}
 }
 
 // controller is the session's controller on port, the helper being
@@ -30,7 +42,11 @@ func (hc *hostConn) controller(root string, port int, token string) *controller.
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return hc.dialController(ctx, root, port)
 	}
-	return controller.NewClient(dial, port, token)
+	c := controller.NewClient(dial, port, token)
+	hc.relay.mu.Lock()
+	hc.relay.clients = append(hc.relay.clients, c)
+	hc.relay.mu.Unlock()
+	return c
 }
 
 func (hc *hostConn) dialController(ctx context.Context, root string, port int) (net.Conn, error) {

@@ -71,10 +71,12 @@ func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, std
 // stream runs script on a new session, on a pseudo-terminal when pty is
 // not nil.
 func (c *Client) stream(ctx context.Context, script string, pty *PTY, stdin io.Reader, stdout, stderr io.Writer) error {
-	sess, err := c.NewSession()
+	var sess *xssh.Session
+	release, err := c.Session(ctx, func() (err error) { sess, err = c.NewSession(); return err })
 	if err != nil {
 		return fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
 	}
+	defer release()
 	defer sess.Close()
 	if pty != nil {
 		if err := requestPTY(sess, *pty); err != nil {
