@@ -23,7 +23,8 @@ import (
 // usercert (OpenSSH taking only certificates from that CA: target's key
 // is refused, NAME_KEY is a key with its certificate beside it, and
 // NAME_CERT that certificate), noforward (OpenSSH with AllowTcpForwarding
-// no) or forwardingdisabled (DisableForwarding yes). The CA's fingerprint is CA_FP (CA_FPRE as
+// no), forwardingdisabled (DisableForwarding yes) or busybox (OpenSSH
+// whose sessions' PATH holds only busybox applets). The CA's fingerprint is CA_FP (CA_FPRE as
 // a regexp); CA2_FP is another CA's.
 func (fx *fixture) cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
@@ -40,6 +41,8 @@ func (fx *fixture) cmdServer(ts *testscript.TestScript, neg bool, args []string)
 		setCertFP(ts, name, s)
 	case "noforward":
 		s = sshtest.NewServer(fx.t, sshtest.WithoutTCPForwarding())
+	case "busybox":
+		s = sshtest.NewServer(fx.t, sshtest.WithBusyboxPath())
 	case "forwardingdisabled":
 		s = sshtest.NewServer(fx.t, sshtest.WithForwardingDisabled())
 	case "usercert":

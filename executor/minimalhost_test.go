@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,5 +40,49 @@ func TestPrepareOnlyProfileWithoutGit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.root, "tasks", task.ID, "made.txt")); err != nil {
 		t.Fatalf("task directory after the archive: %v", err)
+	}
+}
+
+// A host whose PATH holds only busybox's applets: host test lists what it
+// has and lacks (git, for the profile that checks a repository out); a
+// prepare-only profile launches, stops and archives there.
+func TestBusyboxOnlyHost(t *testing.T) {
+	f := newLaunchFixture(t, sshtest.WithBusyboxPath())
+	ctx := context.Background()
+	profile := "name: bare\nhost: prod\nworkdir_root: " + f.root + "\nshell: sh\nprepare_script: echo prepared > made.txt\n"
+	if _, err := f.exec.ApplyProfile(ctx, "bare.yaml", []byte(profile)); err != nil {
+		t.Fatal(err)
+	}
+	rows := f.exec.TestHosts(ctx, []string{"prod"}, 1)
+	if rows[0].Err != nil {
+		t.Fatal(rows[0].Err)
+	}
+	got := map[string]Requirement{}
+	for _, q := range rows[0].Requirements {
+		got[q.Name] = q
+	}
+	for _, name := range []string{"sh", "uname", "gzip or sftp", "sha256sum or shasum"} {
+		if q := got[name]; !q.Present || !strings.HasSuffix(q.Found, "busybox-path/"+strings.Fields(name)[0]) || !slices.Equal(q.Profiles, []string{"bare", "web"}) {
+			t.Errorf("%s: %+v", name, q)
+		}
+	}
+	if q := got["git"]; q.Present || !slices.Equal(q.Profiles, []string{"web"}) {
+		t.Errorf("git: %+v", q)
+	}
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "bare", Command: []string{"sh", "-c", "cat made.txt; sleep 300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := f.exec.StopSession(ctx, s.ID)
+	if err != nil || stopped.State != records.SessionStopped {
+		t.Fatalf("stop: %+v, %v", stopped, err)
+	}
+	var log bytes.Buffer
+	if _, err := f.exec.StreamLogs(ctx, s.ID, false, &log); err != nil || !strings.Contains(log.String(), "\nprepared\n") {
+		t.Fatalf("log %q, %v", log.String(), err)
+	}
+	res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive})
+	if err != nil || res.Phase != records.PhaseArchived {
+		t.Fatalf("archive: %+v, %v", res, err)
 	}
 }

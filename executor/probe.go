@@ -47,10 +47,13 @@ type TestResult struct {
 	// Forwarding is "allowed" or "refused": whether the SSH server opens
 	// direct-tcpip channels (without, sessions are reached through the
 	// helper and `session forward` cannot work).
-	Forwarding string         `json:"forwarding"`
-	Hops       []ssh.Observed `json:"hops"`
-	Error      *ErrorView     `json:"error,omitempty"`
-	Err        error          `json:"-"`
+	Forwarding string `json:"forwarding"`
+	// Requirements are what the host must have, each present or
+	// missing, with the profiles that need it (requirements.go).
+	Requirements []Requirement  `json:"requirements"`
+	Hops         []ssh.Observed `json:"hops"`
+	Error        *ErrorView     `json:"error,omitempty"`
+	Err          error          `json:"-"`
 }
 
 // LocalHelper is the helper this machine would upload to the host.
@@ -91,7 +94,7 @@ func (e *Executor) TestHosts(ctx context.Context, names []string, parallel int) 
 }
 
 func (e *Executor) testHost(ctx context.Context, name string) TestResult {
-	r := TestResult{Name: name, Hops: []ssh.Observed{}, HelperRoots: []RootHelper{}}
+	r := TestResult{Name: name, Hops: []ssh.Observed{}, HelperRoots: []RootHelper{}, Requirements: []Requirement{}}
 	h, _, err := e.getHost(ctx, name)
 	if err != nil {
 		r.Err = err
@@ -122,7 +125,12 @@ func (e *Executor) testHost(ctx context.Context, name string) TestResult {
 		r.Err = err
 		return r
 	}
-	if err := r.probe(ctx, c, roots); err != nil {
+	ps, err := e.hostProfiles(ctx, h)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	if err := r.probe(ctx, c, roots, ps); err != nil {
 		r.Err = err
 	}
 	return r
@@ -172,10 +180,10 @@ func (e *Executor) hostRoots(ctx context.Context, h *records.Host) ([]RootHelper
 // helpers present under each root are listed by content address; which
 // one this host needs depends on its platform, known only from the same
 // answer.
-func (r *TestResult) probe(ctx context.Context, c *ssh.Client, roots []RootHelper) error {
+func (r *TestResult) probe(ctx context.Context, c *ssh.Client, roots []RootHelper, ps []*profiles.Profile) error {
 	script := `printf 'os=%s\n' "$(uname -s)"; printf 'arch=%s\n' "$(uname -m)"; printf 'uname=%s\n' "$(uname -a)"
 printf 'git=%s\n' "$(git --version 2>/dev/null)"
-`
+` + requirementsScript
 	for i, root := range roots {
 		script += fmt.Sprintf(`printf 'helpers%d='; for f in %s/*/kandev-exec; do [ -x "$f" ] && printf '%%s ' "$(basename "$(dirname "$f")")"; done; echo
 `, i, remote.Word(strings.TrimSuffix(root.Root, "/")+"/bin"))
@@ -204,6 +212,7 @@ printf 'git=%s\n' "$(git --version 2>/dev/null)"
 		return fmt.Errorf("probe %s: %w", c.Target.Label(), err)
 	}
 	r.HelperRoots = roots
+	r.Requirements = requirements(ctx, c, kv, ps)
 	for i := range r.HelperRoots {
 		r.HelperRoots[i].Helper = "needs_upload"
 		if local.SHA256 != "" && slices.Contains(strings.Fields(kv[fmt.Sprintf("helpers%d", i)]), local.SHA256) {

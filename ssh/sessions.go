@@ -137,3 +137,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// openSession is a new session counted as Session does; end closes it.
+func (c *Client) openSession(ctx context.Context) (sess *xssh.Session, end func(), err error) {
+	release, err := c.Session(ctx, func() (err error) { sess, err = c.NewSession(); return err })
+	if err != nil {
+		return nil, nil, fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
+	}
+	return sess, func() { sess.Close(); release() }, nil
+}

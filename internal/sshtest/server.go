@@ -141,6 +141,32 @@ func WithoutCommands(names ...string) Option {
 	}
 }
 
+// WithBusyboxPath gives every session a PATH that holds only busybox's
+// applets, as on a minimal (Alpine-like) host: no git, no bash, and
+// busybox's own sh, gzip, sha256sum and uname.
+func WithBusyboxPath() Option {
+	return func(s *Server) {
+		bb, err := exec.LookPath("busybox")
+		if err != nil {
+			s.t.Fatalf("sshtest: busybox is missing (run `apt-get install busybox`): %v", err)
+		}
+		out, err := exec.Command(bb, "--list").Output()
+		if err != nil {
+			s.t.Fatalf("sshtest: busybox --list: %v", err)
+		}
+		dir := filepath.Join(s.dir, "busybox-path")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			s.t.Fatalf("sshtest: %v", err)
+		}
+		for _, applet := range strings.Fields(string(out)) {
+			if err := os.Symlink(bb, filepath.Join(dir, applet)); err != nil {
+				s.t.Fatalf("sshtest: %v", err)
+			}
+		}
+		s.pathDir = dir
+	}
+}
+
 // NewServer starts sshd on a free 127.0.0.1 port in a fresh temp dir, and stops it when the test ends.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
