@@ -63,6 +63,7 @@ var typedErrors = []struct {
 	{&ssh.ProxyCommandError{Hop: "h", Err: io.EOF}, 7, "unreachable"},
 	{&ssh.ForwardingRefusedError{Host: "h", Reason: "open failed"}, 1, "error"},
 	{&ssh.SessionLimitError{Host: "h", Open: 1, Err: io.EOF}, 1, "error"},
+	{&remote.NoexecError{Host: "h", Root: "/r", Mount: "/r"}, 1, "error"},
 	{&ssh.PassphraseKeyError{Path: "k"}, 6, "auth_failed"},
 	{&ssh.NoIdentitiesError{Tried: []string{"k"}}, 6, "auth_failed"},
 	{&ssh.LostError{Host: "h"}, 7, "unreachable"},
