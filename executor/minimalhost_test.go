@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
@@ -83,6 +84,48 @@ func TestBusyboxOnlyHost(t *testing.T) {
 	}
 	res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive})
 	if err != nil || res.Phase != records.PhaseArchived {
+		t.Fatalf("archive: %+v, %v", res, err)
+	}
+}
+
+// The whole flow as a login user without root's rights: a launch (the
+// helper uploaded under the user's own root), its log, a stop, host
+// test and an archive.
+func TestNonRootLoginUser(t *testing.T) {
+	f := newLaunchFixture(t, sshtest.WithLoginUser())
+	ctx := context.Background()
+	root := filepath.Join(f.srv.Home(), "kandev")
+	profile := "name: mine\nhost: prod\nworkdir_root: " + root + "\nshell: sh\nprepare_script: id -u > uid.txt\n"
+	if _, err := f.exec.ApplyProfile(ctx, "mine.yaml", []byte(profile)); err != nil {
+		t.Fatal(err)
+	}
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "mine", Command: []string{"sh", "-c", "echo uid=$(cat uid.txt); sleep 300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(task.TaskDir, root+"/") {
+		t.Fatalf("task directory %s, want one under %s", task.TaskDir, root)
+	}
+	fi, err := os.Stat(task.TaskDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid == 0 {
+		t.Fatalf("the task directory is root's")
+	}
+	stopped, err := f.exec.StopSession(ctx, s.ID)
+	if err != nil || stopped.State != records.SessionStopped {
+		t.Fatalf("stop: %+v, %v", stopped, err)
+	}
+	var log bytes.Buffer
+	if _, err := f.exec.StreamLogs(ctx, s.ID, false, &log); err != nil || !strings.Contains(log.String(), "\nuid=") || strings.Contains(log.String(), "uid=0\n") {
+		t.Fatalf("log %q, %v", log.String(), err)
+	}
+	if rows := f.exec.TestHosts(ctx, []string{"prod"}, 1); rows[0].Err != nil || len(rows[0].Requirements) == 0 {
+		t.Fatalf("host test: %+v", rows[0])
+	}
+	res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive})
+	if err != nil || res.Phase != records.PhaseArchived || res.Drain != records.DrainDrained {
 		t.Fatalf("archive: %+v, %v", res, err)
 	}
 }

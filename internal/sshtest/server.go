@@ -50,9 +50,10 @@ type Server struct {
 	disableForwarding bool // DisableForwarding yes (WithForwardingDisabled)
 	maxSessions       int  // MaxSessions (WithMaxSessions)
 
-	dropbear bool // NewDropbear's: Dropbear instead of OpenSSH's sshd
-	userCA   *CA  // WithTrustedUserCA
-	hostCA   *CA  // WithHostCertificate, certifying hostCert
+	dropbear bool       // NewDropbear's: Dropbear instead of OpenSSH's sshd
+	login    *loginUser // WithLoginUser's
+	userCA   *CA        // WithTrustedUserCA
+	hostCA   *CA        // WithHostCertificate, certifying hostCert
 	hostCert Cert
 
 	// UserCertPath is the user key's certificate, with WithTrustedUserCA.
@@ -283,6 +284,9 @@ func (s *Server) AuthorizeKey(pub ssh.PublicKey) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if err == nil {
+		err = s.shareAuthorizedKeys()
 	}
 	if err != nil {
 		s.t.Fatalf("sshtest: authorize key: %v", err)
