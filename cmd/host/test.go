@@ -32,8 +32,11 @@ func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) err
 		Use:   "test NAME...|--all",
 		Short: "Dial hosts without trusting them: fingerprint, platform, git, helper",
 		Long: `Dial each host without trusting anything new and report its host key
-fingerprint, platform, git version and whether the helper is cached.
-A host whose pinned key differs fails with exit code 5. With several hosts,
+fingerprint, platform, git version and whether the helper is cached; what
+the host must have (sh, uname, gzip or SFTP, sha256sum or shasum, git),
+present or missing, with the profiles that need it; and whether its SSH
+server allows port forwarding (without it, sessions are reached through the
+helper and only session forward cannot work). A host whose pinned key differs fails with exit code 5. With several hosts,
 exit code 3 means some failed and others did not. A name no host has fails
 before anything is dialled (exit code 1).
 
