@@ -22,7 +22,9 @@ import (
 // own fingerprint is NAME_CERTFP, NAME_CERTFPRE as a regexp) or
 // usercert (OpenSSH taking only certificates from that CA: target's key
 // is refused, NAME_KEY is a key with its certificate beside it, and
-// NAME_CERT that certificate). The CA's fingerprint is CA_FP (CA_FPRE as
+// NAME_CERT that certificate), noforward (OpenSSH with AllowTcpForwarding
+// no), forwardingdisabled (DisableForwarding yes) or busybox (OpenSSH
+// whose sessions' PATH holds only busybox applets). The CA's fingerprint is CA_FP (CA_FPRE as
 // a regexp); CA2_FP is another CA's.
 func (fx *fixture) cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
@@ -37,6 +39,12 @@ func (fx *fixture) cmdServer(ts *testscript.TestScript, neg bool, args []string)
 	case "hostcert":
 		s = sshtest.NewServer(fx.t, sshtest.WithHostCertificate(fx.certAuthority(ts), sshtest.Cert{Principals: []string{"127.0.0.1"}}))
 		setCertFP(ts, name, s)
+	case "noforward":
+		s = sshtest.NewServer(fx.t, sshtest.WithoutTCPForwarding())
+	case "busybox":
+		s = sshtest.NewServer(fx.t, sshtest.WithBusyboxPath())
+	case "forwardingdisabled":
+		s = sshtest.NewServer(fx.t, sshtest.WithForwardingDisabled())
 	case "usercert":
 		s = sshtest.NewServer(fx.t, sshtest.WithTrustedUserCA(fx.certAuthority(ts)))
 		ts.Setenv(up+"_KEY", s.UserKeyPath)

@@ -238,3 +238,7 @@ func (c *Client) send(ctx context.Context, method, path string, auth bool) (*htt
 	}
 	return nil, &statusError{resp.StatusCode, e.Error, e.Generation}
 }
+
+// CloseIdle closes the connections kept for the next call: each may hold
+// a session channel of its own on the host (a relay through the helper).
+func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }

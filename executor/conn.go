@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
-	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -17,7 +15,7 @@ import (
 // recovery, a refresh, `task exec`, a readmit's probe) connects through
 // connect, and talks to the host through what it returns: commands over
 // SSH (c), the helper (helperAt, call, openLaunch), a session's
-// controller (controller), and whether a failure was the link dying
+// controller (controller, conn_relay.go), and whether a failure was the link dying
 // (lost, linkLost). conn_helper.go puts the helper in place;
 // conn_launch.go holds a launch's conversation with it.
 
@@ -34,6 +32,7 @@ type hostConn struct {
 	// found or put in place: the same for every root of the host.
 	info   remote.Info
 	helper *remote.Helper
+	relay  relayState // how its controllers are reached (conn_relay.go)
 }
 
 // connect dials h. No host status refuses it: quarantine blocks launches,
@@ -48,7 +47,9 @@ func (e *Executor) connect(ctx context.Context, h *records.Host) (*hostConn, err
 		return nil, err
 	}
 	e.migrateCertPins(ctx, h, c.Observed)
-	return &hostConn{e: e, host: h, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}, nil
+	hc := &hostConn{e: e, host: h, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}
+	c.OnSessionShortage(hc.relay.closeIdle)
+	return hc, nil
 }
 
 // Close stops the watchdog and closes the connection.
@@ -79,13 +80,4 @@ func (hc *hostConn) linkLost(err error, doing, outcome, hint string) error {
 	}
 	name := hc.host.Name
 	return &ssh.Error{Host: name, Hop: name, Class: class, Err: fmt.Errorf("connection lost while %s (%s); %s", doing, why, outcome), Hint: hint}
-}
-
-// controller reaches a session's controller on port through a
-// direct-tcpip channel: nothing listens beyond the host's loopback.
-func (hc *hostConn) controller(port int, token string) *controller.Client {
-	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return hc.c.DialContext(ctx, "tcp", addr)
-	}
-	return controller.NewClient(dial, port, token)
 }

@@ -75,13 +75,13 @@ func (hc *hostConn) converseWarm(ctx context.Context, root string, first []byte)
 }
 
 // converseInstalled puts the helper in place, then starts it with first.
-// A failed upload is the uploading step's (an unsupported platform is
-// not: nothing was sent).
+// A failed upload is the uploading step's (an unsupported platform or a
+// noexec root is not: nothing was sent).
 func (hc *hostConn) converseInstalled(ctx context.Context, first []byte, res any, bound time.Duration,
 	step *string, progress func(string)) (*remote.Conversation, error) {
 	helper, uploaded, err := hc.ensureHelper(ctx, func(sent, total int64) { progress(UploadProgress(sent, total)) })
 	if err != nil {
-		if !errors.As(err, new(*helperbin.UnsupportedPlatformError)) {
+		if !errors.As(err, new(*helperbin.UnsupportedPlatformError)) && !errors.As(err, new(*remote.NoexecError)) {
 			*step = StepUploading
 		}
 		return nil, err

@@ -34,20 +34,27 @@ type TestResult struct {
 	PinnedFingerprint string `json:"pinned_fingerprint"`
 	// Trust is what the host is trusted by: "pin", "ca" (CAFingerprint
 	// names the CA) or "none"; MatchesPin says the key presented holds.
-	Trust         string         `json:"trust"`
-	CAFingerprint string         `json:"ca_fingerprint"`
-	MatchesPin    bool           `json:"matches_pin"`
-	Platform      string         `json:"platform"`
-	Supported     bool           `json:"supported"`
-	Uname         string         `json:"uname"`
-	GitVersion    string         `json:"git_version"`
-	Helper        string         `json:"helper"` // cached under every root in helper_roots, else needs_upload
-	HelperLocal   *LocalHelper   `json:"helper_local"`
-	HelperMissing string         `json:"helper_missing,omitempty"` // why there is no local helper
-	HelperRoots   []RootHelper   `json:"helper_roots"`
-	Hops          []ssh.Observed `json:"hops"`
-	Error         *ErrorView     `json:"error,omitempty"`
-	Err           error          `json:"-"`
+	Trust         string       `json:"trust"`
+	CAFingerprint string       `json:"ca_fingerprint"`
+	MatchesPin    bool         `json:"matches_pin"`
+	Platform      string       `json:"platform"`
+	Supported     bool         `json:"supported"`
+	Uname         string       `json:"uname"`
+	GitVersion    string       `json:"git_version"`
+	Helper        string       `json:"helper"` // cached under every root in helper_roots, else needs_upload
+	HelperLocal   *LocalHelper `json:"helper_local"`
+	HelperMissing string       `json:"helper_missing,omitempty"` // why there is no local helper
+	HelperRoots   []RootHelper `json:"helper_roots"`
+	// Forwarding is "allowed" or "refused": whether the SSH server opens
+	// direct-tcpip channels (without, sessions are reached through the
+	// helper and `session forward` cannot work).
+	Forwarding string `json:"forwarding"`
+	// Requirements are what the host must have, each present or
+	// missing, with the profiles that need it (requirements.go).
+	Requirements []Requirement  `json:"requirements"`
+	Hops         []ssh.Observed `json:"hops"`
+	Error        *ErrorView     `json:"error,omitempty"`
+	Err          error          `json:"-"`
 }
 
 // LocalHelper is the helper this machine would upload to the host.
@@ -97,7 +104,7 @@ func (e *Executor) TestHosts(ctx context.Context, names []string, parallel int) 
 }
 
 func (e *Executor) testHost(ctx context.Context, name string, opts sshconfig.ResolveOptions, ps []*profiles.Profile, psErr error) TestResult {
-	r := TestResult{Name: name, Hops: []ssh.Observed{}, HelperRoots: []RootHelper{}}
+	r := TestResult{Name: name, Hops: []ssh.Observed{}, HelperRoots: []RootHelper{}, Requirements: []Requirement{}}
 	h, _, err := e.getHost(ctx, name)
 	if err != nil {
 		r.Err = err
@@ -128,7 +135,7 @@ func (e *Executor) testHost(ctx context.Context, name string, opts sshconfig.Res
 		return r
 	}
 	roots := hostRoots(h, ps)
-	if err := r.probe(ctx, c, roots); err != nil {
+	if err := r.probe(ctx, c, roots, hostProfiles(h, ps)); err != nil {
 		r.Err = err
 	}
 	return r
@@ -174,10 +181,10 @@ func hostRoots(h *records.Host, ps []*profiles.Profile) []RootHelper {
 // helpers present under each root are listed by content address; which
 // one this host needs depends on its platform, known only from the same
 // answer.
-func (r *TestResult) probe(ctx context.Context, c *ssh.Client, roots []RootHelper) error {
+func (r *TestResult) probe(ctx context.Context, c *ssh.Client, roots []RootHelper, ps []*profiles.Profile) error {
 	script := `printf 'os=%s\n' "$(uname -s)"; printf 'arch=%s\n' "$(uname -m)"; printf 'uname=%s\n' "$(uname -a)"
 printf 'git=%s\n' "$(git --version 2>/dev/null)"
-`
+` + requirementsScript
 	for i, root := range roots {
 		bin := remote.Word(strings.TrimSuffix(root.Root, "/") + "/bin")
 		script += fmt.Sprintf(`printf 'helpers%d='; for f in %s/*/kandev-exec; do [ -x "$f" ] && printf '%%s ' "$(basename "$(dirname "$f")")"; done; echo
@@ -200,7 +207,15 @@ printf 'versions%d='; for d in %s/*; do [ -e "$d" ] || [ -L "$d" ] && printf '%%
 	} else {
 		r.HelperLocal = &LocalHelper{Source: string(local.Source), Path: local.Path, SHA256: local.SHA256}
 	}
+	r.Forwarding = "allowed"
+	var fr *ssh.ForwardingRefusedError
+	if err := c.ForwardingAllowed(ctx); errors.As(err, &fr) {
+		r.Forwarding = "refused"
+	} else if err != nil {
+		return fmt.Errorf("probe %s: %w", c.Target.Label(), err)
+	}
 	r.HelperRoots = roots
+	r.Requirements = requirements(ctx, c, kv, ps)
 	for i := range r.HelperRoots {
 		r.HelperRoots[i].Versions = helperVersions(kv[fmt.Sprintf("versions%d", i)])
 		r.HelperRoots[i].Helper = "needs_upload"

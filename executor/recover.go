@@ -200,7 +200,7 @@ func (e *Executor) settleOnHost(ctx context.Context, tc *taskClaim, t *records.T
 		return nil
 	}
 	if token, err := e.vault.LoadToken(s.ID); err == nil && files.Port > 0 {
-		if hl, err := hc.controller(files.Port, token).Health(ctx); err == nil {
+		if hl, err := hc.controller(t.Root, files.Port, token).Health(ctx); err == nil {
 			return ignoreSettled(e.adopt(ctx, s.ID, dir, files.Port, hl))
 		}
 	}

@@ -89,7 +89,7 @@ func (e *Executor) attachSession(ctx context.Context, s *records.Session) (*atta
 func attachOn(hc *hostConn, t *records.Task, s *records.Session) *attach {
 	a := &attach{s: s, t: t, hc: hc}
 	if token, err := hc.e.vault.LoadToken(s.ID); err == nil && s.RemotePort > 0 {
-		a.token, a.ctrl = token, hc.controller(s.RemotePort, token)
+		a.token, a.ctrl = token, hc.controller(t.Root, s.RemotePort, token)
 	}
 	return a
 }
@@ -354,6 +354,11 @@ func (e *Executor) ForwardSession(ctx context.Context, prefix string, local, rem
 		return err
 	}
 	defer a.Close()
+	// A server that forwards nothing would refuse every connection
+	// carried: say so before listening.
+	if err := a.hc.c.ForwardingAllowed(ctx); err != nil {
+		return a.linkErr(err, "forwarding for", "nothing was forwarded", "")
+	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", local))
 	if err != nil {
 		return &UsageError{Msg: fmt.Sprintf("cannot listen on 127.0.0.1:%d: %v", local, err)}

@@ -67,11 +67,14 @@ var handlers = map[string]handler{
 	protocol.OpHelperPrune: op(func(ctx context.Context, r reclaim.HelpersRequest) (any, error) {
 		return reclaim.PruneHelpers(ctx, r)
 	}),
+	protocol.OpRelay: op(openRelay),
 }
 
 // Serve answers the requests on r, one per line, in order, until r ends:
 // each gets its progress lines and its answer on w before the next is
-// read. Input that holds no request at all is answered as a bad one. It
+// read. Input that holds no request at all is answered as a bad one. A
+// relay (OpRelay) answered ends the requests: the streams carry its
+// connection from there on. It
 // returns an error only when a request cannot be read or an answer
 // cannot be written; a failed operation is a normal answer.
 func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
@@ -94,6 +97,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		}
 		if len(bytes.TrimSpace(b)) > 0 || err != nil && served == 0 {
 			res, opErr := dispatch(ctx, b, progress)
+			if rl, ok := res.(*relayed); ok {
+				// Past this answer the streams are the connection's.
+				out, _ := protocol.EncodeAnswer(nil, nil)
+				if eerr := emit(out); eerr != nil {
+					rl.conn.Close()
+					return eerr
+				}
+				return rl.carry(br, w)
+			}
 			var fail *protocol.Error
 			if opErr != nil {
 				fail = asError(opErr)

@@ -48,6 +48,7 @@ type Client struct {
 
 	waitOnce sync.Once
 	waitCh   chan struct{}
+	slots    sessionSlots // session channels open (sessions.go)
 }
 
 // Close closes the target connection and then each hop, innermost first.

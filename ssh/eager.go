@@ -21,10 +21,13 @@ import (
 // nothing (stdout or stderr) within firstOutput is given up as not
 // started: it is for scripts that print something at once.
 func (c *Client) StreamEager(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer, firstOutput time.Duration) error {
-	ch, reqs, err := c.OpenChannel("session", nil)
+	var ch xssh.Channel
+	var reqs <-chan *xssh.Request
+	release, err := c.Session(ctx, func() (err error) { ch, reqs, err = c.OpenChannel("session", nil); return err })
 	if err != nil {
 		return fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
 	}
+	defer release()
 	defer ch.Close()
 	exec := xssh.Marshal(struct{ Command string }{BootstrapCommand(script)})
 	// Sent before any stdin: sshd drops data that reaches a session

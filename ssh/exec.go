@@ -71,11 +71,11 @@ func (c *Client) Stream(ctx context.Context, script string, stdin io.Reader, std
 // stream runs script on a new session, on a pseudo-terminal when pty is
 // not nil.
 func (c *Client) stream(ctx context.Context, script string, pty *PTY, stdin io.Reader, stdout, stderr io.Writer) error {
-	sess, err := c.NewSession()
+	sess, end, err := c.openSession(ctx)
 	if err != nil {
-		return fmt.Errorf("open session on %s: %w", c.Target.Label(), err)
+		return err
 	}
-	defer sess.Close()
+	defer end()
 	if pty != nil {
 		if err := requestPTY(sess, *pty); err != nil {
 			return fmt.Errorf("allocate a terminal on %s: %w", c.Target.Label(), err)

@@ -77,8 +77,11 @@ func runGit(ctx context.Context, dir string, args ...string) (out, stderrTail st
 
 func gitError(ctx context.Context, dir string, args []string, err error, tail string) *Error {
 	what := MaskURLs("git " + strings.Join(args, " "))
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return errorf(CodeTimeout, "%s in %s: %v", what, dir, ctx.Err())
+	case errors.Is(err, exec.ErrNotFound):
+		return errorf(CodeGitFailed, "git is not installed on this host (not on the login user's PATH), and the profile's repositories need it: install git there, or launch a profile without repositories (`kandev-exec host test` lists what the host lacks)")
 	}
 	return errorf(CodeGitFailed, "%s in %s: %v: %s", what, dir, err, MaskURLs(tail))
 }

@@ -154,6 +154,9 @@ func (req PrepareRequest) validate(ctx context.Context) error {
 	if req.TaskBranch == "" || strings.HasPrefix(req.TaskBranch, "-") {
 		return bad
 	}
+	if len(req.Repositories) == 0 {
+		return nil // no checkout names a branch: git need not be installed
+	}
 	_, ok, err := gitQuery(ctx, "/", "check-ref-format", "--branch", req.TaskBranch)
 	if err == nil && !ok {
 		err = bad

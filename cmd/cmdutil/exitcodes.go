@@ -81,6 +81,8 @@ var exitRules = []exitRule{
 	{as[*ssh.HostCertError], ExitHostKey, ""},
 	{as[*ssh.HandshakeClosedError], ExitUnreachable, ""},
 	{as[*ssh.ProxyCommandError], ExitUnreachable, ""},
+	{as[*ssh.ForwardingRefusedError], ExitError, ""}, // its own Hint: what the server's config says
+	{as[*ssh.SessionLimitError], ExitError, ""},      // its own Hint: the server's MaxSessions
 	{as[*executor.FingerprintMismatchError], ExitHostKey, "the host does not present the key you were given: do not trust it until you know why"},
 	{as[*ssh.NoIdentitiesError], ExitAuth, ""},
 	{as[*ssh.PassphraseKeyError], ExitAuth, ""},

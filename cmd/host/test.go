@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -31,8 +32,11 @@ func NewCmdTest(f *cmdutil.Factory, runF func(context.Context, *TestOptions) err
 		Use:   "test NAME...|--all",
 		Short: "Dial hosts without trusting them: fingerprint, platform, git, helper",
 		Long: `Dial each host without trusting anything new and report its host key
-fingerprint, platform, git version and whether the helper is cached.
-A host whose pinned key differs fails with exit code 5. With several hosts,
+fingerprint, platform, git version and whether the helper is cached; what
+the host must have (sh, uname, gzip or SFTP, sha256sum or shasum, git),
+present or missing, with the profiles that need it; and whether its SSH
+server allows port forwarding (without it, sessions are reached through the
+helper and only session forward cannot work). A host whose pinned key differs fails with exit code 5. With several hosts,
 exit code 3 means some failed and others did not. A name no host has fails
 before anything is dialled (exit code 1).
 
@@ -147,6 +151,12 @@ func printTestRows(io *cmdutil.IOStreams, rows []executor.TestResult) {
 					r.Name, len(root.Versions), cmdutil.Safe(root.Root+"/bin"), shortVersions(root.Versions), r.Name)
 			}
 		}
+		if line := requirementsDetail(r); line != "" {
+			fmt.Fprintln(io.Out, line)
+		}
+		if r.Error == nil && r.Forwarding == "refused" {
+			fmt.Fprintf(io.Out, "%s: the SSH server refuses port forwarding: sessions are reached through the helper, and `session forward` cannot work\n", r.Name)
+		}
 	}
 	for _, r := range rows {
 		if r.Error != nil {
@@ -203,6 +213,40 @@ func helperDetail(r executor.TestResult) string {
 		where = append(where, w)
 	}
 	return fmt.Sprintf("%s: the next launch uploads %s to %s", r.Name, from, strings.Join(where, ", "))
+}
+
+// requirementsDetail says what the host has of what kandev-exec needs
+// there and what it lacks, with the profiles that need it: "prod: has
+// sh, uname, gzip, sha256sum; lacks git (needed by profile web)".
+func requirementsDetail(r executor.TestResult) string {
+	if r.Error != nil || len(r.Requirements) == 0 {
+		return ""
+	}
+	var has, lacks []string
+	for _, q := range r.Requirements {
+		name := q.Name
+		if q.Present {
+			if strings.Contains(name, " or ") {
+				name = path.Base(q.Found) // which of the two
+			}
+			has = append(has, cmdutil.Safe(name))
+			continue
+		}
+		switch len(q.Profiles) {
+		case 0:
+			name += " (no profile of this host needs it)"
+		case 1:
+			name += " (needed by profile " + q.Profiles[0] + ")"
+		default:
+			name += " (needed by profiles " + strings.Join(q.Profiles, ", ") + ")"
+		}
+		lacks = append(lacks, name)
+	}
+	line := r.Name + ": has " + cmdutil.Dash(strings.Join(has, ", "))
+	if len(lacks) > 0 {
+		line += "; lacks " + strings.Join(lacks, ", ")
+	}
+	return line
 }
 
 // helperSource says in words where a local helper comes from (its JSON

@@ -266,7 +266,9 @@ func NewCmdForward(f *cmdutil.Factory, runF func(context.Context, *Options) erro
 connection to 127.0.0.1:REMOTE on the session's host over SSH, until Ctrl-C.
 The local address is printed on stdout once listening (with --json, as
 {"session_id", "local", "remote"}). A link silent past the keepalive deadline
-ends the forward with exit code 7.`
+ends the forward with exit code 7. A host whose SSH server refuses port
+forwarding (AllowTcpForwarding no, DisableForwarding yes) is refused before
+listening, exit code 1, naming the server's refusal.`
 	c.Example = `  kandev-exec session forward s3xk2 8080
   kandev-exec session forward s3xk2 9000:8080`
 	return c

@@ -66,6 +66,10 @@ func (a *Answers) Next(res any, progress func(Progress)) error {
 	}
 }
 
+// Rest is what follows the answers read so far: after OpRelay's answer,
+// the relayed connection's bytes.
+func (a *Answers) Rest() io.Reader { return a.br }
+
 // ErrTooLong is a line longer than ReadLine's bound.
 var ErrTooLong = errors.New("line too long")
 

@@ -70,3 +70,9 @@ type Started struct {
 // StepProof is the progress step of controller-start while the helper
 // asks the controller it started for its proof.
 const StepProof = "Connecting to controller"
+
+// RelayRequest names the port on the host's loopback (a session's
+// controller) that OpRelay connects to.
+type RelayRequest struct {
+	Port int `json:"port"`
+}

@@ -48,6 +48,10 @@ const (
 	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
 	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
 	OpHelperPrune     = "helper-prune"     // reclaim.HelpersRequest -> reclaim.HelpersReport: old helper versions
+	// OpRelay connects to a port of the host's loopback; after its answer
+	// the rest of the helper's stdin and stdout are that connection's
+	// bytes, for hosts whose SSH server forwards no ports.
+	OpRelay = "relay" // RelayRequest -> {}, then raw bytes both ways
 )
 
 // Error codes of the protocol itself. The operations add their own, which

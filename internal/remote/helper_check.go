@@ -80,7 +80,8 @@ func helperStateScript(sha string) string {
 	return `kx_mkdir "$R/bin"; kx_mkdir "$R/bin/` + sha + `"
 if command -v gzip >/dev/null 2>&1; then echo gzip=yes; else echo gzip=no; fi
 f=$R/bin/` + sha + `/` + HelperName + `
-if [ ! -e "$f" ] && [ ! -L "$f" ]; then echo state=missing; exit 0; fi
+if [ ! -e "$f" ] && [ ! -L "$f" ]; then
+` + noexecProbe + `echo state=missing; exit 0; fi
 kx_own "$f" -
 if [ ! -x "$f" ]; then echo state=corrupt; exit 0; fi
 s=$(sum256 "$f") || exit 1
@@ -88,6 +89,15 @@ case $s in ` + sha + `*) ;; *) echo state=corrupt; exit 0 ;; esac
 echo state=cached
 `
 }
+
+// noexecProbe runs a script put where the helper goes (a directory the
+// user's alone, checked): one that cannot run there is a filesystem
+// mounted noexec, its mount point (as df says it) printed as noexec=,
+// before anything is uploaded.
+const noexecProbe = `kx_p=${f%/*}/.exec-probe.$$
+printf '#!/bin/sh\nexit 0\n' >"$kx_p" && chmod 700 "$kx_p" && { "$kx_p" 2>/dev/null || printf 'noexec=%s\n' "$(df -P "${f%/*}" 2>/dev/null | tail -n 1 | sed 's/.*% //')"; }
+rm -f "$kx_p"
+`
 
 // detectScript prints the platform and home; the bootstrap of every
 // connection that needs the helper starts with it.
@@ -163,6 +173,9 @@ func parseHelperState(kv map[string]string, host, sha string) (HelperState, erro
 	st := HelperState{Helper: Helper{root: r, sha: sha}, cached: kv["state"] == "cached", gzip: kv["gzip"] != "no"}
 	if s := kv["state"]; s != "cached" && s != "missing" && s != "corrupt" {
 		return HelperState{}, fmt.Errorf("check helper on %s: unexpected state %q", host, s)
+	}
+	if mount, ok := kv["noexec"]; ok {
+		return HelperState{}, &NoexecError{Host: host, Root: r, Mount: mount}
 	}
 	if st.cached {
 		st.hello = parseHello(kv["hello"])

@@ -31,10 +31,12 @@ func uploadHelperRaw(ctx context.Context, c *ssh.Client, gz []byte, h Helper, up
 	if err != nil {
 		return fmt.Errorf("decompress the helper: %w", err)
 	}
-	sc, err := sftp.NewClient(c.Client)
+	var sc *sftp.Client
+	release, err := c.Session(ctx, func() (err error) { sc, err = sftp.NewClient(c.Client); return err })
 	if err != nil {
 		return fmt.Errorf("start sftp (the host has no gzip, so the helper goes over SFTP): %w", err)
 	}
+	defer release()
 	defer sc.Close()
 	// SFTP calls take no context: closing the client is what ends them.
 	stop := context.AfterFunc(ctx, func() { sc.Close() })

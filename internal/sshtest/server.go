@@ -50,9 +50,10 @@ type Server struct {
 	disableForwarding bool // DisableForwarding yes (WithForwardingDisabled)
 	maxSessions       int  // MaxSessions (WithMaxSessions)
 
-	dropbear bool // NewDropbear's: Dropbear instead of OpenSSH's sshd
-	userCA   *CA  // WithTrustedUserCA
-	hostCA   *CA  // WithHostCertificate, certifying hostCert
+	dropbear bool       // NewDropbear's: Dropbear instead of OpenSSH's sshd
+	login    *loginUser // WithLoginUser's
+	userCA   *CA        // WithTrustedUserCA
+	hostCA   *CA        // WithHostCertificate, certifying hostCert
 	hostCert Cert
 
 	// UserCertPath is the user key's certificate, with WithTrustedUserCA.
@@ -135,6 +136,32 @@ func WithoutCommands(names ...string) Option {
 				if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
 					s.t.Fatalf("sshtest: %v", err)
 				}
+			}
+		}
+		s.pathDir = dir
+	}
+}
+
+// WithBusyboxPath gives every session a PATH that holds only busybox's
+// applets, as on a minimal (Alpine-like) host: no git, no bash, and
+// busybox's own sh, gzip, sha256sum and uname.
+func WithBusyboxPath() Option {
+	return func(s *Server) {
+		bb, err := exec.LookPath("busybox")
+		if err != nil {
+			s.t.Fatalf("sshtest: busybox is missing (run `apt-get install busybox`): %v", err)
+		}
+		out, err := exec.Command(bb, "--list").Output()
+		if err != nil {
+			s.t.Fatalf("sshtest: busybox --list: %v", err)
+		}
+		dir := filepath.Join(s.dir, "busybox-path")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			s.t.Fatalf("sshtest: %v", err)
+		}
+		for _, applet := range strings.Fields(string(out)) {
+			if err := os.Symlink(bb, filepath.Join(dir, applet)); err != nil {
+				s.t.Fatalf("sshtest: %v", err)
 			}
 		}
 		s.pathDir = dir
@@ -257,6 +284,9 @@ func (s *Server) AuthorizeKey(pub ssh.PublicKey) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if err == nil {
+		err = s.shareAuthorizedKeys()
 	}
 	if err != nil {
 		s.t.Fatalf("sshtest: authorize key: %v", err)
