@@ -57,7 +57,7 @@ func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.T
 	defer l.close()
 	env, err := l.prepare(ctx)
 	if err != nil {
-		return l.fail(ctx, err)
+		return l.fail(ctx, interruption(ctx, l.step, err))
 	}
 	return l.start(ctx, env)
 }

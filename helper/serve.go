@@ -70,7 +70,9 @@ var handlers = map[string]handler{
 // each gets its progress lines and its answer on w before the next is
 // read. Input that holds no request at all is answered as a bad one. It
 // returns an error only when a request cannot be read or an answer
-// cannot be written; a failed operation is a normal answer.
+// cannot be written; a failed operation is a normal answer. Lines are
+// read while a request is served, so that a cancel (protocol.OpCancel)
+// reaches it; the others wait their turn.
 func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	var mu sync.Mutex
 	emit := func(line []byte) error {
@@ -80,17 +82,22 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		return err
 	}
 	progress := func(p protocol.Progress) { _ = emit(protocol.EncodeProgress(p)) }
-	br := bufio.NewReader(r)
+	in := newRequests(r)
+	defer in.stop()
 	for served := 0; ; {
-		b, err := protocol.ReadLine(br, protocol.MaxRequest)
+		l := in.next()
+		b, err := l.b, l.err
 		switch {
 		case errors.Is(err, protocol.ErrTooLong):
 			return fmt.Errorf("read request: larger than %d bytes", protocol.MaxRequest)
 		case err != nil && !errors.Is(err, io.EOF):
 			return fmt.Errorf("read request: %w", err)
 		}
+		if isCancel(b) {
+			b = nil // nothing is being served: there is nothing to stop
+		}
 		if len(bytes.TrimSpace(b)) > 0 || err != nil && served == 0 {
-			res, opErr := dispatch(ctx, b, progress)
+			res, opErr := in.serve(ctx, b, progress)
 			var fail *protocol.Error
 			if opErr != nil {
 				fail = asError(opErr)
@@ -108,6 +115,94 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// requestLine is one line of input, or how the input ended.
+type requestLine struct {
+	b   []byte
+	err error
+}
+
+// requests reads the helper's input ahead of what it serves.
+type requests struct {
+	lines  chan requestLine // nil once the input ended
+	queued []requestLine    // read while a request was served
+	done   chan struct{}
+}
+
+func newRequests(r io.Reader) *requests {
+	q := &requests{lines: make(chan requestLine), done: make(chan struct{})}
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			b, err := protocol.ReadLine(br, protocol.MaxRequest)
+			select {
+			case q.lines <- requestLine{b, err}:
+			case <-q.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return q
+}
+
+func (q *requests) stop() { close(q.done) }
+
+func (q *requests) next() requestLine {
+	if len(q.queued) > 0 {
+		l := q.queued[0]
+		q.queued = q.queued[1:]
+		return l
+	}
+	l := <-q.lines
+	if l.err != nil {
+		q.lines = nil
+	}
+	return l
+}
+
+// serve runs request b, and stops it when a cancel arrives meanwhile and
+// its operation is Cancellable. Other lines are kept for their turn.
+func (q *requests) serve(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		res any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := dispatch(ctx, b, progress)
+		done <- answer{res, err}
+	}()
+	_, op, _ := protocol.RequestHead(b)
+	for {
+		select {
+		case a := <-done:
+			return a.res, a.err
+		case l := <-q.lines:
+			if l.err != nil {
+				q.lines = nil
+			}
+			switch {
+			case !isCancel(l.b):
+				q.queued = append(q.queued, l)
+			case protocol.Cancellable(op):
+				cancel()
+			}
+			if l.err != nil && isCancel(l.b) {
+				q.queued = append(q.queued, requestLine{err: l.err}) // the input's end, still to be seen
+			}
+		}
+	}
+}
+
+func isCancel(b []byte) bool {
+	_, op, err := protocol.RequestHead(b)
+	return err == nil && op == protocol.OpCancel
 }
 
 func dispatch(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {

@@ -119,6 +119,7 @@ var typedErrors = []struct {
 	{&executor.LaunchError{Err: errors.New("x")}, 1, "error"},
 	{&executor.LaunchError{Err: &ssh.Error{Class: ssh.ClassTimeout, Err: errors.New("x")}}, 7, "unreachable"},
 	{&executor.LaunchError{Err: &executor.ActiveSessionError{}}, 10, "conflict"},
+	{&executor.InterruptedError{Step: executor.StepPrepareScript, Stopped: true}, 130, "interrupted"},
 	{&remote.Error{Code: taskdir.CodeBadRequest}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeUnsafePath}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeOwnerMismatch}, 1, "error"},

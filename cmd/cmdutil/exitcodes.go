@@ -57,7 +57,7 @@ type exitRule struct {
 // revealed) comes before what it may wrap (a locked store).
 var exitRules = []exitRule{
 	{is(ErrInterrupted), ExitInterrupted, ""},
-	{is(context.Canceled), ExitInterrupted, ""},
+	{is(context.Canceled), ExitInterrupted, ""}, // an *executor.InterruptedError too
 	{as[*FlagError], ExitUsage, ""},
 	{as[*ConfigError], ExitUsage, ""},
 	{as[*sshconfig.ConfigError], ExitUsage, ""},

@@ -37,7 +37,9 @@ The command is the --agent preset's command plus ARGs, or CMD without --agent.
 The command's program is looked up on the host first, the way it will run
 (the profile's shell as a login shell, in the task directory): a missing one
 fails the launch and no agent starts. A failed launch keeps its task:
-` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. A launch
+` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. Ctrl-C
+before the controller starts stops the checkout or the prepare script on the
+host (exit 130); after, the agent keeps running. A launch
 cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" + ` or
 ` + "`task resume`" + `.`,
 		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
@@ -138,6 +140,9 @@ func launchFailed(err error, t *records.Task) error {
 	var le *executor.LaunchError
 	if errors.As(err, &le) && le.Step == executor.StepConnectingCtrl {
 		return cmdutil.WithHint(err, fmt.Sprintf("the agent was started and may be running: `kandev-exec session logs -f %s` once %s answers", le.SessionID, le.Host))
+	}
+	if errors.As(err, new(*executor.InterruptedError)) {
+		return cmdutil.WithHint(err, fmt.Sprintf("no agent was started; `kandev-exec task resume %s` carries on in the same task directory", t.ID))
 	}
 	return cmdutil.WithHint(err, fmt.Sprintf("the task record stays for inspection: `kandev-exec task show %s`; after fixing the cause, `kandev-exec task resume %s`", t.ID, t.ID))
 }

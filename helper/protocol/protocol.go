@@ -47,7 +47,16 @@ const (
 	OpReclaimProve    = "reclaim-prove"    // reclaim.Request -> reclaim.Report: proof only, nothing touched
 	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
 	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
+	// OpCancel is never answered: it asks the helper to stop the request
+	// it is serving, when that one is Cancellable (its answer still comes).
+	// A helper serving nothing, or something else, passes over it.
+	OpCancel = "cancel"
 )
+
+// Cancellable operations stop what they started on the host when the
+// CLI cancels them: they only make or check a task directory, so there
+// is nothing half-done that a later launch does not redo.
+func Cancellable(op string) bool { return op == OpPrepare || op == OpRunScript }
 
 // Error codes of the protocol itself. The operations add their own, which
 // stay with the package that raises them (taskdir's Code constants, which
