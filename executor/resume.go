@@ -27,7 +27,7 @@ func (e *ActiveSessionError) Error() string {
 // Resume starts a new session in the task's preserved directory, once
 // every earlier session is proven finished. If the host cannot tell (SSH
 // fails), nothing is started.
-func (e *Executor) Resume(ctx context.Context, prefix string, command []string, progress func(string)) (*records.Task, *records.Session, error) {
+func (e *Executor) Resume(ctx context.Context, prefix string, command []string, r Reports) (*records.Task, *records.Session, error) {
 	t, _, err := e.GetTask(ctx, prefix)
 	if err != nil {
 		return nil, nil, err
@@ -76,7 +76,7 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 			return nil, nil, err
 		}
 	}
-	s, err := e.startSession(ctx, tc, t, lp, progress)
+	s, err := e.startSession(ctx, tc, t, lp, r)
 	err = lostClaim(ctx, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2

@@ -44,7 +44,7 @@ func withProgress[Req any](run func(context.Context, Req, func(protocol.Progress
 
 var handlers = map[string]handler{
 	protocol.OpVersion: op(func(context.Context, struct{}) (any, error) { return versionInfo(), nil }),
-	protocol.OpPrepare: op(func(ctx context.Context, r taskdir.PrepareRequest) (any, error) { return taskdir.Prepare(ctx, r) }),
+	protocol.OpPrepare: withProgress(prepare),
 	protocol.OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
 		return taskdir.RunScript(ctx, r)
 	}),
@@ -64,6 +64,16 @@ var handlers = map[string]handler{
 	protocol.OpReclaimProve: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
 	protocol.OpReclaimApply: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
 	protocol.OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
+}
+
+// prepare looks the agent's program up first, so that a missing one
+// fails before any checkout (or, a prepare script to come, is reported
+// at once), then makes or checks the task directory.
+func prepare(ctx context.Context, r taskdir.PrepareRequest, progress func(protocol.Progress)) (any, error) {
+	if err := taskdir.LookFirst(ctx, r.Lookup, func() { progress(protocol.Progress{Step: protocol.StepProgramMissing}) }); err != nil {
+		return nil, err
+	}
+	return taskdir.Prepare(ctx, r)
 }
 
 // Serve answers the requests on r, one per line, in order, until r ends:

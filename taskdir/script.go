@@ -3,7 +3,6 @@ package taskdir
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -56,10 +55,7 @@ func RunScript(ctx context.Context, req RunScriptRequest) (*RunScriptResult, err
 	}
 	defer release()
 	cmd := GroupCommand(ctx, dir, req.Shell, "-l", "-c", req.Script)
-	cmd.Env = os.Environ()
-	for k, v := range req.Env {
-		cmd.Env = append(cmd.Env, k+"="+v) // later entries win
-	}
+	cmd.Env = Environ(req.Env)
 	out := newScriptOutput(req.Redact, outputTail)
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Run()

@@ -124,6 +124,7 @@ var typedErrors = []struct {
 	{&remote.Error{Code: taskdir.CodeUnsafePath}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeOwnerMismatch}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeOriginMismatch}, 1, "error"},
+	{&remote.Error{Code: taskdir.CodeProgramMissing}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeGitFailed}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeVerifyFailed}, 1, "error"},
 	{&remote.Error{Code: taskdir.CodeTimeout}, 1, "error"},

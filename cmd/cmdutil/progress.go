@@ -76,6 +76,24 @@ func (p *Progress) Step(text string) {
 	p.drawLocked()
 }
 
+// Warn says msg on a line of its own as "warning: msg", above the step
+// under way, which is drawn again below it. With --json nothing is said
+// (stderr holds only an error).
+func (p *Progress) Warn(msg string) {
+	if p.off {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.text != "" {
+		fmt.Fprint(p.w, "\r\x1b[2K")
+	}
+	fmt.Fprintf(p.w, "warning: %s\n", msg)
+	if p.tty && p.text != "" {
+		p.drawLocked()
+	}
+}
+
 // Done ends the step under way, as finished (ok) or failed, and stops
 // redrawing. Calling it again does nothing.
 func (p *Progress) Done(ok bool) {

@@ -152,3 +152,29 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A warning gets a line of its own above the step under way, which is
+// drawn again below it; plain output has it between the steps, --json
+// none.
+func TestProgressWarn(t *testing.T) {
+	var out bytes.Buffer
+	clock := newClock()
+	p := newProgress(&out, true, false, 0, clock.now)
+	p.Step("Preparing task directory")
+	p.Warn("agent command \"x\" is not on prod yet")
+	if got := out.String(); !strings.HasSuffix(got, "\r\x1b[2Kwarning: agent command \"x\" is not on prod yet\n\r\x1b[2K⠋ Preparing task directory 0.0s") {
+		t.Fatalf("on a terminal: %q", got)
+	}
+	out.Reset()
+	p = newProgress(&out, false, false, 0, clock.now)
+	p.Step("Preparing task directory")
+	p.Warn("w")
+	if got := out.String(); got != "• Preparing task directory\nwarning: w\n" {
+		t.Fatalf("plain: %q", got)
+	}
+	out.Reset()
+	newProgress(&out, false, true, 0, clock.now).Warn("w")
+	if out.Len() != 0 {
+		t.Fatalf("--json: %q", out.String())
+	}
+}

@@ -35,8 +35,11 @@ a session controller that runs the command and outlives this connection.
 The command is the --agent preset's command plus ARGs, or CMD without --agent.
 
 The command's program is looked up on the host first, the way it will run
-(the profile's shell as a login shell, in the task directory): a missing one
-fails the launch and no agent starts. A failed launch keeps its task:
+(the profile's shell as a login shell, with the agent's environment): a
+missing one fails the launch before anything is checked out. With a prepare
+script, which may install it, the launch warns and looks again after the
+script; a path inside the checkout (./agent.sh) is looked up after the
+checkout. No agent starts without its program. A failed launch keeps its task:
 ` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. Ctrl-C
 before the controller starts stops the checkout or the prepare script on the
 host (exit 130); after, the agent keeps running. A launch
@@ -76,7 +79,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	}
 	warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: o.Launch.Profile, Agent: o.Launch.Agent, Launch: o.Launch.Env}, o.JSON)
 	p := cmdutil.NewProgress(o.IO, o.JSON)
-	o.Launch.Progress = p.Step
+	o.Launch.Progress, o.Launch.Warn = p.Step, p.Warn
 	t, s, err := ex.Launch(ctx, o.Launch)
 	p.Done(err == nil)
 	if err != nil {
