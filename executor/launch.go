@@ -204,10 +204,10 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 		t.Repo, t.BaseBranch = lp.profile.Repositories[0].URL, lp.profile.Repositories[0].Branch
 	}
 	if o.Repo != "" {
-		t.Repo = o.Repo
+		t.Repo, t.RepoGiven = o.Repo, true
 	}
 	if o.Branch != "" {
-		t.BaseBranch = o.Branch
+		t.BaseBranch, t.BaseGiven = o.Branch, true
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
