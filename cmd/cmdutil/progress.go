@@ -97,15 +97,24 @@ func (p *Progress) Warn(msg string) {
 // Done ends the step under way, as finished (ok) or failed, and stops
 // redrawing. Calling it again does nothing.
 func (p *Progress) Done(ok bool) {
+	if ok {
+		p.end("✓", p.cs.Green)
+	} else {
+		p.end("✗", p.cs.Red)
+	}
+}
+
+// Kept ends the step under way as one that left something as it was (a
+// task directory kept): neither done nor failed.
+func (p *Progress) Kept() { p.end("-", p.cs.Yellow) }
+
+// end finishes the step under way with mark, and stops redrawing.
+func (p *Progress) end(mark string, paint func(string) string) {
 	if p.off || !p.tty {
 		return
 	}
 	p.mu.Lock()
-	if ok {
-		p.finishLocked("✓", p.cs.Green)
-	} else {
-		p.finishLocked("✗", p.cs.Red)
-	}
+	p.finishLocked(mark, paint)
 	stop, done := p.stop, p.done
 	p.stop, p.done = nil, nil
 	p.mu.Unlock()

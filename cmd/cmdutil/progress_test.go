@@ -178,3 +178,17 @@ func TestProgressWarn(t *testing.T) {
 		t.Fatalf("--json: %q", out.String())
 	}
 }
+
+// A step that kept something as it was ends with neither a tick nor a
+// cross.
+func TestProgressKept(t *testing.T) {
+	var out bytes.Buffer
+	clock := newClock()
+	p := newProgress(&out, true, false, 0, clock.now)
+	p.Step("Reclaiming task directory")
+	clock.add(time.Second)
+	p.Kept()
+	if got := finished(out.String()); got != "- Reclaiming task directory (1.0s)\n" {
+		t.Fatalf("kept step %q", got)
+	}
+}

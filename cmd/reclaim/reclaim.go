@@ -27,13 +27,14 @@ type Options struct {
 	OlderThan time.Duration
 	Apply     bool
 	PlanFile  string
+	Task      string
 }
 
 // NewCmdReclaim is `reclaim [--host H] [--older-than D] [--apply [--plan FILE]]`.
 func NewCmdReclaim(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Executor: f.Executor}
 	c := &cobra.Command{
-		Use:   "reclaim [--host=H] [--older-than=D] [--apply]",
+		Use:   "reclaim [--host=H] [--task=ID] [--older-than=D] [--apply]",
 		Short: "Find task directories left on hosts, and remove those proven safe",
 		Long: `List every <root>/tasks/ of every host (each root its host, profiles and
 tasks use) and plan: a directory is a candidate when its .kandev/owner.json
@@ -48,12 +49,15 @@ clean and pushed, the same directory the plan saw) and removed without
 following any link; what the proof refuses is skipped with its reason.
 --apply asks first on a terminal and needs --yes without one. With
 --plan FILE (the output of reclaim --json) only what that plan marked for
-removal, as it saw it, is removed.
+removal, as it saw it, is removed. With --task ID only that task's
+directory is planned (and removed): an archived task whose profile does not
+set reclaim_task_dir is removed this way.
 
 An archived task whose directory is removed becomes absent. Exit 3 when
 some directories or hosts failed and others did not.`,
 		Example: `  kandev-exec reclaim                                  # the plan, every host
   kandev-exec reclaim --host prod --older-than 72h
+  kandev-exec reclaim --host prod --task t3kq7x2mbn4pa --apply
   kandev-exec reclaim --json > plan.json               # review it, then
   kandev-exec reclaim --apply --plan plan.json --yes`,
 		Args: cmdutil.NoArgs,
@@ -77,6 +81,7 @@ some directories or hosts failed and others did not.`,
 	}
 	c.Flags().StringVar(&opts.Host, "host", "", "only this host")
 	c.Flags().DurationVar(&opts.OlderThan, "older-than", 0, "only directories unchanged for at least this long")
+	c.Flags().StringVar(&opts.Task, "task", "", "only the directory of this task (its full ID)")
 	c.Flags().BoolVar(&opts.Apply, "apply", false, "remove what the plan marks, each proven safe again first")
 	c.Flags().StringVar(&opts.PlanFile, "plan", "", "with --apply: remove only what this saved plan (reclaim --json) marked, as it saw it")
 	_ = c.RegisterFlagCompletionFunc("host", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) {
@@ -116,6 +121,11 @@ func reclaimRun(ctx context.Context, o *Options) error {
 	}
 	if saved != nil {
 		rows = executor.RestrictToPlan(rows, saved)
+	}
+	if o.Task != "" {
+		if rows, err = onlyTask(rows, o.Task, o.Host); err != nil {
+			return err
+		}
 	}
 	fillErrors(rows)
 	if o.Apply {
@@ -292,4 +302,27 @@ func humanAge(s int64) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// onlyTask keeps the rows of task id's directory, and those of hosts that
+// could not be listed (the directory may be there).
+func onlyTask(rows []executor.ReclaimRow, id, host string) ([]executor.ReclaimRow, error) {
+	var kept []executor.ReclaimRow
+	found := false
+	for _, r := range rows {
+		switch {
+		case r.TaskID == id:
+			kept, found = append(kept, r), true
+		case r.Path == "" && r.Action == executor.ReclaimFailed:
+			kept = append(kept, r)
+		}
+	}
+	if !found && len(kept) == 0 {
+		where := "on any host"
+		if host != "" {
+			where = "on " + host
+		}
+		return nil, fmt.Errorf("reclaim: no directory of task %s %s (`kandev-exec reclaim` lists every one)", id, where)
+	}
+	return kept, nil
 }
