@@ -96,6 +96,7 @@ var typedErrors = []struct {
 	{&executor.TaskBusyError{TaskID: "t", Doing: "worked on"}, 10, "conflict"},
 	{&executor.PendingError{TaskID: "t", Host: "h", Drain: "unreachable", Err: "x"}, 8, "pending"},
 	{&executor.HostDrainPendingError{Host: "h", WorkerPID: 42, Log: "l"}, 8, "pending"},
+	{&executor.NameTakenError{Name: "n", TaskID: "t"}, 10, "conflict"},
 	{&executor.KeptError{TaskID: "t", Host: "h", Reason: "dirty_worktree"}, 3, "partial"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&executor.NoTokenError{SessionID: "s", PID: 7}, 1, "error"},

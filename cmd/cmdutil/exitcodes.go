@@ -66,6 +66,7 @@ var exitRules = []exitRule{
 	{as[*records.NameError], ExitUsage, ""},
 	{as[*vault.ValueError], ExitUsage, ""},
 	{as[*records.AmbiguousError], ExitUsage, ""}, // its own Hint: an ID prefix or a task name
+	{as[*executor.NameTakenError], ExitConflict, ""},
 	{as[*profiles.ConflictError], ExitConflict, "define the key in one of these origins only, or give them the same value: tier-1 origins never override each other, and a reference never loses to a different value"},
 	{as[*profiles.SecretError], ExitError, "check the reference: `kandev-exec secret ls`, the variable is exported, or the file is readable"},
 	{sshClass(ssh.ClassConfig), ExitUsage, ""},

@@ -64,7 +64,7 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 	fl.StringVar(&opts.Launch.Agent, "agent", "", "agent preset: its command and env")
 	fl.StringVar(&opts.Launch.Repo, "repo", "", "primary repository URL (overrides the profile's)")
 	fl.StringVar(&opts.Launch.Branch, "branch", "", "base branch for the task branch (default: the profile's)")
-	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task")
+	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task, unique among live tasks (exit 10 when taken)")
 	fl.StringArrayVar(&opts.Launch.Env, "env", nil, "KEY=VALUE for the agent (repeatable; literals only)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
 	_ = c.RegisterFlagCompletionFunc("profile", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.ProfileNames(ctx) }))
