@@ -64,6 +64,12 @@ func (p *Progress) Step(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.tty {
+		// News of the step printed last comes at most once a second: a
+		// log gets a line per second of a long upload, not one per report.
+		if p.text != "" && stepKey(text) == stepKey(p.text) && p.now().Sub(p.start) < time.Second {
+			return
+		}
+		p.text, p.start = text, p.now()
 		fmt.Fprintf(p.w, "• %s\n", text)
 		return
 	}

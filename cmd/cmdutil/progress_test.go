@@ -90,14 +90,17 @@ func TestProgressFailureAndWidth(t *testing.T) {
 	}
 }
 
-// Without a terminal each step is a plain line, news included; with
-// --json nothing at all.
+// Without a terminal each step is a plain line, news included at most
+// once a second; with --json nothing at all.
 func TestProgressPlainAndSilent(t *testing.T) {
 	var plain, silent bytes.Buffer
 	clock := newClock()
 	for _, p := range []*Progress{newProgress(&plain, false, false, 80, clock.now), newProgress(&silent, true, true, 80, clock.now)} {
 		p.Step("Connecting")
 		p.Step("Uploading helper (0.0 of 8.3 MB)")
+		clock.add(500 * time.Millisecond)
+		p.Step("Uploading helper (4.0 of 8.3 MB)") // too soon after the last line
+		clock.add(time.Second)
 		p.Step("Uploading helper (8.3 of 8.3 MB)")
 		p.Done(true)
 	}
