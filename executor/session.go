@@ -48,12 +48,11 @@ func (e *LaunchError) Unwrap() error { return e.Err }
 // the next is asked for; a session that may have a controller is never
 // marked failed.
 func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan, r Reports) (*records.Session, error) {
-	l := &sessionLaunch{e: e, tc: tc, t: t, lp: lp, progress: r.Progress, warn: r.Warn, step: StepConnecting}
-	if l.progress == nil {
-		l.progress = func(string) {}
-	}
-	if l.warn == nil {
-		l.warn = func(string) {}
+	l := &sessionLaunch{e: e, tc: tc, t: t, lp: lp, progress: r.Progress, warn: r.Warn, output: r.Output, step: StepConnecting}
+	for _, f := range []*func(string){&l.progress, &l.warn, &l.output} {
+		if *f == nil {
+			*f = func(string) {}
+		}
 	}
 	if err := l.createSession(ctx); err != nil {
 		return nil, err
@@ -75,6 +74,7 @@ type sessionLaunch struct {
 	lp       *launchPlan
 	progress func(string)
 	warn     func(string)
+	output   func(string)
 
 	s    *records.Session     // as last recorded
 	step string               // a Step* of launch.go
@@ -162,7 +162,7 @@ func (l *sessionLaunch) prepare(ctx context.Context) (launchEnv, error) {
 	}
 	if l.lp.profile.PrepareScript != "" {
 		l.at(StepPrepareScript)
-		if err := runPrepareScript(l.cv, l.lp, taskDir, env.env, env.redact); err != nil {
+		if err := runPrepareScript(l.cv, l.lp, taskDir, env.env, env.redact, l.output); err != nil {
 			return launchEnv{}, err
 		}
 	}

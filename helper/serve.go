@@ -45,8 +45,8 @@ func withProgress[Req any](run func(context.Context, Req, func(protocol.Progress
 var handlers = map[string]handler{
 	protocol.OpVersion: op(func(context.Context, struct{}) (any, error) { return versionInfo(), nil }),
 	protocol.OpPrepare: withProgress(prepare),
-	protocol.OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
-		return taskdir.RunScript(ctx, r)
+	protocol.OpRunScript: withProgress(func(ctx context.Context, r taskdir.RunScriptRequest, progress func(protocol.Progress)) (any, error) {
+		return taskdir.RunScript(ctx, r, func(line string) { progress(protocol.Progress{Step: protocol.StepOutput, Line: line}) })
 	}),
 	protocol.OpControllerStart: withProgress(startController),
 	protocol.OpControllerProbe: op(func(_ context.Context, r protocol.SessionRequest) (any, error) {

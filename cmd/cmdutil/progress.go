@@ -100,6 +100,21 @@ func (p *Progress) Warn(msg string) {
 	}
 }
 
+// Output shows a line of the step's own output (a prepare script's),
+// dimmed and indented under it, on a terminal only: elsewhere the task
+// directory's log keeps it.
+func (p *Progress) Output(line string) {
+	if p.off || !p.tty {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "\r\x1b[2K  %s\n", p.cs.Dim(Safe(line)))
+	if p.text != "" {
+		p.drawLocked()
+	}
+}
+
 // Done ends the step under way, as finished (ok) or failed, and stops
 // redrawing. Calling it again does nothing.
 func (p *Progress) Done(ok bool) {

@@ -156,22 +156,26 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// A warning gets a line of its own above the step under way, which is
-// drawn again below it; plain output has it between the steps, --json
-// none.
-func TestProgressWarn(t *testing.T) {
+// A warning, or a line of a script's output (dimmed, indented, made
+// safe), gets a line of its own above the step under way, which is drawn
+// again below it. Plain output has the warning between the steps and no
+// script output (the log keeps it); --json neither.
+func TestProgressWarnAndOutput(t *testing.T) {
 	var out bytes.Buffer
 	clock := newClock()
 	p := newProgress(&out, true, false, 0, clock.now)
 	p.Step("Preparing task directory")
 	p.Warn("agent command \"x\" is not on prod yet")
-	if got := out.String(); !strings.HasSuffix(got, "\r\x1b[2Kwarning: agent command \"x\" is not on prod yet\n\r\x1b[2K⠋ Preparing task directory 0.0s") {
+	p.Output("npm ci \x1b[31mred")
+	if got := out.String(); !strings.HasSuffix(got, "\r\x1b[2Kwarning: agent command \"x\" is not on prod yet\n\r\x1b[2K⠋ Preparing task directory 0.0s"+
+		"\r\x1b[2K  npm ci \\x1b[31mred\n\r\x1b[2K⠋ Preparing task directory 0.0s") {
 		t.Fatalf("on a terminal: %q", got)
 	}
 	out.Reset()
 	p = newProgress(&out, false, false, 0, clock.now)
 	p.Step("Preparing task directory")
 	p.Warn("w")
+	p.Output("npm ci")
 	if got := out.String(); got != "• Preparing task directory\nwarning: w\n" {
 		t.Fatalf("plain: %q", got)
 	}

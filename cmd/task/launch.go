@@ -79,7 +79,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	}
 	warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: o.Launch.Profile, Agent: o.Launch.Agent, Launch: o.Launch.Env}, o.JSON)
 	p := cmdutil.NewProgress(o.IO, o.JSON)
-	o.Launch.Progress, o.Launch.Warn = p.Step, p.Warn
+	o.Launch.Progress, o.Launch.Warn, o.Launch.Output = p.Step, p.Warn, p.Output
 	t, s, err := ex.Launch(ctx, o.Launch)
 	p.Done(err == nil)
 	if err != nil {

@@ -55,7 +55,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: t.Profile, Agent: t.Agent, Launch: t.LaunchEnv}, o.JSON)
 	}
 	p := cmdutil.NewProgress(o.IO, o.JSON)
-	t, s, err := ex.Resume(ctx, o.ID, o.Command, executor.Reports{Progress: p.Step, Warn: p.Warn})
+	t, s, err := ex.Resume(ctx, o.ID, o.Command, executor.Reports{Progress: p.Step, Warn: p.Warn, Output: p.Output})
 	p.Done(err == nil)
 	if err != nil {
 		return launchFailed(err, t)

@@ -92,6 +92,10 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	fmt.Fprintf(w, "id:        %s\nname:      %s\nprofile:   %s\nhost:      %s\n", t.ID, t.Name, t.Profile, t.Host)
 	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\n", cmdutil.Safe(taskDirText(t)), t.Branch)
 	fmt.Fprintf(w, "base:      %s\n", baseText(t))
+	if t.TaskDir != "" && len(t.Sessions) > 0 {
+		fmt.Fprintf(w, "prepare:   %s (`kandev-exec session logs --prepare %s`)\n",
+			cmdutil.Safe(path.Join(t.TaskDir, ".kandev", executor.PrepareLog)), t.Sessions[len(t.Sessions)-1])
+	}
 	fmt.Fprintf(w, "phase:     %s\ncreated:   %s\n", phaseText(t, job, now), cmdutil.AgoFrom(t.CreatedAt, now))
 	for i := range sessions {
 		s := &sessions[i]

@@ -67,6 +67,10 @@ type Started struct {
 	Unproven string `json:"unproven,omitempty"`
 }
 
+// StepOutput is run-script's progress line for each line its script
+// prints (Progress.Line).
+const StepOutput = "output"
+
 // StepProgramMissing is prepare's progress line when the agent's program
 // is not there yet and a prepare script may install it.
 const StepProgramMissing = "program-missing"

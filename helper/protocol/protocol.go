@@ -86,6 +86,7 @@ func (e *Error) Error() string { return e.Message }
 type Progress struct {
 	Step  string `json:"step"`
 	Bytes int64  `json:"bytes,omitempty"`
+	Line  string `json:"line,omitempty"` // with StepOutput: a line of a script's output, masked
 }
 
 // head is every request's and answer's envelope.
