@@ -51,7 +51,7 @@ type Conversation struct {
 // must come within bound; a refused path is a *HostPathError. When ctx
 // ends the command ends with it, except while a Cancellable request is
 // served: the helper is asked to stop it, and its answer has
-// InterruptGrace to come.
+// interruptGrace to come.
 func Converse(ctx context.Context, c *ssh.Client, host, script, op string, first []byte, bound time.Duration) (*Conversation, error) {
 	caller := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -163,12 +163,12 @@ func (cv *Conversation) CloseInput() {
 	}
 }
 
-// InterruptGrace bounds how long an interrupted conversation waits for
+// interruptGrace bounds how long an interrupted conversation waits for
 // the helper to stop the request it serves and answer.
-var InterruptGrace = 10 * time.Second
+var interruptGrace = 10 * time.Second
 
 // interrupted follows the end of the caller's context: a Cancellable
-// request is asked to stop (the command ends after InterruptGrace at the
+// request is asked to stop (the command ends after interruptGrace at the
 // latest); anything else ends with the command, at once.
 func (cv *Conversation) interrupted() {
 	cv.mu.Lock()
@@ -182,7 +182,7 @@ func (cv *Conversation) interrupted() {
 		cv.cancel()
 		return
 	}
-	time.AfterFunc(InterruptGrace, cv.cancel)
+	time.AfterFunc(interruptGrace, cv.cancel)
 }
 
 // Next reads the answer to the last request into res, passing its
