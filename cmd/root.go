@@ -22,6 +22,7 @@ import (
 	"github.com/kdlbs/kandev-exec/cmd/sweep"
 	"github.com/kdlbs/kandev-exec/cmd/task"
 	"github.com/kdlbs/kandev-exec/cmd/watch"
+	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/internal/buildinfo"
 	"github.com/kdlbs/kandev-exec/internal/quietterm"
 )
@@ -79,8 +80,10 @@ func run(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	// Ctrl-C interrupts, except where it only stops watching work that
-	// goes on in the background (host drain): that says so, exit 8.
-	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) && cmdutil.Classify(err).Exit != cmdutil.ExitPending.Status {
+	// goes on in the background (host drain): that says so, exit 8. An
+	// interrupted launch says what it stopped on the host.
+	if err != nil && ctx.Err() != nil && !errors.Is(err, cmdutil.ErrInterrupted) && cmdutil.Classify(err).Exit != cmdutil.ExitPending.Status &&
+		!errors.As(err, new(*executor.InterruptedError)) {
 		err = cmdutil.ErrInterrupted
 	}
 	if err == nil {

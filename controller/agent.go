@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/internal/redact"
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 // killWait is how long a SIGKILLed agent gets to be reaped.
@@ -28,7 +28,7 @@ const groupPoll = 250 * time.Millisecond
 func (s *server) startAgent() error {
 	cmd := exec.Command(s.req.Shell, "-l", "-c", s.req.Command)
 	cmd.Dir = s.req.TaskDir
-	cmd.Env = agentEnv(s.req.Env)
+	cmd.Env = taskdir.Environ(s.req.Env)
 	// Our own pipe rather than an io.Writer, so Wait returns when the agent
 	// exits even if something it left behind still holds the output open.
 	out, w, err := os.Pipe()
@@ -74,19 +74,6 @@ func (s *server) startAgent() error {
 
 // agentEnv is the controller's environment plus the request's, which wins
 // (exec dedups keeping the last value). Keys are sorted for determinism.
-func agentEnv(extra map[string]string) []string {
-	env := os.Environ()
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+extra[k])
-	}
-	return env
-}
-
 // outputWait is how long the agent's exit waits for the rest of its output,
 // so that it is in the log before the exit line.
 const outputWait = 200 * time.Millisecond

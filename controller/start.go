@@ -179,19 +179,7 @@ func (r *StartRequest) checkRequire() error {
 	if r.Require == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, r.Shell, "-l", "-c", `command -v -- "$0" >/dev/null 2>&1`, r.Require)
-	cmd.Dir, cmd.Env = r.TaskDir, agentEnv(r.Env)
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		return fmt.Errorf("agent command %q not found: %s -l in %s has no such program in $PATH", r.Require, r.Shell, r.TaskDir)
-	case err != nil:
-		return fmt.Errorf("look up agent command %q with %s -l: %w", r.Require, r.Shell, err)
-	}
-	return nil
+	return taskdir.LookupProgram(context.Background(), r.Shell, r.TaskDir, taskdir.Environ(r.Env), r.Require)
 }
 
 var envKey = ascii.Word{First: ascii.Letters + "_", Rest: ascii.Alnum + "_"}

@@ -92,7 +92,12 @@ func (e *Executor) claimTask(ctx context.Context, id string) (*taskClaim, error)
 // the check that its host, profile and agent still exist.
 func (e *Executor) createTask(ctx context.Context, t *records.Task) (*taskClaim, error) {
 	h, err := records.CreateClaimed(ctx, e.cfg.Store, records.KindTask, t.ID, "task."+string(t.Phase), t, e.claimTTL(),
-		func(tx state.Tx) error { return checkReferences(tx, t) })
+		func(tx state.Tx) error {
+			if err := checkNameFree(tx, t); err != nil {
+				return err
+			}
+			return checkReferences(tx, t)
+		})
 	if err != nil {
 		return nil, err
 	}

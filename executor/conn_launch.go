@@ -104,7 +104,7 @@ func (hc *hostConn) converseInstalled(ctx context.Context, first []byte, res any
 func firstAnswer(cv *remote.Conversation, res any, bound time.Duration, step *string, progress func(string)) error {
 	*step = StepPreparing
 	progress(*step)
-	return cv.Next(bound, res, nil)
+	return cv.Next(bound, res, func(p protocol.Progress) { progress(p.Step) })
 }
 
 // startRefused: the helper ran `controller start` to the end and reported

@@ -186,7 +186,7 @@ func TestCreatedRemoteDirsArePrivate(t *testing.T) {
 
 	meta := filepath.Join(task.TaskDir, ".kandev")
 	chmodOwn(t, meta, 0o700, nobody)
-	_, _, err = f.exec.Resume(context.Background(), task.ID, []string{"true"}, nil)
+	_, _, err = f.exec.Resume(context.Background(), task.ID, []string{"true"}, Reports{})
 	var re *remote.Error
 	if !errors.As(err, &re) || re.Code != taskdir.CodeNotPrivate || !strings.Contains(re.Message, meta+" "+fsx.ReasonOwner) {
 		t.Fatalf("resume with .kandev owned by another user: %v", err)

@@ -269,7 +269,7 @@ func TestResumeKeepsItsClaimWhilePrepareRuns(t *testing.T) {
 	var resumed *records.Session
 	go func() {
 		var err error
-		_, resumed, err = e.Resume(ctx, task.ID, []string{"true"}, nil)
+		_, resumed, err = e.Resume(ctx, task.ID, []string{"true"}, Reports{})
 		done <- err
 	}()
 	g.waitStarted(t, done)

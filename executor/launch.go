@@ -41,6 +41,15 @@ type LaunchOptions struct {
 	// MaxRuntime shortens the profile's max_runtime (0: the profile's).
 	MaxRuntime time.Duration
 	Progress   func(step string)
+	Warn       func(msg string)
+	Output     func(line string)
+}
+
+// Reports is where a launch tells its user how it goes; any may be nil.
+type Reports struct {
+	Progress func(step string) // a step begins, or news of the one under way
+	Warn     func(msg string)  // something to know that does not stop it
+	Output   func(line string) // a line of the prepare script's output, masked
 }
 
 // RefusedError: the host takes no new launches (exit 9).
@@ -205,10 +214,10 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 		t.Repo, t.BaseBranch = lp.profile.Repositories[0].URL, lp.profile.Repositories[0].Branch
 	}
 	if o.Repo != "" {
-		t.Repo = o.Repo
+		t.Repo, t.RepoGiven = o.Repo, true
 	}
 	if o.Branch != "" {
-		t.BaseBranch = o.Branch
+		t.BaseBranch, t.BaseGiven = o.Branch, true
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
@@ -219,7 +228,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	defer tc.release(ctx)
 	ctx, stop := e.keep(ctx, tc.Held)
 	defer stop()
-	s, err := e.startSession(ctx, tc, t, lp, o.Progress)
+	s, err := e.startSession(ctx, tc, t, lp, Reports{Progress: o.Progress, Warn: o.Warn, Output: o.Output})
 	err = lostClaim(ctx, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2

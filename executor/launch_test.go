@@ -260,7 +260,7 @@ func TestWarmLaunchIsOneCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps, mark = nil, len(f.srv.Log())
-	if _, s, err = f.exec.Resume(ctx, task.ID, []string{"true"}, progress); err != nil || s.State != records.SessionRunning {
+	if _, s, err = f.exec.Resume(ctx, task.ID, []string{"true"}, Reports{Progress: progress}); err != nil || s.State != records.SessionRunning {
 		t.Fatalf("resume: %+v, %v", s, err)
 	}
 	if !slices.Equal(steps, want) {

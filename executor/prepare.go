@@ -19,7 +19,8 @@ import (
 type PrepareScriptError struct {
 	ExitCode int
 	TimedOut bool
-	Tail     string
+	Tail     string // its last whole lines
+	Log      string // where the host keeps the whole output
 }
 
 func (e *PrepareScriptError) Error() string {
@@ -28,7 +29,10 @@ func (e *PrepareScriptError) Error() string {
 		what = "prepare script timed out"
 	}
 	if tail := strings.TrimSpace(e.Tail); tail != "" {
-		return what + "; output tail:\n" + tail
+		what += "; output tail:\n" + tail
+	}
+	if e.Log != "" {
+		what += "\n(the whole output is kept in " + e.Log + " on the host)"
 	}
 	return what
 }
@@ -118,20 +122,30 @@ func (e *Executor) recordPrepared(ctx context.Context, tc *taskClaim, t *records
 	return res.TaskDirAbs, nil
 }
 
+// PrepareLog is the file in a task directory's .kandev/ that keeps the
+// last prepare script's whole output, masked and bounded.
+const PrepareLog = "prepare.log"
+
 // runPrepareScript runs the profile's prepare script in dir, through the
-// launch's helper.
-func runPrepareScript(cv *remote.Conversation, lp *launchPlan, dir string, env map[string]string, redact []string) error {
+// launch's helper, passing each line of its output to output as it comes.
+func runPrepareScript(cv *remote.Conversation, lp *launchPlan, dir string, env map[string]string, redact []string, output func(string)) error {
 	req := taskdir.RunScriptRequest{Dir: dir, Shell: shellOf(lp.profile), Script: lp.profile.PrepareScript,
-		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds())}
+		Env: env, Redact: redact, TimeoutSeconds: int(prepareTimeout(lp.profile).Seconds()), Log: PrepareLog}
 	if err := cv.Send(protocol.OpRunScript, req); err != nil {
 		return err
 	}
 	var resp taskdir.RunScriptResult
-	if err := cv.Next(stepBound(lp.profile), &resp, nil); err != nil {
+	lines := func(p protocol.Progress) {
+		if p.Step == protocol.StepOutput {
+			output(p.Line)
+		}
+	}
+	if err := cv.Next(stepBound(lp.profile), &resp, lines); err != nil {
 		return err
 	}
 	if resp.ExitCode != 0 || resp.TimedOut {
-		return &PrepareScriptError{ExitCode: resp.ExitCode, TimedOut: resp.TimedOut, Tail: resp.OutputTail}
+		return &PrepareScriptError{ExitCode: resp.ExitCode, TimedOut: resp.TimedOut, Tail: resp.OutputTail,
+			Log: path.Join(dir, ".kandev", PrepareLog)}
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func TestRecoverInterruptedLaunch(t *testing.T) {
 	}
 
 	// Gone after its agent exited 7: the status file tells.
-	task, s, err = f.exec.Resume(ctx, task.ID, []string{"sh", "-c", "exit 7"}, nil)
+	task, s, err = f.exec.Resume(ctx, task.ID, []string{"sh", "-c", "exit 7"}, Reports{})
 	if err != nil {
 		t.Fatal(err)
 	}

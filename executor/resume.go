@@ -27,7 +27,7 @@ func (e *ActiveSessionError) Error() string {
 // Resume starts a new session in the task's preserved directory, once
 // every earlier session is proven finished. If the host cannot tell (SSH
 // fails), nothing is started.
-func (e *Executor) Resume(ctx context.Context, prefix string, command []string, progress func(string)) (*records.Task, *records.Session, error) {
+func (e *Executor) Resume(ctx context.Context, prefix string, command []string, r Reports) (*records.Task, *records.Session, error) {
 	t, _, err := e.GetTask(ctx, prefix)
 	if err != nil {
 		return nil, nil, err
@@ -76,7 +76,10 @@ func (e *Executor) Resume(ctx context.Context, prefix string, command []string, 
 			return nil, nil, err
 		}
 	}
-	s, err := e.startSession(ctx, tc, t, lp, progress)
+	if t, err = takeProfile(ctx, tc, t, lp, r.Warn); err != nil {
+		return nil, nil, err
+	}
+	s, err := e.startSession(ctx, tc, t, lp, r)
 	err = lostClaim(ctx, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
@@ -122,4 +125,45 @@ func (e *Executor) ensureFinished(ctx context.Context, t *records.Task, id strin
 		return cannotTell(a.linkErr(err, "checking", "its state is unknown", ""))
 	}
 	return nil
+}
+
+// takeProfile: a task that never got a checkout takes the primary
+// repository and base branch of its profile as the profile is now (a
+// launch that failed on a wrong branch is fixed in the profile), except
+// what the launch's --repo or --branch gave. One with a checkout keeps
+// what it was made from, and says so (warn) when the profile now differs.
+func takeProfile(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan, warn func(string)) (*records.Task, error) {
+	if len(lp.profile.Repositories) == 0 {
+		return t, nil
+	}
+	now := lp.profile.Repositories[0]
+	repo, base := t.Repo, t.BaseBranch
+	if !t.RepoGiven {
+		repo = now.URL
+	}
+	if !t.BaseGiven {
+		base = now.Branch
+	}
+	if repo == t.Repo && base == t.BaseBranch {
+		return t, nil
+	}
+	if t.TaskDir != "" {
+		if warn != nil {
+			warn(fmt.Sprintf("task %s keeps repository %s and base branch %s from its launch: its checkout was made from them (profile %s now says %s, %s; a new task takes that: `kandev-exec task launch --profile %s`)",
+				t.ID, t.Repo, orDefault(t.BaseBranch), lp.profile.Name, repo, orDefault(base), lp.profile.Name))
+		}
+		return t, nil
+	}
+	return tc.update(ctx, "task.profile", func(x *records.Task) error {
+		x.Repo, x.BaseBranch = repo, base
+		return nil
+	})
+}
+
+// orDefault names an empty base branch: origin's default.
+func orDefault(branch string) string {
+	if branch == "" {
+		return "(origin's default)"
+	}
+	return branch
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -46,18 +47,20 @@ func (e *LaunchError) Unwrap() error { return e.Err }
 // and the controller. Every step's outcome lands in the records before
 // the next is asked for; a session that may have a controller is never
 // marked failed.
-func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan, progress func(string)) (*records.Session, error) {
-	if progress == nil {
-		progress = func(string) {}
+func (e *Executor) startSession(ctx context.Context, tc *taskClaim, t *records.Task, lp *launchPlan, r Reports) (*records.Session, error) {
+	l := &sessionLaunch{e: e, tc: tc, t: t, lp: lp, progress: r.Progress, warn: r.Warn, output: r.Output, step: StepConnecting}
+	for _, f := range []*func(string){&l.progress, &l.warn, &l.output} {
+		if *f == nil {
+			*f = func(string) {}
+		}
 	}
-	l := &sessionLaunch{e: e, tc: tc, t: t, lp: lp, progress: progress, step: StepConnecting}
 	if err := l.createSession(ctx); err != nil {
 		return nil, err
 	}
 	defer l.close()
 	env, err := l.prepare(ctx)
 	if err != nil {
-		return l.fail(ctx, err)
+		return l.fail(ctx, interruption(ctx, l.step, err))
 	}
 	return l.start(ctx, env)
 }
@@ -70,6 +73,8 @@ type sessionLaunch struct {
 	t        *records.Task
 	lp       *launchPlan
 	progress func(string)
+	warn     func(string)
+	output   func(string)
 
 	s    *records.Session     // as last recorded
 	step string               // a Step* of launch.go
@@ -157,7 +162,7 @@ func (l *sessionLaunch) prepare(ctx context.Context) (launchEnv, error) {
 	}
 	if l.lp.profile.PrepareScript != "" {
 		l.at(StepPrepareScript)
-		if err := runPrepareScript(l.cv, l.lp, taskDir, env.env, env.redact); err != nil {
+		if err := runPrepareScript(l.cv, l.lp, taskDir, env.env, env.redact, l.output); err != nil {
 			return launchEnv{}, err
 		}
 	}
@@ -178,17 +183,48 @@ func (l *sessionLaunch) prepareDir(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if req.Lookup, err = l.lookup(); err != nil {
+		return "", err
+	}
 	first, err := protocol.EncodeRequest(protocol.OpPrepare, req)
 	if err != nil {
 		return "", err
 	}
+	progress := func(step string) {
+		if step == protocol.StepProgramMissing {
+			l.warn(fmt.Sprintf("agent command %q is not on %s yet (%s -l has no such program in $PATH); the prepare script may install it: it is looked up again once the script has run",
+				req.Lookup.Program, l.t.Host, req.Lookup.Shell))
+			return
+		}
+		l.progress(step)
+	}
 	var prepared taskdir.PrepareResult
-	l.cv, err = l.hc.openLaunch(ctx, l.t.Root, first, &prepared, stepBound(l.lp.profile), &l.step, l.progress)
+	l.cv, err = l.hc.openLaunch(ctx, l.t.Root, first, &prepared, stepBound(l.lp.profile), &l.step, progress)
 	l.hc.notePlatform(ctx)
 	if err != nil {
 		return "", err
 	}
 	return l.e.recordPrepared(ctx, l.tc, l.t, l.hc.info.Root, prepared)
+}
+
+// lookup is the agent's program as prepare looks it up before anything
+// is checked out, with the environment the agent gets; nil when only the
+// checkout can have it (a path inside it) or it cannot be told.
+func (l *sessionLaunch) lookup() (*taskdir.ProgramLookup, error) {
+	program := programOf(l.lp.command)
+	if program == "" || taskdir.InCheckout(program) {
+		return nil, nil
+	}
+	dir := l.t.TaskDir
+	if dir == "" {
+		dir = path.Join(l.t.Root, "tasks", l.t.DirName) // as the launch expects it
+	}
+	env, err := l.environment(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &taskdir.ProgramLookup{Program: program, Shell: shellOf(l.lp.profile), Env: env.env,
+		MayInstall: l.lp.profile.PrepareScript != ""}, nil
 }
 
 // environment resolves what the prepare script and the agent get in

@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/kdlbs/kandev-exec/records"
@@ -50,14 +51,9 @@ func (e *Executor) resolveTask(ctx context.Context, ref string) (string, error) 
 	if err != nil {
 		return "", records.WithRemedy(err)
 	}
-	var named []string
-	for _, r := range recs {
-		var t struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(r.Data, &t) == nil && t.Name == ref {
-			named = append(named, r.Name)
-		}
+	named, live := tasksNamed(recs, ref)
+	if len(live) > 0 {
+		named = live // a name shared with archived tasks is the live one's
 	}
 	switch {
 	case len(named) == 1:
@@ -68,6 +64,52 @@ func (e *Executor) resolveTask(ctx context.Context, ref string) (string, error) 
 		return "", &records.NotFoundError{What: string(records.KindTask), Name: ref, ListCmd: "task ls"}
 	}
 	return records.ResolveID(ctx, e.cfg.Store, records.KindTask, ref)
+}
+
+// tasksNamed is the IDs of the task records named name, and of those
+// among them that are live (not archived or absent).
+func tasksNamed(recs []state.Record, name string) (named, live []string) {
+	for _, r := range recs {
+		var t struct {
+			Name  string        `json:"name"`
+			Phase records.Phase `json:"phase"`
+		}
+		if json.Unmarshal(r.Data, &t) != nil || t.Name != name {
+			continue
+		}
+		named = append(named, r.Name)
+		if t.Phase.Live() {
+			live = append(live, r.Name)
+		}
+	}
+	return named, live
+}
+
+// NameTakenError: a live task already has the name a launch asked for
+// (exit 10).
+type NameTakenError struct {
+	Name, TaskID string
+}
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("task name %q is taken by live task %s; choose another --name, or archive that task first (`kandev-exec task archive %s`)",
+		e.Name, e.TaskID, e.TaskID)
+}
+
+// checkNameFree refuses t's name when a live task has it, within the
+// transaction that creates t: two launches with one name cannot both pass.
+func checkNameFree(tx state.Tx, t *records.Task) error {
+	if t.Name == t.ID {
+		return nil
+	}
+	recs, err := tx.List(records.KindTask)
+	if err != nil {
+		return err
+	}
+	if _, live := tasksNamed(recs, t.Name); len(live) > 0 {
+		return &NameTakenError{Name: t.Name, TaskID: live[0]}
+	}
+	return nil
 }
 
 // GetSession resolves an ID prefix and reads the session.

@@ -83,9 +83,16 @@ func (e *PendingError) Error() string {
 // forgotten (exit 3).
 type KeptError struct {
 	TaskID, Host, Reason string
+	// Disabled: the profile does not set reclaim_task_dir, so no delete
+	// removes it; reclaim does, once the directory is proven safe.
+	Disabled bool
 }
 
 func (e *KeptError) Error() string {
+	if e.Disabled {
+		return fmt.Sprintf("task %s is archived, not deleted: its directory on %s was kept (%s); `kandev-exec reclaim --host %s --task %s --apply` removes it once the host proves nothing would be lost",
+			e.TaskID, e.Host, e.Reason, e.Host, e.TaskID)
+	}
 	return fmt.Sprintf("task %s is archived, not deleted: its directory on %s was kept (%s); make it safe to remove and run `kandev-exec task delete %s` again, or `kandev-exec reclaim --host %s`",
 		e.TaskID, e.Host, e.Reason, e.TaskID, e.Host)
 }
@@ -143,7 +150,7 @@ func (e *Executor) Teardown(ctx context.Context, o TeardownOptions) (*TeardownRe
 			forgot.Job, forgot.Attempts = res.Job, res.Attempts
 			return forgot, nil
 		case records.PhaseArchived:
-			return res, &KeptError{TaskID: t.ID, Host: t.Host, Reason: res.Reason}
+			return res, &KeptError{TaskID: t.ID, Host: t.Host, Reason: res.Reason, Disabled: res.Reclaim == records.ReclaimDisabled}
 		}
 	}
 	return res, nil

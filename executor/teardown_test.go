@@ -46,7 +46,7 @@ func TestArchiveRacingResume(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			_, resumed, resErr = other.Resume(ctx, task.ID, []string{"sleep", "300"}, nil)
+			_, resumed, resErr = other.Resume(ctx, task.ID, []string{"sleep", "300"}, Reports{})
 		}()
 		wg.Wait()
 		// Whatever is left pending runs now.

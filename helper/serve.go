@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/kdlbs/kandev-exec/controller"
@@ -44,9 +45,9 @@ func withProgress[Req any](run func(context.Context, Req, func(protocol.Progress
 
 var handlers = map[string]handler{
 	protocol.OpVersion: op(func(context.Context, struct{}) (any, error) { return versionInfo(), nil }),
-	protocol.OpPrepare: op(func(ctx context.Context, r taskdir.PrepareRequest) (any, error) { return taskdir.Prepare(ctx, r) }),
-	protocol.OpRunScript: op(func(ctx context.Context, r taskdir.RunScriptRequest) (any, error) {
-		return taskdir.RunScript(ctx, r)
+	protocol.OpPrepare: withProgress(prepare),
+	protocol.OpRunScript: withProgress(func(ctx context.Context, r taskdir.RunScriptRequest, progress func(protocol.Progress)) (any, error) {
+		return taskdir.RunScript(ctx, r, func(line string) { progress(protocol.Progress{Step: protocol.StepOutput, Line: line}) })
 	}),
 	protocol.OpControllerStart: withProgress(startController),
 	protocol.OpControllerProbe: op(func(_ context.Context, r protocol.SessionRequest) (any, error) {
@@ -70,13 +71,25 @@ var handlers = map[string]handler{
 	protocol.OpRelay: op(openRelay),
 }
 
+// prepare looks the agent's program up first, so that a missing one
+// fails before any checkout (or, a prepare script to come, is reported
+// at once), then makes or checks the task directory.
+func prepare(ctx context.Context, r taskdir.PrepareRequest, progress func(protocol.Progress)) (any, error) {
+	if err := taskdir.LookFirst(ctx, r.Lookup, func() { progress(protocol.Progress{Step: protocol.StepProgramMissing}) }); err != nil {
+		return nil, err
+	}
+	return taskdir.Prepare(ctx, r)
+}
+
 // Serve answers the requests on r, one per line, in order, until r ends:
 // each gets its progress lines and its answer on w before the next is
 // read. Input that holds no request at all is answered as a bad one. A
 // relay (OpRelay) answered ends the requests: the streams carry its
 // connection from there on. It
 // returns an error only when a request cannot be read or an answer
-// cannot be written; a failed operation is a normal answer.
+// cannot be written; a failed operation is a normal answer. Lines are
+// read while a request is served, so that a cancel (protocol.OpCancel)
+// reaches it; the others wait their turn.
 func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	var mu sync.Mutex
 	emit := func(line []byte) error {
@@ -86,25 +99,39 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		return err
 	}
 	progress := func(p protocol.Progress) { _ = emit(protocol.EncodeProgress(p)) }
-	br := bufio.NewReader(r)
+	in := newRequests(r)
+	defer in.stop()
 	for served := 0; ; {
-		b, err := protocol.ReadLine(br, protocol.MaxRequest)
+		l := in.next()
+		b, err := l.b, l.err
 		switch {
 		case errors.Is(err, protocol.ErrTooLong):
 			return fmt.Errorf("read request: larger than %d bytes", protocol.MaxRequest)
 		case err != nil && !errors.Is(err, io.EOF):
 			return fmt.Errorf("read request: %w", err)
 		}
+		if isCancel(b) {
+			b = nil // nothing is being served: there is nothing to stop
+		}
 		if len(bytes.TrimSpace(b)) > 0 || err != nil && served == 0 {
-			res, opErr := dispatch(ctx, b, progress)
-			if rl, ok := res.(*relayed); ok {
-				// Past this answer the streams are the connection's.
-				out, _ := protocol.EncodeAnswer(nil, nil)
-				if eerr := emit(out); eerr != nil {
-					rl.conn.Close()
-					return eerr
+			var res any
+			var opErr error
+			if isRelay(b) {
+				// Nothing is read past a relay request until it is
+				// answered: the rest may be the connection's bytes.
+				res, opErr = dispatch(ctx, b, progress)
+				if rl, ok := res.(*relayed); ok {
+					// Past this answer the streams are the connection's.
+					out, _ := protocol.EncodeAnswer(nil, nil)
+					if eerr := emit(out); eerr != nil {
+						rl.conn.Close()
+						return eerr
+					}
+					return rl.carry(in.handOff(err), w)
 				}
-				return rl.carry(br, w)
+				in.carryOn(err)
+			} else {
+				res, opErr = in.serve(ctx, b, progress)
 			}
 			var fail *protocol.Error
 			if opErr != nil {
@@ -123,6 +150,134 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// requestLine is one line of input, or how the input ended.
+type requestLine struct {
+	b   []byte
+	err error
+}
+
+// requests reads the helper's input ahead of what it serves.
+type requests struct {
+	lines  chan requestLine // nil once the input ended
+	queued []requestLine    // read while a request was served
+	done   chan struct{}
+	// After a relay request the reader waits: false on relayed reads on,
+	// true hands its reader (and what it buffered) over on rest.
+	relayed chan bool
+	rest    chan *bufio.Reader
+}
+
+func newRequests(r io.Reader) *requests {
+	q := &requests{lines: make(chan requestLine), done: make(chan struct{}), relayed: make(chan bool), rest: make(chan *bufio.Reader, 1)}
+	go func() {
+		br := bufio.NewReader(r)
+		for {
+			b, err := protocol.ReadLine(br, protocol.MaxRequest)
+			select {
+			case q.lines <- requestLine{b, err}:
+			case <-q.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+			if isRelay(b) {
+				select {
+				case handOff := <-q.relayed:
+					if handOff {
+						q.rest <- br
+						return
+					}
+				case <-q.done:
+					return
+				}
+			}
+		}
+	}()
+	return q
+}
+
+// handOff ends reading requests after a relay request was answered, and
+// returns the reader the connection's bytes come on. ended is the error
+// the request came with: the input ended with it, the reader is gone, and
+// nothing follows.
+func (q *requests) handOff(ended error) *bufio.Reader {
+	if ended != nil {
+		return bufio.NewReader(strings.NewReader(""))
+	}
+	q.relayed <- true
+	return <-q.rest
+}
+
+// carryOn reads requests again after a relay request that failed (ended
+// as for handOff).
+func (q *requests) carryOn(ended error) {
+	if ended == nil {
+		q.relayed <- false
+	}
+}
+
+func (q *requests) stop() { close(q.done) }
+
+func (q *requests) next() requestLine {
+	if len(q.queued) > 0 {
+		l := q.queued[0]
+		q.queued = q.queued[1:]
+		return l
+	}
+	l := <-q.lines
+	if l.err != nil {
+		q.lines = nil
+	}
+	return l
+}
+
+// serve runs request b, and stops it when a cancel arrives meanwhile and
+// its operation is Cancellable. Other lines are kept for their turn.
+func (q *requests) serve(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		res any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := dispatch(ctx, b, progress)
+		done <- answer{res, err}
+	}()
+	_, op, _ := protocol.RequestHead(b)
+	for {
+		select {
+		case a := <-done:
+			return a.res, a.err
+		case l := <-q.lines:
+			if l.err != nil {
+				q.lines = nil
+			}
+			switch {
+			case !isCancel(l.b):
+				q.queued = append(q.queued, l)
+			case protocol.Cancellable(op):
+				cancel()
+			}
+			if l.err != nil && isCancel(l.b) {
+				q.queued = append(q.queued, requestLine{err: l.err}) // the input's end, still to be seen
+			}
+		}
+	}
+}
+
+func isRelay(b []byte) bool {
+	_, op, err := protocol.RequestHead(b)
+	return err == nil && op == protocol.OpRelay
+}
+
+func isCancel(b []byte) bool {
+	_, op, err := protocol.RequestHead(b)
+	return err == nil && op == protocol.OpCancel
 }
 
 func dispatch(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {

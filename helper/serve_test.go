@@ -107,24 +107,30 @@ func TestMainArguments(t *testing.T) {
 	}
 }
 
-// One helper process serves several requests, each answered in order
-// before the next is read: a launch's steps over one SSH command.
-func TestServeConversation(t *testing.T) {
-	dir := t.TempDir()
+// converse serves a pipe: send writes a request, inW ends the input,
+// answers reads what comes back, served is how Serve ended.
+func converse(t *testing.T) (send func(op string, req any), inW io.WriteCloser, answers *protocol.Answers, served chan error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	served := make(chan error, 1)
+	served = make(chan error, 1)
 	go func() {
 		served <- Serve(context.Background(), inR, outW)
 		outW.Close()
 	}()
-	answers := protocol.NewAnswers(outR)
-	send := func(op string, req any) {
+	send = func(op string, req any) {
 		t.Helper()
 		if _, err := inW.Write(append(request(t, op, req), '\n')); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return send, inW, protocol.NewAnswers(outR), served
+}
+
+// One helper process serves several requests, each answered in order
+// before the next is read: a launch's steps over one SSH command.
+func TestServeConversation(t *testing.T) {
+	dir := t.TempDir()
+	send, inW, answers, served := converse(t)
 	// The second request leaves only once the first is answered, as the
 	// CLI does: the helper must not wait for the end of its input.
 	send(protocol.OpSessionFiles, protocol.SessionRequest{SessionDir: dir})

@@ -88,6 +88,11 @@ type Task struct {
 	// what a reclamation of the directory counts as upstream, whatever
 	// the checkouts' own config or the host's marker say since.
 	Repositories []TaskRepository `json:"repositories,omitempty"`
+	// RepoGiven and BaseGiven: the launch's --repo and --branch set Repo
+	// and BaseBranch; otherwise they are the profile's, which a resume
+	// before any checkout takes again.
+	RepoGiven bool `json:"repo_given,omitempty"`
+	BaseGiven bool `json:"base_given,omitempty"`
 	// TouchedAt: the last exec or shell in it (launches and resumes are
 	// its sessions), which puts off its profile's archive_after.
 	TouchedAt *time.Time `json:"touched_at,omitempty"`

@@ -49,7 +49,7 @@ func TestTaskDirLockBusy(t *testing.T) {
 	go func() {
 		res, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh",
 			Script: `touch "$STARTED"; while [ ! -e "$STOP" ]; do sleep 0.05; done`,
-			Env:    map[string]string{"STARTED": started, "STOP": stop}, TimeoutSeconds: 30})
+			Env:    map[string]string{"STARTED": started, "STOP": stop}, TimeoutSeconds: 30}, nil)
 		first <- result{res, err}
 	}()
 	waitFile(t, started)
@@ -58,7 +58,7 @@ func TestTaskDirLockBusy(t *testing.T) {
 	if h := fsx.ReadHolder(filepath.Join(dir, ".kandev", "lock")); h == nil || h.PID != os.Getpid() {
 		t.Fatalf("lock holder note %+v, want pid %s", h, pid)
 	}
-	_, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "touch second-ran"})
+	_, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "touch second-ran"}, nil)
 	wantCode(t, err, CodeBusy)
 	for _, s := range []string{dir, "pid " + pid, "an earlier launch's preparation is still running"} {
 		if !strings.Contains(err.Error(), s) {
@@ -83,7 +83,7 @@ func TestTaskDirLockBusy(t *testing.T) {
 		t.Fatalf("first script: %+v, %v", r.res, r.err)
 	}
 	mustPrepare(t, req)
-	if res, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "true"}); err != nil || res.ExitCode != 0 {
+	if res, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "true"}, nil); err != nil || res.ExitCode != 0 {
 		t.Fatalf("script after the first finished: %+v, %v", res, err)
 	}
 	if m := mode(t, filepath.Join(dir, ".kandev", "lock")); m != 0o600 {
@@ -130,7 +130,7 @@ func TestTaskDirLockRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, ".kandev", "lock")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "touch ran"})
+	_, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "touch ran"}, nil)
 	wantCode(t, err, CodeUnsafePath)
 	if _, err := os.Lstat(target); err == nil {
 		t.Fatal("the symlink's target was created")
@@ -144,6 +144,6 @@ func TestTaskDirLockRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(dir2, ".kandev")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = RunScript(context.Background(), RunScriptRequest{Dir: dir2, Shell: "/bin/sh", Script: "true"})
+	_, err = RunScript(context.Background(), RunScriptRequest{Dir: dir2, Shell: "/bin/sh", Script: "true"}, nil)
 	wantCode(t, err, CodeUnsafePath)
 }

@@ -22,6 +22,9 @@ type PrepareRequest struct {
 	// repository names its own Branch; empty means origin's default.
 	BaseBranch     string `json:"base_branch"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	// Lookup is the agent's program, looked up before anything else
+	// (the helper's prepare, LookFirst).
+	Lookup *ProgramLookup `json:"lookup,omitempty"`
 }
 
 // Repository is one checkout of a task.

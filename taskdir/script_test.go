@@ -24,24 +24,49 @@ func emptyTaskDir(t *testing.T) string {
 
 func TestRunScriptExitCodeAndRedactedTail(t *testing.T) {
 	dir := emptyTaskDir(t)
+	var lines []string
 	res, err := RunScript(context.Background(), RunScriptRequest{
 		Dir:    dir,
 		Shell:  "/bin/sh",
 		Script: `head -c 6000 /dev/zero | tr '\0' x; echo; echo "token=$API_TOKEN pwd=$(pwd)"; echo "half $API_TOKEN" >&2; exit 3`,
 		Env:    map[string]string{"API_TOKEN": "s3cr3t-value"},
 		Redact: []string{"s3cr3t-value", ""},
-	})
+		Log:    "prepare.log",
+	}, func(l string) { lines = append(lines, l) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.ExitCode != 3 || res.TimedOut {
 		t.Fatalf("result = %+v", res)
 	}
-	if len(res.OutputTail) != outputTail {
-		t.Fatalf("tail is %d bytes, want %d", len(res.OutputTail), outputTail)
+	// The tail is whole lines: the long one lost its start, so it goes.
+	want := "token=*** pwd=" + dir + "\nhalf ***\n"
+	if res.OutputTail != want {
+		t.Fatalf("tail = %q, want %q", res.OutputTail, want)
 	}
-	if strings.Contains(res.OutputTail, "s3cr3t") || !strings.Contains(res.OutputTail, "token=*** pwd="+dir+"\nhalf ***\n") {
-		t.Fatalf("tail = %q", res.OutputTail[len(res.OutputTail)-100:])
+	// Each line passed on as it came, a long one in pieces; all masked.
+	if len(lines) != 4 || lines[0] != strings.Repeat("x", maxLine) || lines[1] != strings.Repeat("x", 6000-maxLine) ||
+		lines[2] != "token=*** pwd="+dir || lines[3] != "half ***" {
+		t.Fatalf("lines = %q", lines)
+	}
+	// The log keeps it all, masked.
+	log, err := os.ReadFile(filepath.Join(dir, ".kandev", "prepare.log"))
+	if err != nil || string(log) != strings.Repeat("x", 6000)+"\n"+want {
+		t.Fatalf("log = %q, %v", log, err)
+	}
+}
+
+// The log stops at its bound, saying so; the tail and the lines go on.
+func TestRunScriptLogBounded(t *testing.T) {
+	dir := emptyTaskDir(t)
+	res, err := RunScript(context.Background(), RunScriptRequest{Dir: dir, Shell: "/bin/sh", Log: "prepare.log",
+		Script: `head -c 1100000 /dev/zero | tr '\0' y; echo; echo last line`}, nil)
+	if err != nil || res.ExitCode != 0 || res.OutputTail != "last line\n" {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, ".kandev", "prepare.log"))
+	if err != nil || !strings.HasPrefix(string(log), strings.Repeat("y", logLimit)+"\n[kandev-exec] the rest of the output is not kept") || strings.Contains(string(log), "last line") {
+		t.Fatalf("log is %d bytes, ends %q, %v", len(log), log[max(0, len(log)-120):], err)
 	}
 }
 
@@ -53,7 +78,7 @@ func TestRunScriptTimeoutKillsGroup(t *testing.T) {
 	res, err := RunScript(context.Background(), RunScriptRequest{
 		Dir: dir, Shell: "/bin/sh", TimeoutSeconds: 1,
 		Script: `sleep 300 & echo $! > child.pid; echo started; wait`,
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +123,7 @@ func TestRunScriptRefusesBadRequests(t *testing.T) {
 		{Dir: "/", Shell: "/bin/sh"},
 		{Dir: "relative", Shell: "/bin/sh", Script: "true"},
 	} {
-		_, err := RunScript(context.Background(), req)
+		_, err := RunScript(context.Background(), req, nil)
 		wantCode(t, err, CodeBadRequest)
 	}
 }
@@ -110,7 +135,7 @@ func TestScriptOutputTailAcrossWrites(t *testing.T) {
 	stream := "xx" + secret + "yy" + secret[:5] + "zz" + secret + secret
 	for limit := 1; limit <= len(stream); limit++ {
 		for step := 1; step <= len(stream); step++ {
-			o := newScriptOutput([]string{"abcd", secret}, limit)
+			o := newScriptOutput([]string{"abcd", secret}, limit, nil)
 			for i := 0; i < len(stream); i += step {
 				o.Write([]byte(stream[min(i, len(stream)):min(i+step, len(stream))]))
 			}
@@ -128,7 +153,7 @@ func TestRunScriptMasksLinesOfMultiLineSecret(t *testing.T) {
 	key := "-----BEGIN TEST KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX\nab\n-----END TEST KEY-----"
 	res, err := RunScript(context.Background(), RunScriptRequest{Dir: emptyTaskDir(t), Shell: "/bin/sh",
 		Script: `printf '%s\n' "$KEY" | sed -n 2p; echo "short: ab"`,
-		Env:    map[string]string{"KEY": key}, Redact: []string{key}})
+		Env:    map[string]string{"KEY": key}, Redact: []string{key}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,14 @@ func (c *ColorScheme) Green(s string) string  { return c.paint("2", s) }
 func (c *ColorScheme) Yellow(s string) string { return c.paint("3", s) }
 func (c *ColorScheme) Red(s string) string    { return c.paint("1", s) }
 
+// Dim is for text beside the point: a script's output under its step.
+func (c *ColorScheme) Dim(s string) string {
+	if !c.on {
+		return s
+	}
+	return c.r.NewStyle().Faint(true).Render(s)
+}
+
 // Status colours an ok/warn/fail word.
 func (c *ColorScheme) Status(s string) string {
 	switch s {

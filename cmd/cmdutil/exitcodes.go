@@ -57,7 +57,7 @@ type exitRule struct {
 // revealed) comes before what it may wrap (a locked store).
 var exitRules = []exitRule{
 	{is(ErrInterrupted), ExitInterrupted, ""},
-	{is(context.Canceled), ExitInterrupted, ""},
+	{is(context.Canceled), ExitInterrupted, ""}, // an *executor.InterruptedError too
 	{as[*FlagError], ExitUsage, ""},
 	{as[*ConfigError], ExitUsage, ""},
 	{as[*sshconfig.ConfigError], ExitUsage, ""},
@@ -67,6 +67,7 @@ var exitRules = []exitRule{
 	{as[*vault.ValueError], ExitUsage, ""},
 	{as[*records.AmbiguousError], ExitUsage, ""}, // its own Hint: an ID prefix or a task name
 	{as[*executor.LogPositionError], ExitConflict, "read the log again without --generation (`session logs ID --json` says where it reaches)"},
+	{as[*executor.NameTakenError], ExitConflict, ""},
 	{as[*profiles.ConflictError], ExitConflict, "define the key in one of these origins only, or give them the same value: tier-1 origins never override each other, and a reference never loses to a different value"},
 	{as[*profiles.SecretError], ExitError, "check the reference: `kandev-exec secret ls`, the variable is exported, or the file is readable"},
 	{sshClass(ssh.ClassConfig), ExitUsage, ""},

@@ -64,6 +64,12 @@ func (p *Progress) Step(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.tty {
+		// News of the step printed last comes at most once a second: a
+		// log gets a line per second of a long upload, not one per report.
+		if p.text != "" && stepKey(text) == stepKey(p.text) && p.now().Sub(p.start) < time.Second {
+			return
+		}
+		p.text, p.start = text, p.now()
 		fmt.Fprintf(p.w, "• %s\n", text)
 		return
 	}
@@ -76,18 +82,60 @@ func (p *Progress) Step(text string) {
 	p.drawLocked()
 }
 
-// Done ends the step under way, as finished (ok) or failed, and stops
-// redrawing. Calling it again does nothing.
-func (p *Progress) Done(ok bool) {
+// Warn says msg on a line of its own as "warning: msg", above the step
+// under way, which is drawn again below it. With --json nothing is said
+// (stderr holds only an error).
+func (p *Progress) Warn(msg string) {
+	if p.off {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.text != "" {
+		fmt.Fprint(p.w, "\r\x1b[2K")
+	}
+	fmt.Fprintf(p.w, "warning: %s\n", msg)
+	if p.tty && p.text != "" {
+		p.drawLocked()
+	}
+}
+
+// Output shows a line of the step's own output (a prepare script's),
+// dimmed and indented under it, on a terminal only: elsewhere the task
+// directory's log keeps it.
+func (p *Progress) Output(line string) {
 	if p.off || !p.tty {
 		return
 	}
 	p.mu.Lock()
-	if ok {
-		p.finishLocked("✓", p.cs.Green)
-	} else {
-		p.finishLocked("✗", p.cs.Red)
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "\r\x1b[2K  %s\n", p.cs.Dim(Safe(line)))
+	if p.text != "" {
+		p.drawLocked()
 	}
+}
+
+// Done ends the step under way, as finished (ok) or failed, and stops
+// redrawing. Calling it again does nothing.
+func (p *Progress) Done(ok bool) {
+	if ok {
+		p.end("✓", p.cs.Green)
+	} else {
+		p.end("✗", p.cs.Red)
+	}
+}
+
+// Kept ends the step under way as one that left something as it was (a
+// task directory kept): neither done nor failed.
+func (p *Progress) Kept() { p.end("-", p.cs.Yellow) }
+
+// end finishes the step under way with mark, and stops redrawing.
+func (p *Progress) end(mark string, paint func(string) string) {
+	if p.off || !p.tty {
+		return
+	}
+	p.mu.Lock()
+	p.finishLocked(mark, paint)
 	stop, done := p.stop, p.done
 	p.stop, p.done = nil, nil
 	p.mu.Unlock()

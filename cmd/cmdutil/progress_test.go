@@ -90,14 +90,17 @@ func TestProgressFailureAndWidth(t *testing.T) {
 	}
 }
 
-// Without a terminal each step is a plain line, news included; with
-// --json nothing at all.
+// Without a terminal each step is a plain line, news included at most
+// once a second; with --json nothing at all.
 func TestProgressPlainAndSilent(t *testing.T) {
 	var plain, silent bytes.Buffer
 	clock := newClock()
 	for _, p := range []*Progress{newProgress(&plain, false, false, 80, clock.now), newProgress(&silent, true, true, 80, clock.now)} {
 		p.Step("Connecting")
 		p.Step("Uploading helper (0.0 of 8.3 MB)")
+		clock.add(500 * time.Millisecond)
+		p.Step("Uploading helper (4.0 of 8.3 MB)") // too soon after the last line
+		clock.add(time.Second)
 		p.Step("Uploading helper (8.3 of 8.3 MB)")
 		p.Done(true)
 	}
@@ -151,4 +154,48 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A warning, or a line of a script's output (dimmed, indented, made
+// safe), gets a line of its own above the step under way, which is drawn
+// again below it. Plain output has the warning between the steps and no
+// script output (the log keeps it); --json neither.
+func TestProgressWarnAndOutput(t *testing.T) {
+	var out bytes.Buffer
+	clock := newClock()
+	p := newProgress(&out, true, false, 0, clock.now)
+	p.Step("Preparing task directory")
+	p.Warn("agent command \"x\" is not on prod yet")
+	p.Output("npm ci \x1b[31mred")
+	if got := out.String(); !strings.HasSuffix(got, "\r\x1b[2Kwarning: agent command \"x\" is not on prod yet\n\r\x1b[2K⠋ Preparing task directory 0.0s"+
+		"\r\x1b[2K  npm ci \\x1b[31mred\n\r\x1b[2K⠋ Preparing task directory 0.0s") {
+		t.Fatalf("on a terminal: %q", got)
+	}
+	out.Reset()
+	p = newProgress(&out, false, false, 0, clock.now)
+	p.Step("Preparing task directory")
+	p.Warn("w")
+	p.Output("npm ci")
+	if got := out.String(); got != "• Preparing task directory\nwarning: w\n" {
+		t.Fatalf("plain: %q", got)
+	}
+	out.Reset()
+	newProgress(&out, false, true, 0, clock.now).Warn("w")
+	if out.Len() != 0 {
+		t.Fatalf("--json: %q", out.String())
+	}
+}
+
+// A step that kept something as it was ends with neither a tick nor a
+// cross.
+func TestProgressKept(t *testing.T) {
+	var out bytes.Buffer
+	clock := newClock()
+	p := newProgress(&out, true, false, 0, clock.now)
+	p.Step("Reclaiming task directory")
+	clock.add(time.Second)
+	p.Kept()
+	if got := finished(out.String()); got != "- Reclaiming task directory (1.0s)\n" {
+		t.Fatalf("kept step %q", got)
+	}
 }

@@ -34,13 +34,15 @@ type Options struct {
 	// IncludeUncheckable: directories that are no git checkout, named to
 	// be removed all the same.
 	IncludeUncheckable []string
+	// Task: only this task's directory.
+	Task string
 }
 
 // NewCmdReclaim is `reclaim [--host H] [--older-than D] [--apply [--plan FILE]]`.
 func NewCmdReclaim(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Executor: f.Executor}
 	c := &cobra.Command{
-		Use:   "reclaim [--host=H] [--older-than=D] [--apply]",
+		Use:   "reclaim [--host=H] [--task=ID] [--older-than=D] [--apply]",
 		Short: "Find task directories left on hosts, and remove those proven safe",
 		Long: `List every <root>/tasks/ of every host (each root its host, profiles and
 tasks use) and plan: a directory is a candidate when its .kandev/owner.json
@@ -64,12 +66,15 @@ one commit making their combined change (a squash merge).
 --plan FILE (the output of reclaim --json) only what that plan marked for
 removal, as it saw it, is removed. --include-uncheckable PATH removes a
 directory the plan keeps as not_a_checkout all the same, after saying
-what it holds; every other check still holds.
+what it holds; every other check still holds. With --task ID only that task's
+directory is planned (and removed): an archived task whose profile does not
+set reclaim_task_dir is removed this way.
 
 An archived task whose directory is removed becomes absent. Exit 3 when
 some directories or hosts failed and others did not.`,
 		Example: `  kandev-exec reclaim                                  # the plan, every host
   kandev-exec reclaim --host prod --older-than 72h
+  kandev-exec reclaim --host prod --task t3kq7x2mbn4pa --apply
   kandev-exec reclaim --json > plan.json               # review it, then
   kandev-exec reclaim --apply --plan plan.json --yes
   kandev-exec reclaim --apply --include-uncheckable /srv/kandev/tasks/t2abc --yes`,
@@ -98,6 +103,7 @@ some directories or hosts failed and others did not.`,
 	c.Flags().StringVar(&opts.Host, "host", "", "only this host")
 	c.Flags().DurationVar(&opts.OlderThan, "older-than", 0, "only directories unchanged for at least this long")
 	c.Flags().Var(&opts.MinSize, "min-size", "only directories holding at least this much (as du -h prints it: 512K, 1.5G)")
+	c.Flags().StringVar(&opts.Task, "task", "", "only the directory of this task (its full ID)")
 	c.Flags().BoolVar(&opts.Apply, "apply", false, "remove what the plan marks, each proven safe again first")
 	c.Flags().StringVar(&opts.PlanFile, "plan", "", "with --apply: remove only what this saved plan (reclaim --json) marked, as it saw it")
 	c.Flags().StringArrayVar(&opts.IncludeUncheckable, "include-uncheckable", nil, "with --apply: remove this directory (a path the plan keeps as not_a_checkout) all the same; repeatable")
@@ -142,6 +148,11 @@ func reclaimRun(ctx context.Context, o *Options) error {
 	}
 	if saved != nil {
 		rows = executor.RestrictToPlan(rows, saved)
+	}
+	if o.Task != "" {
+		if rows, err = onlyTask(rows, o.Task, o.Host); err != nil {
+			return err
+		}
 	}
 	fillErrors(rows)
 	if o.Apply {
@@ -353,4 +364,27 @@ func humanAge(s int64) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// onlyTask keeps the rows of task id's directory, and those of hosts that
+// could not be listed (the directory may be there).
+func onlyTask(rows []executor.ReclaimRow, id, host string) ([]executor.ReclaimRow, error) {
+	var kept []executor.ReclaimRow
+	found := false
+	for _, r := range rows {
+		switch {
+		case r.TaskID == id:
+			kept, found = append(kept, r), true
+		case r.Path == "" && r.Action == executor.ReclaimFailed:
+			kept = append(kept, r)
+		}
+	}
+	if !found && len(kept) == 0 {
+		where := "on any host"
+		if host != "" {
+			where = "on " + host
+		}
+		return nil, fmt.Errorf("reclaim: no directory of task %s %s (`kandev-exec reclaim` lists every one)", id, where)
+	}
+	return kept, nil
 }

@@ -23,6 +23,7 @@ type Options struct {
 	Logs     executor.LogOptions
 	// offsetSet: --offset was given (0 is a position too).
 	offsetSet bool
+	Prepare   bool // logs: the prepare script's log instead
 }
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
@@ -144,6 +145,7 @@ func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 			fl.BoolVar(&o.Logs.Timestamps, "timestamps", false, "prefix each line with its time, or - when it is not known")
 			fl.Int64Var(&o.Logs.Offset, "offset", 0, "print the log from byte `N` (a log_offset of --json)")
 			fl.StringVar(&o.Logs.Generation, "generation", "", "with --offset: only if the log is still generation `G` (a log_generation of --json)")
+			fl.BoolVar(&o.Prepare, "prepare", false, "print the task's prepare script log instead: its last run's whole output, masked")
 		})
 	c.Long = `Print a session's output: the agent's stdout and stderr, and the controller's
 own [controller] lines. With -f, keep streaming until the agent exits; how it
@@ -178,14 +180,22 @@ backoff, for up to twice the keepalive deadline (90s), says so on stderr, and
 goes on from the byte it had; a link still down after that ends it with exit
 code 7 while the agent keeps running on the host. The settings
 keepalive-interval and keepalive-deadline change these bounds (see
-` + "`kandev-exec help config`" + `).`
+` + "`kandev-exec help config`" + `).
+
+--prepare prints the prepare script's log instead: the whole output of its
+last run in the session's task directory (.kandev/prepare.log on the host),
+masked like the agent's, at most 1 MiB of it.`
 	c.Example = `  kandev-exec session logs s3xk2 --tail 50 -f
+  kandev-exec session logs s3xk2 --prepare
   kandev-exec session logs s3xk2 --since 10m --timestamps
   kandev-exec session logs s3xk2 --offset 5120 --generation 1-9f86d081 --json`
 	return c
 }
 
 func logsRun(ctx context.Context, o *Options) error {
+	if o.Prepare {
+		return prepareLogRun(ctx, o)
+	}
 	switch {
 	case o.Logs.Tail < 0:
 		return cmdutil.FlagErrorf("--tail must not be negative, got %d", o.Logs.Tail)
@@ -295,4 +305,16 @@ func forwardRun(ctx context.Context, o *Options) error {
 		fmt.Fprintf(o.IO.ErrOut, "forward to 127.0.0.1:%d on the host: %s\n", remote, cmdutil.SafeText(err.Error()))
 	}
 	return ex.ForwardSession(ctx, o.ID, local, remote, ready, onErr)
+}
+
+// prepareLogRun prints the prepare log of the session's task.
+func prepareLogRun(ctx context.Context, o *Options) error {
+	if o.Logs.Follow || o.Logs.Tail != 0 || o.Logs.Since != 0 || o.Logs.Timestamps {
+		return cmdutil.FlagErrorf("--prepare prints the whole prepare log: it takes no -f, --tail, --since or --timestamps")
+	}
+	ex, err := o.Executor()
+	if err != nil {
+		return err
+	}
+	return ex.PrepareLog(ctx, o.ID, o.IO.Out)
 }

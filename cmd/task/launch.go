@@ -35,9 +35,14 @@ a session controller that runs the command and outlives this connection.
 The command is the --agent preset's command plus ARGs, or CMD without --agent.
 
 The command's program is looked up on the host first, the way it will run
-(the profile's shell as a login shell, in the task directory): a missing one
-fails the launch and no agent starts. A failed launch keeps its task:
-` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. A launch
+(the profile's shell as a login shell, with the agent's environment): a
+missing one fails the launch before anything is checked out. With a prepare
+script, which may install it, the launch warns and looks again after the
+script; a path inside the checkout (./agent.sh) is looked up after the
+checkout. No agent starts without its program. A failed launch keeps its task:
+` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. Ctrl-C
+before the controller starts stops the checkout or the prepare script on the
+host (exit 130); after, the agent keeps running. A launch
 cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" + ` or
 ` + "`task resume`" + `.`,
 		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
@@ -59,7 +64,7 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 	fl.StringVar(&opts.Launch.Agent, "agent", "", "agent preset: its command and env")
 	fl.StringVar(&opts.Launch.Repo, "repo", "", "primary repository URL (overrides the profile's)")
 	fl.StringVar(&opts.Launch.Branch, "branch", "", "base branch for the task branch (default: the profile's)")
-	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task")
+	fl.StringVar(&opts.Launch.Name, "name", "", "a name for the task, unique among live tasks (exit 10 when taken)")
 	fl.StringArrayVar(&opts.Launch.Env, "env", nil, "KEY=VALUE for the agent (repeatable; literals only)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
 	fl.DurationVar(&opts.Launch.MaxRuntime, "max-runtime", 0, "stop the agent after `D` (may only shorten the profile's max_runtime)")
@@ -75,7 +80,7 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	}
 	warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: o.Launch.Profile, Agent: o.Launch.Agent, Launch: o.Launch.Env}, o.JSON)
 	p := cmdutil.NewProgress(o.IO, o.JSON)
-	o.Launch.Progress = p.Step
+	o.Launch.Progress, o.Launch.Warn, o.Launch.Output = p.Step, p.Warn, p.Output
 	t, s, err := ex.Launch(ctx, o.Launch)
 	p.Done(err == nil)
 	if err != nil {
@@ -139,6 +144,9 @@ func launchFailed(err error, t *records.Task) error {
 	var le *executor.LaunchError
 	if errors.As(err, &le) && le.Step == executor.StepConnectingCtrl {
 		return cmdutil.WithHint(err, fmt.Sprintf("the agent was started and may be running: `kandev-exec session logs -f %s` once %s answers", le.SessionID, le.Host))
+	}
+	if errors.As(err, new(*executor.InterruptedError)) {
+		return cmdutil.WithHint(err, fmt.Sprintf("no agent was started; `kandev-exec task resume %s` carries on in the same task directory", t.ID))
 	}
 	return cmdutil.WithHint(err, fmt.Sprintf("the task record stays for inspection: `kandev-exec task show %s`; after fixing the cause, `kandev-exec task resume %s`", t.ID, t.ID))
 }

@@ -23,8 +23,15 @@ type ResumeOptions struct {
 func NewCmdResume(f *cmdutil.Factory, runF func(context.Context, *ResumeOptions) error) *cobra.Command {
 	opts := &ResumeOptions{IO: f.IO, Executor: f.Executor}
 	c := &cobra.Command{
-		Use:               "resume ID [-- CMD...]",
-		Short:             "Start a new session in the task's preserved directory",
+		Use:   "resume ID [-- CMD...]",
+		Short: "Start a new session in the task's preserved directory",
+		Long: `Start a new session in the task's preserved directory, once every earlier
+session is proven finished. The profile is read as it is now: its prepare
+script and environment, and, for a task that has no checkout yet (a launch
+that failed before one), its repository and base branch too, unless the
+launch gave them with --repo or --branch. A task with a checkout keeps the
+repository and base branch it was made from, and says so when the profile
+now names others.`,
 		Args:              cmdutil.CommandArgs(1, false, "a task ID"),
 		ValidArgsFunction: completeTasks(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -48,7 +55,7 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 		warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: t.Profile, Agent: t.Agent, Launch: t.LaunchEnv}, o.JSON)
 	}
 	p := cmdutil.NewProgress(o.IO, o.JSON)
-	t, s, err := ex.Resume(ctx, o.ID, o.Command, p.Step)
+	t, s, err := ex.Resume(ctx, o.ID, o.Command, executor.Reports{Progress: p.Step, Warn: p.Warn, Output: p.Output})
 	p.Done(err == nil)
 	if err != nil {
 		return launchFailed(err, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -89,8 +90,12 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	}
 	w, now := o.IO.Out, time.Now()
 	fmt.Fprintf(w, "id:        %s\nname:      %s\nprofile:   %s\nhost:      %s\n", t.ID, t.Name, t.Profile, t.Host)
-	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\n", cmdutil.Safe(t.TaskDir), t.Branch)
+	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\n", cmdutil.Safe(taskDirText(t)), t.Branch)
 	fmt.Fprintf(w, "base:      %s\n", baseText(t))
+	if t.TaskDir != "" && len(t.Sessions) > 0 {
+		fmt.Fprintf(w, "prepare:   %s (`kandev-exec session logs --prepare %s`)\n",
+			cmdutil.Safe(path.Join(t.TaskDir, ".kandev", executor.PrepareLog)), t.Sessions[len(t.Sessions)-1])
+	}
 	fmt.Fprintf(w, "phase:     %s\ncreated:   %s\n", phaseText(t, job, now), cmdutil.AgoFrom(t.CreatedAt, now))
 	for i := range sessions {
 		s := &sessions[i]
@@ -184,4 +189,13 @@ func showTeardown(w io.Writer, v View) {
 			fmt.Fprintf(w, "last error: %s\n", cmdutil.SafeText(j.LastError))
 		}
 	}
+}
+
+// taskDirText is the task directory, or where prepare makes it while no
+// prepare has finished (it may already be there, half made).
+func taskDirText(t *records.Task) string {
+	if t.TaskDir != "" {
+		return t.TaskDir
+	}
+	return path.Join(t.Root, "tasks", t.DirName) + " (not prepared yet)"
 }

@@ -97,7 +97,11 @@ func teardownRun(ctx context.Context, o *TeardownOptions) error {
 		return watchTeardown(ctx, o, ex, topts)
 	}
 	res, err := ex.Teardown(ctx, topts)
-	p.Done(err == nil)
+	if res != nil && res.Phase == records.PhaseArchived {
+		p.Kept() // the last step kept the directory
+	} else {
+		p.Done(err == nil)
+	}
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ func (a *Answers) Next(res any, progress func(Progress)) error {
 			if progress != nil {
 				progress(*h.Progress)
 			}
+			budget = MaxRequest // a progress line is passed on, not kept: a script may print without end
 			continue
 		case h.OK == nil:
 			return fmt.Errorf("the helper's answer has neither ok nor error: %.200q", line)

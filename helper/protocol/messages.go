@@ -67,6 +67,14 @@ type Started struct {
 	Unproven string `json:"unproven,omitempty"`
 }
 
+// StepOutput is run-script's progress line for each line its script
+// prints (Progress.Line).
+const StepOutput = "output"
+
+// StepProgramMissing is prepare's progress line when the agent's program
+// is not there yet and a prepare script may install it.
+const StepProgramMissing = "program-missing"
+
 // StepProof is the progress step of controller-start while the helper
 // asks the controller it started for its proof.
 const StepProof = "Connecting to controller"

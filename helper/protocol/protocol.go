@@ -52,7 +52,16 @@ const (
 	// the rest of the helper's stdin and stdout are that connection's
 	// bytes, for hosts whose SSH server forwards no ports.
 	OpRelay = "relay" // RelayRequest -> {}, then raw bytes both ways
+	// OpCancel is never answered: it asks the helper to stop the request
+	// it is serving, when that one is Cancellable (its answer still comes).
+	// A helper serving nothing, or something else, passes over it.
+	OpCancel = "cancel"
 )
+
+// Cancellable operations stop what they started on the host when the
+// CLI cancels them: they only make or check a task directory, so there
+// is nothing half-done that a later launch does not redo.
+func Cancellable(op string) bool { return op == OpPrepare || op == OpRunScript }
 
 // Error codes of the protocol itself. The operations add their own, which
 // stay with the package that raises them (taskdir's Code constants, which
@@ -82,6 +91,7 @@ func (e *Error) Error() string { return e.Message }
 type Progress struct {
 	Step  string `json:"step"`
 	Bytes int64  `json:"bytes,omitempty"`
+	Line  string `json:"line,omitempty"` // with StepOutput: a line of a script's output, masked
 }
 
 // head is every request's and answer's envelope.

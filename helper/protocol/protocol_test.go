@@ -66,3 +66,15 @@ func TestReadAnswerOversized(t *testing.T) {
 		t.Fatalf("oversized answer: %v", err)
 	}
 }
+
+// Progress lines are passed on, not kept: more of them than the bound on
+// an answer (a script that prints a lot) still ends with the answer.
+func TestReadAnswerAfterMuchProgress(t *testing.T) {
+	line := append(EncodeProgress(Progress{Step: StepOutput, Line: strings.Repeat("x", 64<<10)}), '\n')
+	stream := append(bytes.Repeat(line, MaxRequest/len(line)+2), `{"ok":true,"pid":7}`+"\n"...)
+	n := 0
+	var res SessionFiles
+	if err := ReadAnswer(bytes.NewReader(stream), &res, func(Progress) { n++ }); err != nil || res.PID != 7 || n != MaxRequest/len(line)+2 {
+		t.Fatalf("%+v, %d progress lines, %v", res, n, err)
+	}
+}

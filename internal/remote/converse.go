@@ -35,8 +35,10 @@ type Conversation struct {
 	answers *protocol.Answers
 	op      string // the operation whose answer comes next
 
+	mu     sync.Mutex  // msgs, closed and op, also used when the caller's context ends
 	msgs   chan []byte // requests, written in order by one goroutine
 	closed bool        // msgs is closed: the helper's stdin ends
+	served bool        // the helper reads msgs
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // how the command ended, once done is closed
@@ -46,9 +48,13 @@ type Conversation struct {
 // Converse runs script on c with first as the first request on its
 // stdin, and reads the bootstrap's markers until the helper takes over
 // (Served) or the script ends (not served; KV then says why). The markers
-// must come within bound; a refused path is a *HostPathError.
+// must come within bound; a refused path is a *HostPathError. When ctx
+// ends the command ends with it, except while a Cancellable request is
+// served: the helper is asked to stop it, and its answer has
+// interruptGrace to come.
 func Converse(ctx context.Context, c *ssh.Client, host, script, op string, first []byte, bound time.Duration) (*Conversation, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	caller := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	cv := &Conversation{host: host, KV: map[string]string{}, op: op, msgs: make(chan []byte, 4), cancel: cancel, done: make(chan struct{})}
@@ -70,6 +76,11 @@ func Converse(ctx context.Context, c *ssh.Client, host, script, op string, first
 		}
 	}()
 	cv.msgs <- append(append([]byte(nil), first...), '\n') // first is the caller's, to send again
+	stopWatch := context.AfterFunc(caller, cv.interrupted)
+	go func() {
+		<-cv.done
+		stopWatch()
+	}()
 
 	expired := time.AfterFunc(bound, cancel)
 	br := bufio.NewReader(outR)
@@ -89,6 +100,12 @@ func Converse(ctx context.Context, c *ssh.Client, host, script, op string, first
 	inTime := expired.Stop()
 	if cv.Served && inTime {
 		cv.answers = protocol.NewAnswers(br)
+		cv.mu.Lock()
+		cv.served = caller.Err() == nil
+		cv.mu.Unlock()
+		if !cv.served {
+			cancel()
+		}
 		return cv, nil
 	}
 	cv.Finish(bound) // its output ended: so does the command
@@ -126,6 +143,8 @@ func (cv *Conversation) Send(op string, req any) error {
 	if err != nil {
 		return err
 	}
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
 	if cv.closed {
 		return fmt.Errorf("%s on %s: the helper's input is already closed", op, cv.host)
 	}
@@ -136,10 +155,34 @@ func (cv *Conversation) Send(op string, req any) error {
 
 // CloseInput ends the helper's stdin: it serves what it has and exits.
 func (cv *Conversation) CloseInput() {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
 	if !cv.closed {
 		cv.closed = true
 		close(cv.msgs)
 	}
+}
+
+// interruptGrace bounds how long an interrupted conversation waits for
+// the helper to stop the request it serves and answer.
+var interruptGrace = 10 * time.Second
+
+// interrupted follows the end of the caller's context: a Cancellable
+// request is asked to stop (the command ends after interruptGrace at the
+// latest); anything else ends with the command, at once.
+func (cv *Conversation) interrupted() {
+	cv.mu.Lock()
+	ask := cv.served && !cv.closed && protocol.Cancellable(cv.op)
+	if ask {
+		stop, _ := protocol.EncodeRequest(protocol.OpCancel, nil)
+		cv.msgs <- append(stop, '\n')
+	}
+	cv.mu.Unlock()
+	if !ask {
+		cv.cancel()
+		return
+	}
+	time.AfterFunc(interruptGrace, cv.cancel)
 }
 
 // Next reads the answer to the last request into res, passing its

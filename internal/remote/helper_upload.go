@@ -161,35 +161,45 @@ func installed(kv map[string]string, h Helper, tmp string) error {
 	return nil
 }
 
-// progressReader reports the bytes read from r, at the start, at most
-// once a second, and at the end: a line per second on a slow link, two
-// on a fast one.
+// progressReader reports the bytes read from r as they go: at the start,
+// at every twentieth of the total and at least once a second on a slow
+// link, and at the end. A read asks for the next bytes once the channel
+// took the last ones, so the count is what SSH has accepted.
 type progressReader struct {
 	r        io.Reader
 	sent     int64
 	total    int64
+	reported int64 // sent at the last report
 	last     time.Time
 	report   []func(sent, total int64)
 	finished bool
 }
 
+// progressSteps is how many reports an upload makes, however fast.
+const progressSteps = 20
+
 func (p *progressReader) Read(b []byte) (int, error) {
 	if p.last.IsZero() {
 		p.emit()
 	}
+	// Reads of at most a step, so that each step is seen.
+	if step := int(max(p.total/progressSteps, 1)); len(b) > step {
+		b = b[:step]
+	}
 	n, err := p.r.Read(b)
 	p.sent += int64(n)
-	if p.sent == p.total && !p.finished {
+	switch {
+	case p.sent == p.total && !p.finished:
 		p.finished = true
 		p.emit()
-	} else if time.Since(p.last) >= time.Second {
+	case p.sent-p.reported >= p.total/progressSteps || time.Since(p.last) >= time.Second:
 		p.emit()
 	}
 	return n, err
 }
 
 func (p *progressReader) emit() {
-	p.last = time.Now()
+	p.last, p.reported = time.Now(), p.sent
 	for _, f := range p.report {
 		f(p.sent, p.total)
 	}

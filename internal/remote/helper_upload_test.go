@@ -109,10 +109,23 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 		t.Fatalf("mode = %v under umask 077, want 0700", fi.Mode().Perm())
 	}
 	// Progress counts the compressed bytes: from none to all of them,
-	// fewer than the binary's.
+	// fewer than the binary's, and the bytes between as they go, however
+	// fast the link.
 	raw := fi.Size()
 	if n := len(progress); n < 2 || progress[0][0] != 0 || progress[n-1][0] != progress[n-1][1] || progress[n-1][1] >= raw {
 		t.Fatalf("progress = %v for a %d-byte helper", progress, raw)
+	}
+	between := 0
+	for i, p := range progress[1:] {
+		if p[0] < progress[i][0] {
+			t.Fatalf("progress goes back: %v", progress)
+		}
+		if p[0] > 0 && p[0] < p[1] {
+			between++
+		}
+	}
+	if between < progressSteps/2 {
+		t.Fatalf("progress = %v: %d reports between none and all, want %d or more", progress, between, progressSteps/2)
 	}
 
 	again, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
