@@ -89,10 +89,16 @@ func (e *Executor) claimTask(ctx context.Context, id string) (*taskClaim, error)
 }
 
 // createTask stores a new task already claimed, in one transaction with
-// the check that its host, profile and agent still exist.
+// the check that its host, profile and agent still exist and that no
+// other task has its idempotency key.
 func (e *Executor) createTask(ctx context.Context, t *records.Task) (*taskClaim, error) {
 	h, err := records.CreateClaimed(ctx, e.cfg.Store, records.KindTask, t.ID, "task."+string(t.Phase), t, e.claimTTL(),
-		func(tx state.Tx) error { return checkReferences(tx, t) })
+		func(tx state.Tx) error {
+			if err := checkKeyFree(tx, t); err != nil {
+				return err
+			}
+			return checkReferences(tx, t)
+		})
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,11 @@ type LaunchOptions struct {
 	Env      []string // --env K=V
 	Command  []string // after --
 	Progress func(step string)
+	// IdempotencyKey, when set, makes the launch the one answer for that
+	// key (LaunchOnce); Outcome says how a failure is reported, to be
+	// answered again as reported.
+	IdempotencyKey string
+	Outcome        func(err error, t *records.Task) records.LaunchOutcome
 }
 
 // RefusedError: the host takes no new launches (exit 9).
@@ -204,6 +209,9 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
+	if o.IdempotencyKey != "" {
+		t.Idempotency = &records.Idempotency{Key: o.IdempotencyKey, Request: requestDigest(o)}
+	}
 	tc, err := e.createTask(ctx, t)
 	if err != nil {
 		return nil, nil, err
@@ -213,6 +221,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	defer stop()
 	s, err := e.startSession(ctx, tc, t, lp, o.Progress)
 	err = lostClaim(ctx, err)
+	e.recordOutcome(ctx, tc, o, t, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}

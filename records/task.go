@@ -87,6 +87,25 @@ type Task struct {
 	// what a reclamation of the directory counts as upstream, whatever
 	// the checkouts' own config or the host's marker say since.
 	Repositories []TaskRepository `json:"repositories,omitempty"`
+	// Idempotency is the key the launch was given: a retry with it
+	// answers as this launch ended instead of starting another.
+	Idempotency *Idempotency `json:"idempotency,omitempty"`
+}
+
+// Idempotency is a launch's key, the request it came with and, once the
+// launch ended, how it ended.
+type Idempotency struct {
+	Key     string         `json:"key"`
+	Request string         `json:"request"` // a digest of what was asked: another request with the key is refused
+	Outcome *LaunchOutcome `json:"outcome,omitempty"`
+}
+
+// LaunchOutcome is how a keyed launch ended, as its command reported it.
+type LaunchOutcome struct {
+	Exit    int    `json:"exit"`
+	Code    string `json:"code,omitempty"` // the error envelope's code
+	Message string `json:"message,omitempty"`
+	Hint    string `json:"hint,omitempty"`
 }
 
 // TaskRepository is one checkout of a task: where it is in the task

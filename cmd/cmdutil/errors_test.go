@@ -98,6 +98,8 @@ var typedErrors = []struct {
 	{&executor.HostDrainPendingError{Host: "h", WorkerPID: 42, Log: "l"}, 8, "pending"},
 	{&executor.KeptError{TaskID: "t", Host: "h", Reason: "dirty_worktree"}, 3, "partial"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
+	{&executor.KeyConflictError{Key: "k", TaskID: "t"}, 10, "conflict"},
+	{&executor.KeyPendingError{Key: "k", TaskID: "t"}, 8, "pending"},
 	{&executor.NoTokenError{SessionID: "s", PID: 7}, 1, "error"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.HostExistsError{Name: "h", Differ: []string{"--port"}}, 1, "error"},

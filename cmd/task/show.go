@@ -92,6 +92,9 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	fmt.Fprintf(w, "task dir:  %s\nbranch:    %s\n", cmdutil.Safe(t.TaskDir), t.Branch)
 	fmt.Fprintf(w, "base:      %s\n", baseText(t))
 	fmt.Fprintf(w, "phase:     %s\ncreated:   %s\n", phaseText(t, job, now), cmdutil.AgoFrom(t.CreatedAt, now))
+	if v.IdempotencyKey != "" {
+		fmt.Fprintf(w, "key:       %s\n", cmdutil.SafeText(v.IdempotencyKey))
+	}
 	for i := range sessions {
 		s := &sessions[i]
 		line := s.ID + "  " + cmdutil.SessionState(s, now)

@@ -38,6 +38,8 @@ type View struct {
 	CreatedAt  time.Time `json:"created_at"`
 	Sessions   []string  `json:"sessions"`
 	Error      string    `json:"error"`
+	// IdempotencyKey is the key the task was launched with, if any.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Teardown: what the cleanup job found, and where the job stands.
 	Drain   string `json:"drain,omitempty"`
 	Receipt string `json:"receipt,omitempty"`
@@ -78,6 +80,9 @@ func viewOf(t *records.Task, j *records.CleanupJob) View {
 		Branch: t.Branch, BaseBranch: t.BaseBranch, BaseCommit: t.BaseCommit, Phase: string(t.Phase), CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
 	if v.Sessions == nil {
 		v.Sessions = []string{}
+	}
+	if t.Idempotency != nil {
+		v.IdempotencyKey = t.Idempotency.Key
 	}
 	if td := t.Teardown; td != nil {
 		v.Drain, v.Reclaim, v.Reason, v.CleanupOutput = string(td.Drain), string(td.Reclaim), td.Reason, td.CleanupOutput
