@@ -41,7 +41,7 @@ var (
 // ExitCodes is the table `help exit-codes` prints, in order. Classify
 // returns only these (or an ExitCodeError's own status).
 var ExitCodes = []Exit{ExitOK, ExitError, ExitUsage, ExitPartial, ExitTrust, ExitHostKey, ExitAuth,
-	ExitUnreachable, ExitPending, ExitRefused, ExitConflict, ExitLocked, ExitInterrupted}
+	ExitUnreachable, ExitPending, ExitRefused, ExitConflict, ExitLocked, ExitInterrupted, ExitToolFailed}
 
 // exitRule sends every error that match recognises anywhere in its chain
 // to exit. hint is the default next step, used when the error carries

@@ -109,7 +109,9 @@ func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 		})
 	c.Long = `Print a session's output: the agent's stdout and stderr, and the controller's
 own [controller] lines. With -f, keep streaming until the agent exits; how it
-ended goes to stderr. With --json the output goes to stderr and stdout gets the
+ended goes to stderr and the command exits as the agent did (its code, 128+N
+for signal N). A failure of this tool while following (the host unreachable,
+the session lost) is exit 255, the error naming it. With --json the output goes to stderr and stdout gets the
 session record.
 
 The log records no time for the agent's output, only for the controller's own
@@ -126,7 +128,7 @@ At most 8 MiB is held back to decide; past that, a first line says how many
 earlier bytes were not shown.
 
 A keepalive watchdog guards the connection: a probe every 15s, and 45s without
-any reply ends the command with exit code 7 while the agent keeps running on
+any reply ends the command with exit code 7 (255 with -f) while the agent keeps running on
 the host. The settings keepalive-interval and keepalive-deadline change these
 bounds (see ` + "`kandev-exec help config`" + `).`
 	c.Example = `  kandev-exec session logs s3xk2 --tail 50 -f
@@ -149,10 +151,20 @@ func logsRun(ctx context.Context, o *Options) error {
 	if o.JSON {
 		out = o.IO.ErrOut // stdout carries the record only
 	}
+	if o.Logs.Follow {
+		// A session that cannot be found or never started fails with its
+		// own code; what fails once following began is the tool's.
+		if _, err := ex.StartedSession(ctx, o.ID); err != nil {
+			return err
+		}
+	}
 	s, err := ex.ShowLogs(ctx, o.ID, o.Logs, out)
 	if err != nil {
 		if o.Logs.Follow && ctx.Err() != nil {
 			fmt.Fprintf(o.IO.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", o.ID)
+		}
+		if o.Logs.Follow {
+			return cmdutil.ToolFailed(err)
 		}
 		return err
 	}
@@ -164,10 +176,8 @@ func logsRun(ctx context.Context, o *Options) error {
 	} else if !lost {
 		fmt.Fprintln(o.IO.ErrOut, outcome(s))
 	}
-	if lost {
-		// Followed to an end nobody knows: the same failure as
-		// `task launch --follow`.
-		return cmdutil.SessionLost(s)
+	if o.Logs.Follow {
+		return cmdutil.AgentExit(s) // as `task launch --follow`
 	}
 	return nil
 }

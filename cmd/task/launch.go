@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
@@ -40,6 +39,10 @@ fails the launch and no agent starts. A failed launch keeps its task:
 ` + "`task show`" + ` says why, ` + "`task resume`" + ` retries in the same directory. A launch
 cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" + ` or
 ` + "`task resume`" + `.
+
+With --follow the command exits as the agent did (its code, 128+N for signal
+N); once the agent started, a failure of this tool (the host unreachable, the
+session lost) is 255, the error naming it, and Ctrl-C is 130.
 
 With --idempotency-key KEY the launch happens once per KEY: running it again
 with the same request starts nothing and answers as the first launch ended
@@ -154,33 +157,14 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			fmt.Fprintf(ios.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", s.ID)
 		}
-		return err
+		return cmdutil.ToolFailed(err)
 	}
 	if asJSON {
 		if err := writeLaunched(ios, t, final, reused); err != nil {
 			return err
 		}
 	}
-	return agentOutcome(final)
-}
-
-// agentOutcome turns how the agent ended into this command's exit: its
-// own code, 128+N for a signal (as shells report it), and an error when
-// the session was lost and nobody knows.
-func agentOutcome(s *records.Session) error {
-	switch {
-	case s.ExitCode != nil && *s.ExitCode != 0:
-		return &cmdutil.ExitCodeError{Code: *s.ExitCode, JSON: "error"}
-	case s.Signal != "":
-		code := 128 + int(unix.SignalNum(s.Signal))
-		if code == 128 {
-			code = 1
-		}
-		return &cmdutil.ExitCodeError{Code: code, JSON: "error", Msg: fmt.Sprintf("the agent of session %s was killed by %s", s.ID, s.Signal)}
-	case s.State == records.SessionLost:
-		return cmdutil.SessionLost(s)
-	}
-	return nil
+	return cmdutil.AgentExit(final)
 }
 
 func launchFailed(err error, t *records.Task) error {
