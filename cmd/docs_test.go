@@ -184,7 +184,7 @@ var jsonObjects = []struct {
 	{"sweep row", "`sweep` (an array, one per job it ran or that failed)", executor.SweepResult{}},
 	{"reclaim row", "`reclaim` (an array, one per directory, or per host that failed)", executor.ReclaimRow{}},
 	{"watch event", "`watch` (one compact object a line; `task archive`/`task delete`/`host drain` with `--watch` and without a terminal)", watch.Line{}},
-	{"session", "`session show`, `session stop`, `session logs` (`session ls`: an array)", executor.SessionView{}},
+	{"session", "`session show`, `session stop`, `session logs`, `session wait`, `task wait` (`session ls`: an array)", executor.SessionView{}},
 	{"environment entry", "`profile env` (an array, one per key)", profiles.ExplainEntry{}},
 	{"apply result", "`profile apply`, `agent apply`", executor.ApplyResult{}},
 	{"secret", "`secret ls` (an array)", vault.Secret{}},

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/executor"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
@@ -100,6 +101,7 @@ var typedErrors = []struct {
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
 	{&executor.KeyConflictError{Key: "k", TaskID: "t"}, 10, "conflict"},
 	{&executor.KeyPendingError{Key: "k", TaskID: "t"}, 8, "pending"},
+	{&executor.WaitTimeoutError{SessionID: "s", Timeout: time.Second}, 8, "pending"},
 	{&executor.NoTokenError{SessionID: "s", PID: 7}, 1, "error"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.HostExistsError{Name: "h", Differ: []string{"--port"}}, 1, "error"},

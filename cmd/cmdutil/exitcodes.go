@@ -105,6 +105,7 @@ var exitRules = []exitRule{
 	{as[*executor.OrphanError], ExitConflict, ""},
 	{as[*executor.KeyConflictError], ExitConflict, ""},
 	{as[*executor.KeyPendingError], ExitPending, ""},
+	{as[*executor.WaitTimeoutError], ExitPending, ""},
 	{as[*executor.NoTokenError], ExitError, "follow it from the machine that launched it; from here `session logs` shows the log so far and `session stop` stops it"},
 	{as[*state.UnsafePathError], ExitError, "remove the link or odd file from the state directory by hand, then retry"},
 }

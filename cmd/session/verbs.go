@@ -21,6 +21,7 @@ type Options struct {
 	ID       string
 	Spec     string
 	Logs     executor.LogOptions
+	Timeout  time.Duration // wait's bound
 }
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
@@ -79,22 +80,6 @@ func printSession(o *Options, s *records.Session) error {
 		fmt.Fprintf(o.IO.Out, "log: %d bytes of output could not be written on the host (disk full?); `kandev-exec session logs %s` shows where\n", s.LogLostBytes, s.ID)
 	}
 	return nil
-}
-
-// outcome says in one line how a session stands, with the next command.
-func outcome(s *records.Session) string {
-	switch s.State {
-	case records.SessionExited:
-		if s.ExitCode == nil {
-			return fmt.Sprintf("Session %s ended by a signal", s.ID)
-		}
-		return fmt.Sprintf("Session %s exited with code %d", s.ID, *s.ExitCode)
-	case records.SessionStopped:
-		return fmt.Sprintf("Session %s stopped; the task directory stays: kandev-exec task resume %s", s.ID, s.TaskID)
-	case records.SessionLost, records.SessionFailed:
-		return fmt.Sprintf("Session %s %s: %s; kandev-exec task resume %s starts a new one", s.ID, s.State, cmdutil.SafeText(s.Error), s.TaskID)
-	}
-	return fmt.Sprintf("Session %s is %s: kandev-exec session logs -f %s", s.ID, s.State, s.ID)
 }
 
 // NewCmdLogs is `session logs ID [-f] [--tail N] [--since D] [--timestamps]`.
@@ -174,7 +159,7 @@ func logsRun(ctx context.Context, o *Options) error {
 			return err
 		}
 	} else if !lost {
-		fmt.Fprintln(o.IO.ErrOut, outcome(s))
+		fmt.Fprintln(o.IO.ErrOut, cmdutil.SessionOutcome(s))
 	}
 	if o.Logs.Follow {
 		return cmdutil.AgentExit(s) // as `task launch --follow`
@@ -201,7 +186,7 @@ func stopRun(ctx context.Context, o *Options) error {
 		return err
 	}
 	if !o.JSON {
-		fmt.Fprintln(o.IO.ErrOut, outcome(s))
+		fmt.Fprintln(o.IO.ErrOut, cmdutil.SessionOutcome(s))
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package task holds the `task` verbs: launch, ls, show, resume, exec,
-// shell, archive, delete.
+// shell, archive, delete, wait.
 package task
 
 import (
@@ -17,7 +17,7 @@ import (
 func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: "task", Short: "Launch, inspect, resume and exec into tasks on SSH hosts"}
 	c.AddCommand(NewCmdLaunch(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdResume(f, nil), NewCmdExec(f, nil),
-		NewCmdShell(f, nil), NewCmdArchive(f, nil), NewCmdDelete(f, nil))
+		NewCmdShell(f, nil), NewCmdArchive(f, nil), NewCmdDelete(f, nil), NewCmdWait(f, nil))
 	return c
 }
 
