@@ -177,14 +177,18 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*records.
 	}
 	a, err := e.attachSession(ctx, s)
 	if err != nil {
-		return nil, err
+		return s, err // as recorded: the host could not be asked
 	}
 	defer a.Close()
+	recorded := s
 	st, err := e.liveness(ctx, a)
 	if errors.Is(err, errControllerGone) {
 		s, _, err = e.finalFromHost(ctx, a)
 	} else if err == nil {
 		s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
+	}
+	if s == nil {
+		s = recorded
 	}
 	return s, a.linkErr(err, "asking about", "its state is unknown", fmt.Sprintf("`kandev-exec session show %s` again once the host answers", a.s.ID))
 }

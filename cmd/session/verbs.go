@@ -62,6 +62,12 @@ func showRun(ctx context.Context, o *Options) error {
 	}
 	s, err := ex.RefreshSession(ctx, o.ID)
 	if err != nil {
+		if o.JSON && s != nil {
+			// The session as recorded, then how asking failed.
+			if werr := printSession(o, s); werr != nil {
+				return werr
+			}
+		}
 		return err
 	}
 	return printSession(o, s)
