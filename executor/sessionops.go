@@ -177,6 +177,9 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*records.
 	}
 	a, err := e.attachSession(ctx, s)
 	if err != nil {
+		if o := e.observeUnreachable(ctx, err, s.ID)[s.ID]; o != nil {
+			s = o
+		}
 		return s, err // as recorded: the host could not be asked
 	}
 	defer a.Close()
@@ -190,7 +193,11 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*records.
 	if s == nil {
 		s = recorded
 	}
-	return s, a.linkErr(err, "asking about", "its state is unknown", fmt.Sprintf("`kandev-exec session show %s` again once the host answers", a.s.ID))
+	err = a.linkErr(err, "asking about", "its state is unknown", fmt.Sprintf("`kandev-exec session show %s` again once the host answers", a.s.ID))
+	if o := e.observeUnreachable(ctx, err, s.ID)[s.ID]; o != nil {
+		s = o
+	}
+	return s, err
 }
 
 // StreamLogs copies the session's log to w; with follow it keeps

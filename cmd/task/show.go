@@ -79,7 +79,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	v := viewOf(t, job)
 	for _, s := range sessions {
 		v.SessionStates = append(v.SessionStates, SessionState{ID: s.ID, State: string(s.State), ExitCode: s.ExitCode,
-			StateRecordedAt: s.StateRecordedAt, RefreshError: s.RefreshError})
+			StateRecordedAt: s.StateRecordedAt, RefreshError: s.RefreshError, Observation: s.Observation, ObservedAt: s.ObservedAt})
 	}
 	if o.JSON {
 		if err := cmdutil.WriteJSON(o.IO.Out, v); err != nil {

@@ -61,6 +61,9 @@ type SessionState struct {
 	ExitCode        *int                `json:"exit_code"`
 	StateRecordedAt time.Time           `json:"state_recorded_at"`
 	RefreshError    *executor.ErrorView `json:"refresh_error,omitempty"`
+	// Observation is what asking the host last found, and ObservedAt when.
+	Observation string     `json:"observation,omitempty"`
+	ObservedAt  *time.Time `json:"observed_at,omitempty"`
 }
 
 // JobView is a task's cleanup job as --json prints it.
