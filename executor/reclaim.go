@@ -39,7 +39,9 @@ type ReclaimRow struct {
 	Root     string            `json:"root"`
 	Dir      string            `json:"dir"`
 	Identity *reclaim.Identity `json:"identity,omitempty"`
-	Err      error             `json:"-"` // the host's failure, for a failed host row
+	// Running are the orphaned agents in the directory (reclaimorphans.go).
+	Running []OrphanAgent `json:"running,omitempty"`
+	Err     error         `json:"-"` // the host's failure, for a failed host row
 }
 
 // Row actions in a plan and once applied, and the reasons reclaim adds
@@ -204,8 +206,10 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 			continue
 		}
 		seen[l.Root] = true
-		for _, r := range reclaim.Plan(l, view, olderThan) {
-			rows = append(rows, planRow(h.Name, l.Root, r))
+		for i, r := range reclaim.Plan(l, view, olderThan) {
+			row := planRow(h.Name, l.Root, r)
+			row.Running = orphansOf(l.Entries[i], view)
+			rows = append(rows, row)
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -44,6 +45,8 @@ type Entry struct {
 	Bytes        int64          `json:"bytes"`
 	AgeSeconds   int64          `json:"age_seconds"`
 	OnlyDirs     bool           `json:"only_dirs,omitempty"`
+	// Running are the session controllers that run in it.
+	Running []controller.Running `json:"running,omitempty"`
 }
 
 // List reads <root>/tasks/. The root and tasks/ must be the login
@@ -110,6 +113,9 @@ func (h *host) listEntry(root, name string) Entry {
 		e.Problem, e.Detail = MountPoint, fmt.Sprintf("%s holds a mount point (%s)", path, examples(ev.Mounts))
 	case ev.WalkError != "":
 		e.Problem, e.Detail = ProbeFailed, ev.WalkError
+	}
+	if e.Problem == "" && !e.Interrupted {
+		e.Running = controller.RunningIn(filepath.Join(root, tasksDir, name))
 	}
 	return e
 }
