@@ -75,6 +75,9 @@ func (e *Executor) WaitSession(ctx context.Context, s *records.Session, timeout 
 		if connected {
 			delay = waitBackoffMin // it was up: the next dial comes soon
 		}
+		if down == nil {
+			e.observeUnreachable(ctx, err, s.ID)
+		}
 		down = err
 		select {
 		case <-wctx.Done():

@@ -23,12 +23,20 @@ func WaitFor(ctx context.Context, ios *IOStreams, ex *executor.Executor, id stri
 	case err != nil:
 		return err
 	default:
-		if s, err = ex.WaitSession(ctx, s, timeout); err != nil {
+		final, err := ex.WaitSession(ctx, s, timeout)
+		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(ios.ErrOut, "\nStopped waiting; the agent keeps running: kandev-exec session wait %s\n", id)
 			}
+			if asJSON {
+				// The session as recorded: the wait did not see its end.
+				if werr := WriteJSON(ios.Out, executor.ViewOf(recorded(ctx, ex, s))); werr != nil {
+					return werr
+				}
+			}
 			return ToolFailed(err)
 		}
+		s = final
 	}
 	if asJSON {
 		if err := WriteJSON(ios.Out, executor.ViewOf(s)); err != nil {
@@ -38,6 +46,14 @@ func WaitFor(ctx context.Context, ios *IOStreams, ex *executor.Executor, id stri
 		fmt.Fprintln(ios.ErrOut, SessionOutcome(s))
 	}
 	return AgentExit(s)
+}
+
+// recorded is s as the store has it now, or s.
+func recorded(ctx context.Context, ex *executor.Executor, s *records.Session) *records.Session {
+	if now, _, err := ex.GetSession(context.WithoutCancel(ctx), s.ID); err == nil {
+		return now
+	}
+	return s
 }
 
 // SessionOutcome says in one line how a session stands, with the next

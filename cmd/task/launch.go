@@ -157,6 +157,11 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			fmt.Fprintf(ios.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", s.ID)
 		}
+		if asJSON {
+			if werr := writeLaunched(ios, t, s, reused); werr != nil {
+				return werr
+			}
+		}
 		return cmdutil.ToolFailed(err)
 	}
 	if asJSON {
