@@ -30,7 +30,7 @@ func WaitFor(ctx context.Context, ios *IOStreams, ex *executor.Executor, id stri
 			}
 			if asJSON {
 				// The session as recorded: the wait did not see its end.
-				if werr := WriteJSON(ios.Out, executor.ViewOf(recorded(ctx, ex, s))); werr != nil {
+				if werr := WriteJSON(ios.Out, executor.ViewOf(Recorded(ctx, ex, s))); werr != nil {
 					return werr
 				}
 			}
@@ -48,8 +48,9 @@ func WaitFor(ctx context.Context, ios *IOStreams, ex *executor.Executor, id stri
 	return AgentExit(s)
 }
 
-// recorded is s as the store has it now, or s.
-func recorded(ctx context.Context, ex *executor.Executor, s *records.Session) *records.Session {
+// Recorded is s as the store has it now, or s: the document of a
+// command that followed s and failed.
+func Recorded(ctx context.Context, ex *executor.Executor, s *records.Session) *records.Session {
 	if now, _, err := ex.GetSession(context.WithoutCancel(ctx), s.ID); err == nil {
 		return now
 	}

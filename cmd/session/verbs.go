@@ -142,10 +142,11 @@ func logsRun(ctx context.Context, o *Options) error {
 	if o.JSON {
 		out = o.IO.ErrOut // stdout carries the record only
 	}
+	var started *records.Session
 	if o.Logs.Follow {
 		// A session that cannot be found or never started fails with its
 		// own code; what fails once following began is the tool's.
-		if _, err := ex.StartedSession(ctx, o.ID); err != nil {
+		if started, err = ex.StartedSession(ctx, o.ID); err != nil {
 			return err
 		}
 	}
@@ -155,6 +156,11 @@ func logsRun(ctx context.Context, o *Options) error {
 			fmt.Fprintf(o.IO.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", o.ID)
 		}
 		if o.Logs.Follow {
+			if o.JSON {
+				if werr := cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(cmdutil.Recorded(ctx, ex, started))); werr != nil {
+					return werr
+				}
+			}
 			return cmdutil.ToolFailed(err)
 		}
 		return err
