@@ -237,7 +237,7 @@ func settledOutcome(t *records.Task, s *records.Session) (*records.LaunchOutcome
 // claim, before the claim is released: a retry waiting for the claim
 // finds it there. An interrupted launch records none; a retry settles it.
 func (e *Executor) recordOutcome(ctx context.Context, tc *taskClaim, o LaunchOptions, t *records.Task, err error) {
-	if o.IdempotencyKey == "" || errors.Is(err, context.Canceled) {
+	if o.IdempotencyKey == "" || errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return
 	}
 	out := &records.LaunchOutcome{}
