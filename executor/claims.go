@@ -89,10 +89,16 @@ func (e *Executor) claimTask(ctx context.Context, id string) (*taskClaim, error)
 }
 
 // createTask stores a new task already claimed, in one transaction with
-// the check that its host, profile and agent still exist.
+// the check that its host, profile and agent still exist and that no
+// other task has its idempotency key.
 func (e *Executor) createTask(ctx context.Context, t *records.Task) (*taskClaim, error) {
 	h, err := records.CreateClaimed(ctx, e.cfg.Store, records.KindTask, t.ID, "task."+string(t.Phase), t, e.claimTTL(),
 		func(tx state.Tx) error {
+			// The key first: a retry of a keyed launch answers as the
+			// first one did, whatever name they share.
+			if err := checkKeyFree(tx, t); err != nil {
+				return err
+			}
 			if err := checkNameFree(tx, t); err != nil {
 				return err
 			}

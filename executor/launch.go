@@ -43,6 +43,11 @@ type LaunchOptions struct {
 	Progress   func(step string)
 	Warn       func(msg string)
 	Output     func(line string)
+	// IdempotencyKey, when set, makes the launch the one answer for that
+	// key (LaunchOnce); Outcome says how a failure is reported, to be
+	// answered again as reported.
+	IdempotencyKey string
+	Outcome        func(err error, t *records.Task) records.LaunchOutcome
 }
 
 // Reports is where a launch tells its user how it goes; any may be nil.
@@ -221,6 +226,9 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	}
 	t.Branch = "kandev/" + t.ID
 	t.LaunchEnv = o.Env
+	if o.IdempotencyKey != "" {
+		t.Idempotency = &records.Idempotency{Key: o.IdempotencyKey, Request: requestDigest(o)}
+	}
 	tc, err := e.createTask(ctx, t)
 	if err != nil {
 		return nil, nil, err
@@ -230,6 +238,7 @@ func (e *Executor) Launch(ctx context.Context, o LaunchOptions) (*records.Task, 
 	defer stop()
 	s, err := e.startSession(ctx, tc, t, lp, Reports{Progress: o.Progress, Warn: o.Warn, Output: o.Output})
 	err = lostClaim(ctx, err)
+	e.recordOutcome(ctx, tc, o, t, err)
 	if t2, _, gerr := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, t.ID); gerr == nil {
 		t = t2
 	}

@@ -160,14 +160,6 @@ func (e *Executor) followLogs(ctx context.Context, s *records.Session, o LogOpti
 	}
 }
 
-// linkDown: the error is the link to the host lost or not made, which a
-// reconnect may mend.
-func linkDown(err error) bool {
-	var se *ssh.Error
-	return errors.As(err, &se) && (se.Class == ssh.ClassNetwork || se.Class == ssh.ClassTimeout) ||
-		errors.Is(err, context.DeadlineExceeded)
-}
-
 func firstLine(err error) string {
 	line, _, _ := strings.Cut(err.Error(), "\n")
 	return line

@@ -49,7 +49,9 @@ type ReclaimRow struct {
 	Uncheckable bool     `json:"uncheckable,omitempty"`
 	// Proof: once removed, what proved it safe (as kept on its task).
 	Proof *records.ReclaimProof `json:"proof,omitempty"`
-	Err   error                 `json:"-"` // the host's failure, for a failed host row
+	// Running are the orphaned agents in the directory (reclaimorphans.go).
+	Running []OrphanAgent `json:"running,omitempty"`
+	Err     error         `json:"-"` // the host's failure, for a failed host row
 }
 
 // Row actions in a plan and once applied, and the reasons reclaim adds
@@ -250,8 +252,10 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 			continue
 		}
 		seen[l.Root] = true
-		for _, r := range reclaim.Plan(l, view, olderThan) {
-			rows = append(rows, planRow(h.Name, l.Root, r))
+		for i, r := range reclaim.Plan(l, view, olderThan) {
+			row := planRow(h.Name, l.Root, r)
+			row.Running = orphansOf(l.Entries[i], view)
+			rows = append(rows, row)
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })

@@ -25,6 +25,7 @@ func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress
 		return nil, err
 	}
 	out := slices.Clone(plan)
+	e.stopAllOrphans(ctx, out, view, progress)
 	byHost := map[string][]int{}
 	var order []string
 	for i := range out {

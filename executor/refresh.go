@@ -131,7 +131,16 @@ func (e *Executor) settleStarting(ctx context.Context, vs []SessionView) {
 // it says of each.
 func (e *Executor) refreshHost(ctx context.Context, host string, vs []*SessionView) {
 	fail := func(err error) {
+		ids := make([]string, len(vs))
+		for i, v := range vs {
+			ids[i] = v.ID
+		}
+		observed := e.observeUnreachable(ctx, err, ids...)
 		for _, v := range vs {
+			if s := observed[v.ID]; s != nil {
+				*v = ViewOf(s)
+				v.Asked = true
+			}
 			v.RefreshErr = err
 		}
 	}

@@ -21,6 +21,9 @@ func isFinal(state records.SessionState) bool {
 	return false
 }
 
+// lostMissing: the host answered, and the session's directory is gone.
+const lostMissing = "the session's directory is gone from the host, and its controller with it (it stops without it); how the agent ended is not known"
+
 const lostNoEnd = "the controller is gone and recorded no end; the agent may have died with it"
 
 // StaleAfter is the age past which a recorded session state says when it
@@ -34,13 +37,19 @@ const StaleAfter = time.Minute
 // session's end: it is lost (lostWhy says more), unless it was already
 // known to have ended.
 func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Status, lostWhy string) (*records.Session, error) {
+	return e.recordObserved(ctx, id, st, lostWhy, "")
+}
+
+// recordObserved is recordFinal with the observation made, "" for the
+// state the host's answer moves the session to.
+func (e *Executor) recordObserved(ctx context.Context, id string, st controller.Status, lostWhy, observed string) (*records.Session, error) {
 	now := time.Now().UTC().Truncate(time.Second)
 	cur, _, err := records.Get[records.Session](ctx, e.cfg.Store, records.KindSession, id)
 	if err != nil {
 		return nil, err
 	}
 	next := *cur
-	if err := applyFinal(&next, st, lostWhy, now); err != nil {
+	if err := applyFinal(&next, st, lostWhy, observed, now); err != nil {
 		return nil, err
 	}
 	changed := !reflect.DeepEqual(&next, cur)
@@ -52,14 +61,23 @@ func (e *Executor) recordFinal(ctx context.Context, id string, st controller.Sta
 		event = "session.checked"
 	}
 	return e.updateSession(ctx, id, event, func(x *records.Session) error {
-		x.CheckedAt = &now
-		return applyFinal(x, st, lostWhy, now)
+		x.CheckedAt, x.ObservedAt = &now, &now
+		return applyFinal(x, st, lostWhy, observed, now)
 	})
 }
 
 // applyFinal moves x to what the host said of its session at now (see
-// recordFinal).
-func applyFinal(x *records.Session, st controller.Status, lostWhy string, now time.Time) error {
+// recordObserved), and keeps what was observed.
+func applyFinal(x *records.Session, st controller.Status, lostWhy, observed string, now time.Time) error {
+	err := moveFinal(x, st, lostWhy, now)
+	x.Observation = observed
+	if observed == "" {
+		x.Observation = string(x.State)
+	}
+	return err
+}
+
+func moveFinal(x *records.Session, st controller.Status, lostWhy string, now time.Time) error {
 	x.LogLostBytes = max(x.LogLostBytes, st.LogLostBytes)
 	if st.MaxRuntimeAt != nil {
 		x.MaxRuntimeAt = st.MaxRuntimeAt
@@ -114,6 +132,9 @@ func (e *Executor) finalFromHost(ctx context.Context, a *attach) (s *records.Ses
 func (e *Executor) recordGone(ctx context.Context, sessionID, taskID string, files protocol.SessionFiles, orphan int) (*records.Session, error) {
 	if endedOnHost(files) {
 		return e.recordFinal(ctx, sessionID, *files.Status, "")
+	}
+	if files.Missing {
+		return e.recordObserved(ctx, sessionID, controller.Status{}, lostMissing, records.ObservedMissing)
 	}
 	why := lostNoEnd
 	if orphan > 0 {

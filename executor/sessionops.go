@@ -177,16 +177,27 @@ func (e *Executor) RefreshSession(ctx context.Context, prefix string) (*records.
 	}
 	a, err := e.attachSession(ctx, s)
 	if err != nil {
-		return nil, err
+		if o := e.observeUnreachable(ctx, err, s.ID)[s.ID]; o != nil {
+			s = o
+		}
+		return s, err // as recorded: the host could not be asked
 	}
 	defer a.Close()
+	recorded := s
 	st, err := e.liveness(ctx, a)
 	if errors.Is(err, errControllerGone) {
 		s, _, err = e.finalFromHost(ctx, a)
 	} else if err == nil {
 		s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 	}
-	return s, a.linkErr(err, "asking about", "its state is unknown", fmt.Sprintf("`kandev-exec session show %s` again once the host answers", a.s.ID))
+	if s == nil {
+		s = recorded
+	}
+	err = a.linkErr(err, "asking about", "its state is unknown", fmt.Sprintf("`kandev-exec session show %s` again once the host answers", a.s.ID))
+	if o := e.observeUnreachable(ctx, err, s.ID)[s.ID]; o != nil {
+		s = o
+	}
+	return s, err
 }
 
 // StreamLogs copies the session's log to w; with follow it keeps

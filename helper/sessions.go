@@ -45,6 +45,9 @@ func identity(id controller.Identity, err error) (controller.Identity, error) {
 }
 
 func sessionFiles(dir string) (*protocol.SessionFiles, error) {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return &protocol.SessionFiles{Missing: true}, nil
+	}
 	pid, port, err := controller.ReadPIDPort(dir)
 	if err != nil {
 		return nil, err

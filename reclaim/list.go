@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -48,6 +49,8 @@ type Entry struct {
 	// Holds names what its top holds besides .kandev/ (the first few).
 	NoCheckout bool     `json:"no_checkout,omitempty"`
 	Holds      []string `json:"holds,omitempty"`
+	// Running are the session controllers that run in it.
+	Running []controller.Running `json:"running,omitempty"`
 }
 
 // holdsShown bounds the names an entry's Holds lists.
@@ -139,6 +142,9 @@ func (h *host) listEntry(root, name string) Entry {
 		e.Problem, e.Detail = MountPoint, fmt.Sprintf("%s holds a mount point (%s)", path, examples(ev.Mounts))
 	case ev.WalkError != "":
 		e.Problem, e.Detail = ProbeFailed, ev.WalkError
+	}
+	if e.Problem == "" && !e.Interrupted {
+		e.Running = controller.RunningIn(filepath.Join(root, tasksDir, name))
 	}
 	return e
 }

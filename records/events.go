@@ -28,6 +28,10 @@ type Detail struct {
 	NextAt   *time.Time    `json:"next_at,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	Message  string        `json:"message,omitempty"` // one line for people
+	// Observation and ObservedAt: what asking a session's host last
+	// found, and when (a session's events only).
+	Observation string     `json:"observation,omitempty"`
+	ObservedAt  *time.Time `json:"observed_at,omitempty"`
 }
 
 // Event builds the journal event of a change: typ is "<kind>.<what>",

@@ -118,7 +118,7 @@ func DetailFor(v any) Detail {
 		}
 		return d
 	case *Session:
-		return Detail{Host: r.Host, TaskID: r.TaskID, Phase: string(r.State), Error: r.Error}
+		return Detail{Host: r.Host, TaskID: r.TaskID, Phase: string(r.State), Error: r.Error, Observation: r.Observation, ObservedAt: r.ObservedAt}
 	case *Host:
 		d := Detail{Host: r.Name, Phase: string(r.Status), Reason: r.StatusReason, By: r.StatusBy, Until: r.StatusUntil}
 		if dr := r.Drain; dr != nil {

@@ -74,6 +74,13 @@ type Session struct {
 	LogLostBytes int64 `json:"log_lost_bytes,omitempty"`
 	// Receipt is the drain receipt of the last teardown, when one was given.
 	Receipt *Receipt `json:"receipt,omitempty"`
+	// Observation is what asking the host last found, kept apart from the
+	// state: a state's name (running, exited, stopped, lost), missing
+	// (the host answered and the session's directory is gone) or
+	// unreachable (no answer: the state stays as it was). ObservedAt is
+	// when (docs/contract.md, "Observations").
+	Observation string     `json:"observation,omitempty"`
+	ObservedAt  *time.Time `json:"observed_at,omitempty"`
 	// EndedProcesses are the agent's processes still alive when the
 	// session ended, which its controller ended; GroupKilled: some
 	// outlived the grace and were killed.
@@ -90,6 +97,12 @@ type Process struct {
 	PID  int    `json:"pid"`
 	Name string `json:"name"`
 }
+
+// The observations that are no state's name.
+const (
+	ObservedMissing     = "missing"
+	ObservedUnreachable = "unreachable"
+)
 
 // Move sets the state if the table allows it.
 func (s *Session) Move(to SessionState) error {

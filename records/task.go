@@ -100,6 +100,9 @@ type Task struct {
 	// launch: removing or changing the profile since never breaks an
 	// archive or a delete. Tasks recorded before it read the profile.
 	ProfileSnapshot *ProfileSnapshot `json:"profile_snapshot,omitempty"`
+	// Idempotency is the key the launch was given: a retry with it
+	// answers as this launch ended instead of starting another.
+	Idempotency *Idempotency `json:"idempotency,omitempty"`
 }
 
 // ProfileSnapshot is the part of a profile a task's teardown runs: the
@@ -111,6 +114,22 @@ type ProfileSnapshot struct {
 	Env            []profiles.EnvEntry `json:"env"`
 	CleanupScript  string              `json:"cleanup_script"`
 	ReclaimTaskDir bool                `json:"reclaim_task_dir"`
+}
+
+// Idempotency is a launch's key, the request it came with and, once the
+// launch ended, how it ended.
+type Idempotency struct {
+	Key     string         `json:"key"`
+	Request string         `json:"request"` // a digest of what was asked: another request with the key is refused
+	Outcome *LaunchOutcome `json:"outcome,omitempty"`
+}
+
+// LaunchOutcome is how a keyed launch ended, as its command reported it.
+type LaunchOutcome struct {
+	Exit    int    `json:"exit"`
+	Code    string `json:"code,omitempty"` // the error envelope's code
+	Message string `json:"message,omitempty"`
+	Hint    string `json:"hint,omitempty"`
 }
 
 // TaskRepository is one checkout of a task: where it is in the task

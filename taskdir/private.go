@@ -130,3 +130,6 @@ func EnsureSessionDir(taskDir, sessionID string) (string, error) {
 	}
 	return dir, nil
 }
+
+// SessionsPath is where taskDir's session directories are.
+func SessionsPath(taskDir string) string { return filepath.Join(taskDir, metaDir, SessionsDir) }

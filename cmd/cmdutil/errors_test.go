@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/executor"
@@ -103,6 +104,9 @@ var typedErrors = []struct {
 	{&executor.NameTakenError{Name: "n", TaskID: "t"}, 10, "conflict"},
 	{&executor.KeptError{TaskID: "t", Host: "h", Reason: "dirty_worktree"}, 3, "partial"},
 	{&executor.OrphanError{TaskID: "t", SessionID: "s"}, 10, "conflict"},
+	{&executor.KeyConflictError{Key: "k", TaskID: "t"}, 10, "conflict"},
+	{&executor.KeyPendingError{Key: "k", TaskID: "t"}, 8, "pending"},
+	{&executor.WaitTimeoutError{SessionID: "s", Timeout: time.Second}, 8, "pending"},
 	{&executor.NoTokenError{SessionID: "s", PID: 7}, 1, "error"},
 	{&records.AmbiguousError{What: "task", Prefix: "t"}, 2, "usage"},
 	{&executor.HostExistsError{Name: "h", Differ: []string{"--port"}}, 1, "error"},

@@ -41,7 +41,7 @@ var (
 // ExitCodes is the table `help exit-codes` prints, in order. Classify
 // returns only these (or an ExitCodeError's own status).
 var ExitCodes = []Exit{ExitOK, ExitError, ExitUsage, ExitPartial, ExitTrust, ExitHostKey, ExitAuth,
-	ExitUnreachable, ExitPending, ExitRefused, ExitConflict, ExitLocked, ExitInterrupted}
+	ExitUnreachable, ExitPending, ExitRefused, ExitConflict, ExitLocked, ExitInterrupted, ExitToolFailed}
 
 // exitRule sends every error that match recognises anywhere in its chain
 // to exit. hint is the default next step, used when the error carries
@@ -107,6 +107,9 @@ var exitRules = []exitRule{
 	{as[*executor.ActiveSessionError], ExitConflict, ""},
 	{as[*executor.TaskBusyError], ExitConflict, ""},
 	{as[*executor.OrphanError], ExitConflict, ""},
+	{as[*executor.KeyConflictError], ExitConflict, ""},
+	{as[*executor.KeyPendingError], ExitPending, ""},
+	{as[*executor.WaitTimeoutError], ExitPending, ""},
 	{as[*executor.NoTokenError], ExitError, "follow it from the machine that launched it; from here `session logs` shows the log so far and `session stop` stops it"},
 	{as[*state.UnsafePathError], ExitError, "remove the link or odd file from the state directory by hand, then retry"},
 }

@@ -5,17 +5,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/executor"
-	"github.com/kdlbs/kandev-exec/records"
 )
-
-// SessionLost is how a command that followed a session to its end
-// (`task launch --follow`, `session logs -f`) fails when the session was
-// lost: nobody knows how the agent ended. It says what is known and what
-// to run next (exit 1).
-func SessionLost(s *records.Session) error {
-	return WithHint(fmt.Errorf("session %s was lost: %s", s.ID, s.Error),
-		fmt.Sprintf("`kandev-exec session show %s`; the task directory stays: `kandev-exec task resume %s`", s.ID, s.TaskID))
-}
 
 // SessionState is a session's state for a table: with the age of what
 // was recorded when the host may have moved on since (older than

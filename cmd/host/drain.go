@@ -110,7 +110,7 @@ func drainRun(ctx context.Context, o *DrainOptions) error {
 		return err
 	}
 	if o.Detach {
-		return &executor.HostDrainPendingError{Host: o.Name, WorkerPID: w.PID, Log: w.Drain.Log}
+		return o.withHost(ctx, ex, &executor.HostDrainPendingError{Host: o.Name, WorkerPID: w.PID, Log: w.Drain.Log})
 	}
 	if !o.Settings.JSON {
 		fmt.Fprintf(o.IO.ErrOut, "Draining host %s: no new launches; stopping its sessions until %s (Ctrl-C leaves the drain running)\n",
@@ -157,7 +157,7 @@ func follow(ctx context.Context, o *DrainOptions, ex *executor.Executor, d *reco
 		}
 		select {
 		case <-ctx.Done():
-			return &executor.HostDrainPendingError{Host: o.Name, WorkerPID: pid, Log: d.Log}
+			return o.withHost(ctx, ex, &executor.HostDrainPendingError{Host: o.Name, WorkerPID: pid, Log: d.Log})
 		case <-exited:
 			exited = nil
 		case <-tick.C:
@@ -179,9 +179,16 @@ func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor, r
 		return fmt.Errorf("host %s has no drain recorded", o.Name)
 	case d.State == records.DrainComplete && !report:
 		return nil
+	case report && o.Settings.JSON:
+		// The host's drain says how far it got, whatever the exit.
+		if err := cmdutil.WriteJSON(o.IO.Out, h); err != nil {
+			return err
+		}
+	}
+	switch {
 	case d.State == records.DrainComplete:
 		if o.Settings.JSON {
-			return cmdutil.WriteJSON(o.IO.Out, h)
+			return nil
 		}
 		fmt.Fprintf(o.IO.Out, "Drained host %s: %d session(s) stopped; it stays %s\n", o.Name, len(d.Stopped), h.Status)
 		return nil
@@ -191,6 +198,22 @@ func drainOutcome(ctx context.Context, o *DrainOptions, ex *executor.Executor, r
 		return fmt.Errorf("the drain worker of host %s ended without finishing (its log: %s); `kandev-exec host drain %s` resumes", o.Name, d.Log, o.Name)
 	}
 	return fmt.Errorf("the drain of host %s ended %s: %s", o.Name, d.State, d.Last)
+}
+
+// withHost is err, after the host's JSON (its drain as it stands) with
+// --json.
+func (o *DrainOptions) withHost(ctx context.Context, ex *executor.Executor, err error) error {
+	if !o.Settings.JSON {
+		return err
+	}
+	h, herr := ex.ShowHost(context.WithoutCancel(ctx), o.Name)
+	if herr != nil {
+		return err
+	}
+	if werr := cmdutil.WriteJSON(o.IO.Out, h); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // workerRun is the background worker: one line per step, timestamped,

@@ -52,7 +52,9 @@ reason: another installation's marker or none, a name kandev-exec does not
 make, a live task, a directory changed more recently than --older-than or
 holding less than --min-size (sizes as du -h prints them: 512K, 1.5G), a
 directory that is no git checkout (nothing proves its files saved; the
-table says what it holds). The table's DETAIL says why a directory is
+table says what it holds). An agent still running in a directory of ours
+whose task no local record holds is listed as an orphaned agent (its
+session, pid, age and command). The table's DETAIL says why a directory is
 kept, and how a removed one was proven (ancestor, patch-id, squash).
 
 The plan touches nothing. --apply removes the candidates, each proven safe
@@ -61,7 +63,11 @@ clean and its work upstream, the same directory the plan saw) and removed
 without following any link; what the proof refuses is skipped with its
 reason. Work is upstream when the task's repository, fetched now, has its
 commits, or commits making the same changes (a rebase or cherry-pick), or
-one commit making their combined change (a squash merge).
+one commit making their combined change (a squash merge). Orphaned agents
+are stopped first, each only once the host proves it again as session stop
+does (its pid at the start time listed, its argv naming the session
+directory, the marker still this installation's), then the directory is
+decided; what cannot be proved is left running, and said.
 --apply asks first on a terminal and needs --yes without one. With
 --plan FILE (the output of reclaim --json) only what that plan marked for
 removal, as it saw it, is removed. --include-uncheckable PATH removes a
@@ -173,16 +179,20 @@ func reclaimRun(ctx context.Context, o *Options) error {
 
 // applyPlan shows the plan and asks on a terminal, then applies it.
 func applyPlan(ctx context.Context, o *Options, ex *executor.Executor, rows []executor.ReclaimRow, progress func(string)) ([]executor.ReclaimRow, error) {
-	n, size := 0, int64(0)
+	n, size, agents := 0, int64(0), 0
 	for _, r := range rows {
 		if r.Action == executor.ReclaimRemove {
 			n++
 			size += r.Bytes
 		}
+		agents += len(r.Running)
 	}
-	if n > 0 && !o.Yes {
+	if (n > 0 || agents > 0) && !o.Yes {
 		printRows(o.IO.ErrOut, rows)
 		q := fmt.Sprintf("Remove %d directories (%s)? Each is proven safe again, on its host, before it is removed.", n, cmdutil.Bytes(size))
+		if agents > 0 {
+			q = fmt.Sprintf("Stop %d orphaned agents, then remove %d directories (%s)? Each agent and directory is proven again, on its host, first.", agents, n, cmdutil.Bytes(size))
+		}
 		if err := cmdutil.ConfirmDestructive(o.IO, o.Yes, q, "apply the reclaim plan"); err != nil {
 			return nil, err
 		}
@@ -252,6 +262,24 @@ func printRows(w io.Writer, rows []executor.ReclaimRow) {
 			cmdutil.Bytes(r.Bytes), humanAge(r.AgeSeconds), r.Action, cmdutil.Dash(r.Reason), rowDetail(r))
 	}
 	tw.Flush()
+	printOrphans(w, rows)
+}
+
+// printOrphans lists the agents still running in directories no local
+// record holds, and what --apply did about each.
+func printOrphans(w io.Writer, rows []executor.ReclaimRow) {
+	for _, r := range rows {
+		for _, a := range r.Running {
+			line := fmt.Sprintf("orphaned agent: %s session %s, pid %d, running %s: %s", r.Host, a.Session, a.PID, humanAge(a.AgeSeconds), cmdutil.SafeText(a.Command))
+			switch {
+			case a.Stopped:
+				line += " (stopped)"
+			case a.Left != "":
+				line += " (left running: " + cmdutil.SafeText(a.Left) + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 }
 
 // rowDetail is a row's detail as the table shows it: how a removed

@@ -1,4 +1,5 @@
-// Package session holds the `session` verbs: ls, show, logs, stop, forward.
+// Package session holds the `session` verbs: ls, show, logs, stop,
+// forward, wait.
 package session
 
 import (
@@ -9,8 +10,8 @@ import (
 
 // NewCmdSession is the `session` noun.
 func NewCmdSession(f *cmdutil.Factory) *cobra.Command {
-	c := &cobra.Command{Use: "session", Short: "List, follow, stop and forward to task sessions"}
-	c.AddCommand(NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdStop(f, nil), NewCmdForward(f, nil))
+	c := &cobra.Command{Use: "session", Short: "List, follow, wait for, stop and forward to task sessions"}
+	c.AddCommand(NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdLogs(f, nil), NewCmdStop(f, nil), NewCmdForward(f, nil), NewCmdWait(f, nil))
 	return c
 }
 

@@ -23,7 +23,8 @@ type Options struct {
 	Logs     executor.LogOptions
 	// offsetSet: --offset was given (0 is a position too).
 	offsetSet bool
-	Prepare   bool // logs: the prepare script's log instead
+	Prepare   bool          // logs: the prepare script's log instead
+	Timeout   time.Duration // wait's bound
 }
 
 func newVerb(f *cmdutil.Factory, use, short string, nargs int, runF, run func(context.Context, *Options) error, setup func(*cobra.Command, *Options)) *cobra.Command {
@@ -76,6 +77,12 @@ func showRun(ctx context.Context, o *Options) error {
 	}
 	s, err := ex.RefreshSession(ctx, o.ID)
 	if err != nil {
+		if o.JSON && s != nil {
+			// The session as recorded, then how asking failed.
+			if werr := printSession(o, s); werr != nil {
+				return werr
+			}
+		}
 		return err
 	}
 	return printSession(o, s)
@@ -118,22 +125,6 @@ func endedText(s *records.Session) string {
 	return strings.Join(names, ", ") + "; by " + how
 }
 
-// outcome says in one line how a session stands, with the next command.
-func outcome(s *records.Session) string {
-	switch s.State {
-	case records.SessionExited:
-		if s.ExitCode == nil {
-			return fmt.Sprintf("Session %s ended by a signal", s.ID)
-		}
-		return fmt.Sprintf("Session %s exited with code %d", s.ID, *s.ExitCode)
-	case records.SessionStopped:
-		return fmt.Sprintf("Session %s stopped; the task directory stays: kandev-exec task resume %s", s.ID, s.TaskID)
-	case records.SessionLost, records.SessionFailed:
-		return fmt.Sprintf("Session %s %s: %s; kandev-exec task resume %s starts a new one", s.ID, s.State, cmdutil.SafeText(s.Error), s.TaskID)
-	}
-	return fmt.Sprintf("Session %s is %s: kandev-exec session logs -f %s", s.ID, s.State, s.ID)
-}
-
 // NewCmdLogs is `session logs ID [-f] [--tail N] [--since D] [--timestamps]`.
 func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	c := newVerb(f, "logs ID", "Print a session's output; -f follows it until the agent exits", 1, runF, logsRun,
@@ -149,7 +140,9 @@ func NewCmdLogs(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 		})
 	c.Long = `Print a session's output: the agent's stdout and stderr, and the controller's
 own [controller] lines. With -f, keep streaming until the agent exits; how it
-ended goes to stderr. With --json the output goes to stderr and stdout gets the
+ended goes to stderr and the command exits as the agent did (its code, 128+N
+for signal N). A failure of this tool while following (the host unreachable,
+the session lost) is exit 255, the error naming it. With --json the output goes to stderr and stdout gets the
 session record.
 
 The log records no time for the agent's output, only for the controller's own
@@ -178,7 +171,7 @@ A keepalive watchdog guards the connection: a probe every 15s, and 45s without
 any reply counts as the link lost. With -f the command then reconnects, with
 backoff, for up to twice the keepalive deadline (90s), says so on stderr, and
 goes on from the byte it had; a link still down after that ends it with exit
-code 7 while the agent keeps running on the host. The settings
+code 255 (7 without -f) while the agent keeps running on the host. The settings
 keepalive-interval and keepalive-deadline change these bounds (see
 ` + "`kandev-exec help config`" + `).
 
@@ -220,10 +213,26 @@ func logsRun(ctx context.Context, o *Options) error {
 	if o.JSON {
 		out = o.IO.ErrOut // stdout carries the record only
 	}
+	var started *records.Session
+	if o.Logs.Follow {
+		// A session that cannot be found or never started fails with its
+		// own code; what fails once following began is the tool's.
+		if started, err = ex.StartedSession(ctx, o.ID); err != nil {
+			return err
+		}
+	}
 	s, err := ex.ShowLogs(ctx, o.ID, o.Logs, out)
 	if err != nil {
 		if o.Logs.Follow && ctx.Err() != nil {
 			fmt.Fprintf(o.IO.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", o.ID)
+		}
+		if o.Logs.Follow {
+			if o.JSON {
+				if werr := cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(cmdutil.Recorded(ctx, ex, started))); werr != nil {
+					return werr
+				}
+			}
+			return cmdutil.ToolFailed(err)
 		}
 		return err
 	}
@@ -235,12 +244,10 @@ func logsRun(ctx context.Context, o *Options) error {
 			return err
 		}
 	} else if !lost {
-		fmt.Fprintln(o.IO.ErrOut, outcome(s))
+		fmt.Fprintln(o.IO.ErrOut, cmdutil.SessionOutcome(s))
 	}
-	if lost {
-		// Followed to an end nobody knows: the same failure as
-		// `task launch --follow`.
-		return cmdutil.SessionLost(s)
+	if o.Logs.Follow {
+		return cmdutil.AgentExit(s) // as `task launch --follow`
 	}
 	return nil
 }
@@ -264,7 +271,7 @@ func stopRun(ctx context.Context, o *Options) error {
 		return err
 	}
 	if !o.JSON {
-		fmt.Fprintln(o.IO.ErrOut, outcome(s))
+		fmt.Fprintln(o.IO.ErrOut, cmdutil.SessionOutcome(s))
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/cmd/cmdutil"
 	"github.com/kdlbs/kandev-exec/executor"
@@ -44,9 +43,20 @@ checkout. No agent starts without its program. A failed launch keeps its task:
 before the controller starts stops the checkout or the prepare script on the
 host (exit 130); after, the agent keeps running. A launch
 cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" + ` or
-` + "`task resume`" + `.`,
+` + "`task resume`" + `.
+
+With --follow the command exits as the agent did (its code, 128+N for signal
+N); once the agent started, a failure of this tool (the host unreachable, the
+session lost) is 255, the error naming it, and Ctrl-C is 130.
+
+With --idempotency-key KEY the launch happens once per KEY: running it again
+with the same request starts nothing and answers as the first launch ended
+(its exit code, or its task and session; "reused": true with --json), after
+waiting for it or settling it if it was cut short. KEY with another request
+is exit 10.`,
 		Example: `  kandev-exec task launch --profile prod -- claude -p "fix the flaky test"
-  kandev-exec task launch --profile prod --agent claude --follow -- -p "fix it"`,
+  kandev-exec task launch --profile prod --agent claude --follow -- -p "fix it"
+  kandev-exec task launch --profile prod --idempotency-key "$CI_JOB_ID" --json -- ./agent.sh`,
 		Args: cmdutil.CommandArgs(0, false, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.JSON, opts.Launch.Command = f.JSON(), args
@@ -68,6 +78,7 @@ cut short (a crash, a kill) is settled by the next ` + "`task ls`, `task show`" 
 	fl.StringArrayVar(&opts.Launch.Env, "env", nil, "KEY=VALUE for the agent (repeatable; literals only)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "stream the agent's output and exit with its exit code")
 	fl.DurationVar(&opts.Launch.MaxRuntime, "max-runtime", 0, "stop the agent after `D` (may only shorten the profile's max_runtime)")
+	fl.StringVar(&opts.Launch.IdempotencyKey, "idempotency-key", "", "launch once per KEY: a retry with it answers as the first launch ended")
 	_ = c.RegisterFlagCompletionFunc("profile", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.ProfileNames(ctx) }))
 	_ = c.RegisterFlagCompletionFunc("agent", cmdutil.CompleteNames(f, 0, func(ex *executor.Executor, ctx context.Context) ([]string, error) { return ex.AgentNames(ctx) }))
 	return c
@@ -81,19 +92,63 @@ func launchRun(ctx context.Context, o *LaunchOptions) error {
 	warnUnmasked(ctx, o.IO, ex, executor.EnvOptions{Profile: o.Launch.Profile, Agent: o.Launch.Agent, Launch: o.Launch.Env}, o.JSON)
 	p := cmdutil.NewProgress(o.IO, o.JSON)
 	o.Launch.Progress, o.Launch.Warn, o.Launch.Output = p.Step, p.Warn, p.Output
-	t, s, err := ex.Launch(ctx, o.Launch)
-	p.Done(err == nil)
-	if err != nil {
-		return launchFailed(err, t)
+	o.Launch.Outcome = launchOutcome
+	ans, err := ex.LaunchOnce(ctx, o.Launch)
+	p.Done(err == nil && ans.Failed == nil)
+	if err == nil && ans.Failed != nil {
+		err = reusedFailure(ans.Failed)
 	}
-	return afterStart(ctx, o.IO, ex, t, s, o.Follow, o.JSON)
+	if err != nil {
+		err = launchFailed(err, ans.Task)
+		if ans.Task != nil && o.JSON {
+			if werr := writeLaunched(o.IO, ans.Task, ans.Session, &ans.Reused); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+	if ans.Reused && !o.JSON {
+		fmt.Fprintf(o.IO.ErrOut, "Launched earlier with idempotency key %s: nothing new started\n", cmdutil.SafeText(o.Launch.IdempotencyKey))
+	}
+	return afterStart(ctx, o.IO, ex, ans.Task, ans.Session, o.Follow, o.JSON, &ans.Reused)
+}
+
+// launchOutcome is how a failed launch is reported, kept for a retry with
+// its idempotency key.
+func launchOutcome(err error, t *records.Task) records.LaunchOutcome {
+	err = launchFailed(err, t)
+	info := cmdutil.Classify(err)
+	return records.LaunchOutcome{Exit: info.Exit, Code: info.Code, Message: err.Error(), Hint: info.Hint}
+}
+
+// reusedFailure reports again how the launch an idempotency key belongs
+// to failed.
+func reusedFailure(out *records.LaunchOutcome) error {
+	err := error(&cmdutil.ExitCodeError{Code: out.Exit, JSON: out.Code, Msg: out.Message})
+	if out.Hint != "" {
+		err = cmdutil.WithHint(err, out.Hint)
+	}
+	return err
+}
+
+// writeLaunched is a launch's or a resume's JSON document; a launch says
+// whether it was reused.
+func writeLaunched(ios *cmdutil.IOStreams, t *records.Task, s *records.Session, reused *bool) error {
+	doc := map[string]any{"task": viewOf(t, nil)}
+	if reused != nil {
+		doc["reused"] = *reused
+	}
+	if s != nil {
+		doc["session"] = executor.ViewOf(s)
+	}
+	return cmdutil.WriteJSON(ios.Out, doc)
 }
 
 // afterStart reports a started session, and follows it when asked.
-func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *records.Task, s *records.Session, follow, asJSON bool) error {
+func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Executor, t *records.Task, s *records.Session, follow, asJSON bool, reused *bool) error {
 	if !follow {
 		if asJSON {
-			return cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": executor.ViewOf(s)})
+			return writeLaunched(ios, t, s, reused)
 		}
 		fmt.Fprintf(ios.Out, "Task %s: session %s running on %s in %s\n", t.ID, s.ID, t.Host, cmdutil.Safe(t.TaskDir))
 		fmt.Fprintf(ios.ErrOut, "Follow it: kandev-exec session logs -f %s\n", s.ID)
@@ -108,33 +163,19 @@ func afterStart(ctx context.Context, ios *cmdutil.IOStreams, ex *executor.Execut
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 			fmt.Fprintf(ios.ErrOut, "\nStopped following; the agent keeps running: kandev-exec session logs -f %s\n", s.ID)
 		}
-		return err
+		if asJSON {
+			if werr := writeLaunched(ios, t, s, reused); werr != nil {
+				return werr
+			}
+		}
+		return cmdutil.ToolFailed(err)
 	}
 	if asJSON {
-		if err := cmdutil.WriteJSON(ios.Out, map[string]any{"task": viewOf(t, nil), "session": executor.ViewOf(final)}); err != nil {
+		if err := writeLaunched(ios, t, final, reused); err != nil {
 			return err
 		}
 	}
-	return agentOutcome(final)
-}
-
-// agentOutcome turns how the agent ended into this command's exit: its
-// own code, 128+N for a signal (as shells report it), and an error when
-// the session was lost and nobody knows.
-func agentOutcome(s *records.Session) error {
-	switch {
-	case s.ExitCode != nil && *s.ExitCode != 0:
-		return &cmdutil.ExitCodeError{Code: *s.ExitCode, JSON: "error"}
-	case s.Signal != "":
-		code := 128 + int(unix.SignalNum(s.Signal))
-		if code == 128 {
-			code = 1
-		}
-		return &cmdutil.ExitCodeError{Code: code, JSON: "error", Msg: fmt.Sprintf("the agent of session %s was killed by %s", s.ID, s.Signal)}
-	case s.State == records.SessionLost:
-		return cmdutil.SessionLost(s)
-	}
-	return nil
+	return cmdutil.AgentExit(final)
 }
 
 func launchFailed(err error, t *records.Task) error {

@@ -60,5 +60,5 @@ func resumeRun(ctx context.Context, o *ResumeOptions) error {
 	if err != nil {
 		return launchFailed(err, t)
 	}
-	return afterStart(ctx, o.IO, ex, t, s, o.Follow, o.JSON)
+	return afterStart(ctx, o.IO, ex, t, s, o.Follow, o.JSON, nil)
 }

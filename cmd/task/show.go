@@ -80,7 +80,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 	v := viewOf(t, job)
 	for _, s := range sessions {
 		v.SessionStates = append(v.SessionStates, SessionState{ID: s.ID, State: string(s.State), ExitCode: s.ExitCode,
-			StateRecordedAt: s.StateRecordedAt, RefreshError: s.RefreshError})
+			StateRecordedAt: s.StateRecordedAt, RefreshError: s.RefreshError, Observation: s.Observation, ObservedAt: s.ObservedAt})
 	}
 	if o.JSON {
 		if err := cmdutil.WriteJSON(o.IO.Out, v); err != nil {
@@ -97,6 +97,9 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 			cmdutil.Safe(path.Join(t.TaskDir, ".kandev", executor.PrepareLog)), t.Sessions[len(t.Sessions)-1])
 	}
 	fmt.Fprintf(w, "phase:     %s\ncreated:   %s\n", phaseText(t, job, now), cmdutil.AgoFrom(t.CreatedAt, now))
+	if v.IdempotencyKey != "" {
+		fmt.Fprintf(w, "key:       %s\n", cmdutil.SafeText(v.IdempotencyKey))
+	}
 	for i := range sessions {
 		s := &sessions[i]
 		line := s.ID + "  " + cmdutil.SessionState(s, now)

@@ -1,5 +1,5 @@
 // Package task holds the `task` verbs: launch, ls, show, resume, exec,
-// shell, archive, delete.
+// shell, archive, delete, wait.
 package task
 
 import (
@@ -17,7 +17,7 @@ import (
 func NewCmdTask(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{Use: "task", Short: "Launch, inspect, resume and exec into tasks on SSH hosts"}
 	c.AddCommand(NewCmdLaunch(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdResume(f, nil), NewCmdExec(f, nil),
-		NewCmdShell(f, nil), NewCmdArchive(f, nil), NewCmdDelete(f, nil))
+		NewCmdShell(f, nil), NewCmdArchive(f, nil), NewCmdDelete(f, nil), NewCmdWait(f, nil))
 	return c
 }
 
@@ -38,6 +38,8 @@ type View struct {
 	CreatedAt  time.Time `json:"created_at"`
 	Sessions   []string  `json:"sessions"`
 	Error      string    `json:"error"`
+	// IdempotencyKey is the key the task was launched with, if any.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Teardown: what the cleanup job found, and where the job stands.
 	Drain   string `json:"drain,omitempty"`
 	Receipt string `json:"receipt,omitempty"`
@@ -67,6 +69,9 @@ type SessionState struct {
 	ExitCode        *int                `json:"exit_code"`
 	StateRecordedAt time.Time           `json:"state_recorded_at"`
 	RefreshError    *executor.ErrorView `json:"refresh_error,omitempty"`
+	// Observation is what asking the host last found, and ObservedAt when.
+	Observation string     `json:"observation,omitempty"`
+	ObservedAt  *time.Time `json:"observed_at,omitempty"`
 }
 
 // JobView is a task's cleanup job as --json prints it.
@@ -86,6 +91,9 @@ func viewOf(t *records.Task, j *records.CleanupJob) View {
 		Branch: t.Branch, BaseBranch: t.BaseBranch, BaseCommit: t.BaseCommit, Phase: string(t.Phase), CreatedAt: t.CreatedAt, Sessions: t.Sessions, Error: t.Error}
 	if v.Sessions == nil {
 		v.Sessions = []string{}
+	}
+	if t.Idempotency != nil {
+		v.IdempotencyKey = t.Idempotency.Key
 	}
 	if td := t.Teardown; td != nil {
 		v.Drain, v.Reclaim, v.Reason, v.CleanupOutput, v.Proof = string(td.Drain), string(td.Reclaim), td.Reason, td.CleanupOutput, td.Proof

@@ -102,11 +102,15 @@ func teardownRun(ctx context.Context, o *TeardownOptions) error {
 	} else {
 		p.Done(err == nil)
 	}
-	if err != nil {
+	if o.JSON && res != nil {
+		// Pending or failed, the result says where the task stands.
+		if werr := cmdutil.WriteJSON(o.IO.Out, res); werr != nil {
+			return werr
+		}
 		return err
 	}
-	if o.JSON {
-		return cmdutil.WriteJSON(o.IO.Out, res)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(o.IO.Out, teardownSummary(res, t))
 	return nil

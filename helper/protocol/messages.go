@@ -24,6 +24,8 @@ type SessionFiles struct {
 	PID    int                `json:"pid"`  // 0: no pid file, no controller ever ran there
 	Port   int                `json:"port"` // 0: it never bound
 	Status *controller.Status `json:"status,omitempty"`
+	// Missing: the session's directory does not exist (the rest is zero).
+	Missing bool `json:"missing,omitempty"`
 }
 
 // SessionsRequest asks about many sessions of one host in one call (a
