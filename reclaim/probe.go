@@ -159,7 +159,7 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 	if err != nil {
 		return err
 	}
-	if p.UnsafeConfig = cfg.unsafe(); p.UnsafeConfig != "" {
+	if p.UnsafeConfig = cfg.Include(); p.UnsafeConfig != "" {
 		return nil // no git runs under a configuration the proof cannot neutralise
 	}
 	if err := h.checkLooseObjects(ctx, g); err != nil {

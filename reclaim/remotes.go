@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -76,7 +77,7 @@ func lsRemote(ctx context.Context, h *host, url string) (map[string]bool, error)
 	if strings.HasPrefix(url, "-") {
 		return nil, fmt.Errorf("remote url %q looks like an option", taskdir.MaskURLs(url))
 	}
-	env := append(gitEnv(), "GIT_DIR=/dev/null", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	env := append(gitsafe.Environ(), "GIT_DIR=/dev/null", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	out, err := h.runGit(ctx, "/", env, "", nil, []string{"ls-remote", "--quiet", url})
 	if err != nil {
 		return nil, err

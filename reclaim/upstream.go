@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"fmt"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -33,13 +34,13 @@ type upstreamSet struct {
 
 // upstreams finds what counts for the checkout at rel, whose directory
 // is dir (where git resolves a relative URL from).
-func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
+func upstreams(t Target, rel, dir string, cfg gitsafe.Config) upstreamSet {
 	for _, u := range t.Upstreams {
 		if filepath.Clean(u.Path) == rel {
 			up := upstreamSet{urls: []string{remoteKey(dir, u.URL)}}
-			for _, r := range cfg.remotes() {
-				if remoteKey(dir, r.url) == up.urls[0] {
-					up.remotes = append(up.remotes, r.name)
+			for _, r := range cfg.Remotes() {
+				if remoteKey(dir, r.URL) == up.urls[0] {
+					up.remotes = append(up.remotes, r.Name)
 				}
 			}
 			return up
@@ -47,13 +48,13 @@ func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
 	}
 	var up upstreamSet
 	tasks := filepath.Join(t.Root, tasksDir)
-	for _, r := range cfg.remotes() {
-		u, why := outsideURL(dir, tasks, r.url)
+	for _, r := range cfg.Remotes() {
+		u, why := outsideURL(dir, tasks, r.URL)
 		if why != "" {
-			up.ignored = append(up.ignored, fmt.Sprintf("%s (%s)", r.name, why))
+			up.ignored = append(up.ignored, fmt.Sprintf("%s (%s)", r.Name, why))
 			continue
 		}
-		up.urls, up.remotes = append(up.urls, u), append(up.remotes, r.name)
+		up.urls, up.remotes = append(up.urls, u), append(up.remotes, r.Name)
 	}
 	return up
 }
@@ -92,7 +93,7 @@ func outsideURL(dir, tasks, raw string) (string, string) {
 // as git does to tell "<scheme>://" and "<helper>::" from a path.
 func urlScheme(raw string) (scheme, rest string) {
 	i := 0
-	for i < len(raw) && (isAlnum(raw[i]) || (i > 0 && strings.IndexByte("+.-", raw[i]) >= 0)) {
+	for i < len(raw) && (gitsafe.IsAlnum(raw[i]) || (i > 0 && strings.IndexByte("+.-", raw[i]) >= 0)) {
 		i++
 	}
 	return raw[:i], raw[i:]
