@@ -126,13 +126,18 @@ func TestResumeIgnoresExtRemote(t *testing.T) {
 	a.noCodeRan(t)
 	a.fetched(t, up, err)
 
-	a.config(t, "url.ext::sh -c "+strings.ReplaceAll(a.touch(), " ", "% ")+".insteadOf", a.bare)
+	rewrite := "url.ext::sh -c " + strings.ReplaceAll(a.touch(), " ", "% ") + ".insteadof"
+	a.config(t, rewrite, a.bare)
 	_, err = a.resume(t)
 	a.noCodeRan(t)
 	wantCode(t, err, CodeUnsafeCheckout)
-	if !strings.Contains(err.Error(), ".insteadof") || !strings.Contains(err.Error(), "git config --unset") {
-		t.Fatalf("refusal does not name the key and what to do: %v", err)
+	if fix := "git -C " + a.dir + " config --unset-all '" + rewrite + "'"; !strings.Contains(err.Error(), fix) {
+		t.Fatalf("refusal does not name the key and its fix %q: %v", fix, err)
 	}
+	// The fix it names is enough.
+	gitT(t, a.dir, "config", "--unset-all", rewrite)
+	up, err = a.resume(t)
+	a.fetched(t, up, err)
 }
 
 // The checkout's credential helpers are dropped and the operator's kept:

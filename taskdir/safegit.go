@@ -41,8 +41,9 @@ func inCheckout(ctx context.Context, dir, url string) (runner, error) {
 	if err != nil {
 		return runner{}, errorf(CodeUnsafeCheckout, "%s: its git configuration cannot be read (%v); fix or remove it, then resume", dir, err)
 	}
-	if key := refusedKey(cfg, url); key != "" {
-		return runner{}, errorf(CodeUnsafeCheckout, "%s: the checkout's git configuration sets %s, which could run a program or redirect the fetch; remove it (git config --unset), then resume", dir, key)
+	if e, refused := refusedKey(cfg, url); refused {
+		return runner{}, errorf(CodeUnsafeCheckout, "%s: the checkout's git configuration sets %s (%s), which could run a program or redirect the fetch; remove it (git -C %s config --unset-all '%s'), then resume",
+			dir, e.Key(), e.Where, dir, e.Key())
 	}
 	over := append(append(append([][2]string{}, gitsafe.NoCode...), checkoutOverrides...), cfg.FilterOverrides()...)
 	env := append(gitsafe.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
@@ -72,20 +73,17 @@ func inCheckout(ctx context.Context, dir, url string) (runner, error) {
 // as the launch URL (either would redirect the fetch), the checkout's
 // own HTTP transport settings (a proxy or certificate of its choosing),
 // and the programs git runs that command scope cannot switch off.
-func refusedKey(cfg gitsafe.Config, url string) string {
-	if k := cfg.Include(); k != "" {
-		return k
-	}
+func refusedKey(cfg gitsafe.Config, url string) (gitsafe.Entry, bool) {
 	for _, e := range cfg {
-		refused := e.Section == "http" ||
+		refused := e.IsInclude() || e.Section == "http" ||
 			e.Section == "url" && (e.Name == "insteadof" || e.Name == "pushinsteadof") ||
 			e.Section == "remote" && e.Subsection == url ||
 			e.Section == "core" && e.Subsection == "" && (e.Name == "gitproxy" || e.Name == "askpass" || e.Name == "alternaterefscommand")
 		if refused {
-			return e.Key() + " (" + e.Where + ")"
+			return e, true
 		}
 	}
-	return ""
+	return gitsafe.Entry{}, false
 }
 
 func sets(cfg gitsafe.Config, section, name string) bool {

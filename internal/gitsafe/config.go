@@ -56,11 +56,16 @@ func Read(files []string, read func(string) ([]byte, error)) (Config, error) {
 	return cfg, nil
 }
 
-// Include names the first key that no override can neutralise: an include
-// pulls in a file the proof has not read, whose keys it cannot switch off.
+// IsInclude is a key no override can neutralise: it pulls in a file
+// nothing here has read, whose keys cannot be switched off.
+func (e Entry) IsInclude() bool {
+	return (e.Section == "include" || e.Section == "includeif") && e.Name == "path"
+}
+
+// Include names the first include key, with where it stands.
 func (c Config) Include() string {
 	for _, e := range c {
-		if (e.Section == "include" || e.Section == "includeif") && e.Name == "path" {
+		if e.IsInclude() {
 			return fmt.Sprintf("%s (%s)", e.Key(), e.Where)
 		}
 	}
