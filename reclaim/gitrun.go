@@ -17,7 +17,7 @@ import (
 // checkout that could run a program, reach the network or hide a change
 // overridden, and never with a remote: remotes are asked from outside any
 // repository (remotes.go). What no override can neutralise keeps the
-// directory (gitconfig.go). docs/security.md lists it all.
+// directory (internal/gitsafe). docs/security.md lists it all.
 
 // probeOverrides apply to every git run in a checkout, above whatever its
 // config says.

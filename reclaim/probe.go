@@ -10,7 +10,7 @@ import (
 )
 
 // The git side of the proof: per checkout, the gitdir read directly
-// (gitdir.go, gitconfig.go), one `git status` and one `git ls-files`
+// (gitdir.go, internal/gitsafe), one `git status` and one `git ls-files`
 // (index.go), the remotes' tips asked once per URL per call (remotes.go),
 // and, only when a local ref or reflog entry is not exactly a remote
 // tip, a `git cat-file` and a `git rev-list` (pushed.go). Every git run

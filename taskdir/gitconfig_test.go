@@ -90,8 +90,8 @@ func (a *agentWrites) touch() string { return "touch " + a.marker }
 
 // operatorSSH makes the operator's core.sshCommand a stand-in for ssh
 // that runs the remote command locally, or, once the file hang exists,
-// writes its pid there and hangs.
-func operatorSSH(t *testing.T, hang string) {
+// writes its pid there and hangs. It returns the command's path.
+func operatorSSH(t *testing.T, hang string) string {
 	t.Helper()
 	ssh := filepath.Join(t.TempDir(), "opssh")
 	script := "#!/bin/sh\nshift\nexec sh -c \"$1\"\n"
@@ -102,6 +102,7 @@ func operatorSSH(t *testing.T, hang string) {
 		t.Fatal(err)
 	}
 	operatorGitconfig(t, "[core]\n\tsshCommand = "+ssh+"\n[ssh]\n\tvariant = simple\n")
+	return ssh
 }
 
 // The checkout's core.sshCommand is replaced by the operator's: the task
@@ -109,6 +110,18 @@ func operatorSSH(t *testing.T, hang string) {
 // runs the remote command locally), and the fetch still goes through it.
 func TestResumeIgnoresCheckoutSSHCommand(t *testing.T) {
 	operatorSSH(t, "")
+	a := launched(t, func(bare string) string { return "somehost:" + bare })
+	a.config(t, "core.sshCommand", a.touch()+"; false")
+	up, err := a.resume(t)
+	a.noCodeRan(t)
+	a.fetched(t, up, err)
+}
+
+// An operator who names ssh by GIT_SSH keeps it too.
+func TestResumeIgnoresCheckoutSSHCommandUnderGitSSH(t *testing.T) {
+	ssh := operatorSSH(t, "")
+	operatorGitconfig(t, "[ssh]\n\tvariant = simple\n")
+	t.Setenv("GIT_SSH", ssh)
 	a := launched(t, func(bare string) string { return "somehost:" + bare })
 	a.config(t, "core.sshCommand", a.touch()+"; false")
 	up, err := a.resume(t)

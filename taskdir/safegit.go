@@ -1,7 +1,6 @@
 package taskdir
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -139,11 +138,12 @@ func sshCommand(operator []string) (over [][2]string, env []string) {
 			return [][2]string{{"core.sshCommand", operator[i+1]}}, nil
 		}
 	}
-	switch ssh := os.Getenv("GIT_SSH"); {
+	switch {
 	case os.Getenv("GIT_SSH_COMMAND") != "":
 		return nil, nil
-	case ssh != "":
-		return nil, []string{"GIT_SSH_COMMAND=" + shellQuote(ssh)}
+	case os.Getenv("GIT_SSH") != "":
+		// The shell git runs the command with expands it: no quoting.
+		return nil, []string{`GIT_SSH_COMMAND="$GIT_SSH"`}
 	}
 	return [][2]string{{"core.sshCommand", "ssh"}}, nil
 }
@@ -159,12 +159,4 @@ func credentialHelpers(operator []string) [][2]string {
 		}
 	}
 	return over
-}
-
-func shellQuote(s string) string {
-	var b bytes.Buffer
-	b.WriteByte('\'')
-	b.WriteString(strings.ReplaceAll(s, "'", `'\''`))
-	b.WriteByte('\'')
-	return b.String()
 }
