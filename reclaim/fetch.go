@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -76,7 +77,7 @@ func fetchUpstream(ctx context.Context, h *host, root, url string) (*fetched, er
 		return nil, err
 	}
 	ns := proofNamespace + hex.EncodeToString(nonce) + "/"
-	env := append(gitEnv(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	env := append(gitsafe.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	// No template: the scratch repository has no hooks at all.
 	if _, err := h.runGit(ctx, "/", env, "", nil, []string{"init", "--quiet", "--bare", "--template=", dir}); err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (f *fetched) containing(ctx context.Context, h *host, oid string) (string, 
 	if ref := f.oids[oid]; ref != "" {
 		return ref, nil
 	}
-	env := append(gitEnv(), "LC_ALL=C")
+	env := append(gitsafe.Environ(), "LC_ALL=C")
 	out, err := h.runGit(ctx, "/", env, "", []string{"--git-dir=" + f.gitDir},
 		[]string{"for-each-ref", "--count=1", "--contains=" + oid, "--format=%(refname)", f.ns})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"io"
 	"io/fs"
 	"os"
@@ -342,4 +343,16 @@ func walkFiles(dir, name string, f func(path, name string) error) error {
 		}
 	}
 	return nil
+}
+
+// config is every key of the repository's own config files: config in
+// the common gitdir, and config.worktree there and in the worktree's
+// gitdir (read whether or not extensions.worktreeConfig is set: more
+// keys only keep more).
+func (g gitDir) config() (gitsafe.Config, error) {
+	files := []string{filepath.Join(g.common, "config"), filepath.Join(g.common, "config.worktree")}
+	if g.dir != g.common {
+		files = append(files, filepath.Join(g.dir, "config.worktree"))
+	}
+	return gitsafe.Read(files, readSmallFile)
 }

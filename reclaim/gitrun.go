@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -18,14 +17,11 @@ import (
 // checkout that could run a program, reach the network or hide a change
 // overridden, and never with a remote: remotes are asked from outside any
 // repository (remotes.go). What no override can neutralise keeps the
-// directory (gitconfig.go). docs/security.md lists it all.
+// directory (internal/gitsafe). docs/security.md lists it all.
 
 // probeOverrides apply to every git run in a checkout, above whatever its
 // config says.
-var probeOverrides = [][2]string{
-	// No program of the checkout's choosing.
-	{"core.fsmonitor", "false"},
-	{"core.hooksPath", "/dev/null"},
+var probeOverrides = append(append([][2]string{}, gitsafe.NoCode...), [][2]string{
 	// Nothing that hides a change from status: a stale cache, a path
 	// matched without regard to case or normalisation, stat data git is
 	// told not to compare.
@@ -38,7 +34,7 @@ var probeOverrides = [][2]string{
 	// Commit ancestry read from the objects themselves, not a cache
 	// file the agent could have written.
 	{"core.commitGraph", "false"},
-}
+}...)
 
 // probeEnv: no network at all (a partial clone would fetch missing
 // objects through the checkout's remote, transport and credential
@@ -53,15 +49,6 @@ var probeEnv = []string{
 	"LC_ALL=C",
 }
 
-// gitEnvDrop: variables of the helper's own environment that would point
-// git at another repository, work tree, object store or configuration
-// than the checkout probed. Those probeEnv sets are overridden by it
-// (the last of a name wins).
-var gitEnvDrop = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
-	"GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_",
-	"GIT_CONFIG_VALUE_", "GIT_REPLACE_REF_BASE"}
-
 const gitErrTail = 512
 
 // repo is one checkout as the probes run git in it.
@@ -71,19 +58,9 @@ type repo struct {
 	env    []string // the overrides, as configuration of command scope
 }
 
-func newRepo(dir string, g gitDir, cfg repoConfig) repo {
-	over := append([][2]string{}, probeOverrides...)
-	for _, d := range cfg.filterDrivers() {
-		// Empty commands: git then stores and compares content as it is.
-		for _, k := range []string{"clean", "smudge", "process"} {
-			over = append(over, [2]string{"filter." + d + "." + k, ""})
-		}
-	}
-	env := append(gitEnv(), probeEnv...)
-	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(over)))
-	for i, kv := range over {
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
-	}
+func newRepo(dir string, g gitDir, cfg gitsafe.Config) repo {
+	over := append(append([][2]string{}, probeOverrides...), cfg.FilterOverrides()...)
+	env := append(append(gitsafe.Environ(), probeEnv...), gitsafe.ConfigEnv(over)...)
 	return repo{dir: dir, gitDir: g, env: env}
 }
 
@@ -124,19 +101,4 @@ func (h *host) runGit(parent context.Context, dir string, env []string, stdin st
 		return nil, fmt.Errorf("%s: %v: %s", what, err, taskdir.MaskURLs(strings.TrimSpace(string(tail))))
 	}
 	return stdout.Bytes(), nil
-}
-
-// gitEnv is the helper's environment without gitEnvDrop.
-func gitEnv() []string {
-	var env []string
-next:
-	for _, kv := range os.Environ() {
-		for _, k := range gitEnvDrop {
-			if strings.HasPrefix(kv, k) && (strings.HasSuffix(k, "_") || strings.HasPrefix(kv, k+"=")) {
-				continue next
-			}
-		}
-		env = append(env, kv)
-	}
-	return env
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // The git side of the proof: per checkout, the gitdir read directly
-// (gitdir.go, gitconfig.go), one `git status` and one `git ls-files`
+// (gitdir.go, internal/gitsafe), one `git status` and one `git ls-files`
 // (index.go), each upstream fetched once per call (fetch.go), and, only
 // when a local ref or reflog entry is not exactly a remote tip, a `git
 // cat-file` and a `git rev-list` (pushed.go), then the patch-id and
@@ -161,7 +161,7 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 	if err != nil {
 		return err
 	}
-	if p.UnsafeConfig = cfg.unsafe(); p.UnsafeConfig != "" {
+	if p.UnsafeConfig = cfg.Include(); p.UnsafeConfig != "" {
 		return nil // no git runs under a configuration the proof cannot neutralise
 	}
 	if err := h.checkLooseObjects(ctx, g); err != nil {

@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"fmt"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ type upstreamSet struct {
 
 // upstreams finds what counts for the checkout at rel, whose directory
 // is dir (where git resolves a relative URL from).
-func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
+func upstreams(t Target, rel, dir string, cfg gitsafe.Config) upstreamSet {
 	for _, u := range t.Upstreams {
 		if filepath.Clean(u.Path) == rel {
 			return upstreamSet{urls: []string{remoteKey(dir, u.URL)}}
@@ -40,10 +41,10 @@ func upstreams(t Target, rel, dir string, cfg repoConfig) upstreamSet {
 	}
 	var up upstreamSet
 	tasks := filepath.Join(t.Root, tasksDir)
-	for _, r := range cfg.remotes() {
-		u, why := outsideURL(dir, tasks, r.url)
+	for _, r := range cfg.Remotes() {
+		u, why := outsideURL(dir, tasks, r.URL)
 		if why != "" {
-			up.ignored = append(up.ignored, fmt.Sprintf("%s (%s)", r.name, why))
+			up.ignored = append(up.ignored, fmt.Sprintf("%s (%s)", r.Name, why))
 			continue
 		}
 		up.urls = append(up.urls, u)
@@ -85,7 +86,7 @@ func outsideURL(dir, tasks, raw string) (string, string) {
 // as git does to tell "<scheme>://" and "<helper>::" from a path.
 func urlScheme(raw string) (scheme, rest string) {
 	i := 0
-	for i < len(raw) && (isAlnum(raw[i]) || (i > 0 && strings.IndexByte("+.-", raw[i]) >= 0)) {
+	for i < len(raw) && (gitsafe.IsAlnum(raw[i]) || (i > 0 && strings.IndexByte("+.-", raw[i]) >= 0)) {
 		i++
 	}
 	return raw[:i], raw[i:]

@@ -2,7 +2,8 @@
 // host (helper/protocol carries its requests): making, checking and
 // preparing <root>/tasks/<task-dir>/ and running scripts in it. Of this
 // module it imports only the shared primitives (internal/fsx,
-// internal/redact): the host has no store, no profiles and no SSH.
+// internal/gitsafe, internal/redact): the host has no store, no profiles
+// and no SSH.
 package taskdir
 
 import "fmt"

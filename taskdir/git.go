@@ -36,35 +36,49 @@ func MaskURLs(s string) string {
 	}
 }
 
-// git runs git in dir, never prompting, and returns its trimmed stdout.
-// A failure carries the tail of git's stderr with URL credentials masked.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	out, tail, err := runGit(ctx, dir, args...)
+// runner runs git in one directory: plainly where the product made the
+// directory and nothing else wrote it, or pinned to a checkout under the
+// overrides of safegit.go.
+type runner struct {
+	dir string
+	pin []string // global options before the command
+	env []string
+}
+
+// plain is the runner of a directory nothing untrusted has written. The
+// ceiling keeps git from wandering up into an enclosing repository when
+// dir is not (yet) one of its own.
+func plain(dir string) runner {
+	return runner{dir: dir, env: append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))}
+}
+
+// run runs git, never prompting, and returns its trimmed stdout. A
+// failure carries the tail of git's stderr with URL credentials masked.
+func (r runner) run(ctx context.Context, args ...string) (string, error) {
+	out, tail, err := r.exec(ctx, args)
 	if err != nil {
-		return "", gitError(ctx, dir, args, err, tail)
+		return "", gitError(ctx, r.dir, args, err, tail)
 	}
 	return out, nil
 }
 
-// gitQuery is git for read-only queries, where a non-zero exit only means
+// query is run for read-only queries, where a non-zero exit only means
 // "no"; a timeout or a git that cannot start is still an error.
-func gitQuery(ctx context.Context, dir string, args ...string) (out string, ok bool, err error) {
-	out, tail, err := runGit(ctx, dir, args...)
+func (r runner) query(ctx context.Context, args ...string) (out string, ok bool, err error) {
+	out, tail, err := r.exec(ctx, args)
 	var ee *exec.ExitError
 	if err != nil && ctx.Err() == nil && errors.As(err, &ee) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, gitError(ctx, dir, args, err, tail)
+		return "", false, gitError(ctx, r.dir, args, err, tail)
 	}
 	return out, true, nil
 }
 
-func runGit(ctx context.Context, dir string, args ...string) (out, stderrTail string, err error) {
-	cmd := GroupCommand(ctx, dir, "git", args...)
-	// The ceiling keeps git from wandering up into an enclosing
-	// repository when dir is not (yet) one of its own.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+func (r runner) exec(ctx context.Context, args []string) (out, stderrTail string, err error) {
+	cmd := GroupCommand(ctx, r.dir, "git", append(append([]string{}, r.pin...), args...)...)
+	cmd.Env = r.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

@@ -103,10 +103,14 @@ func prepareRepos(ctx context.Context, dir string, req PrepareRequest) error {
 	if err := addExcludes(dir, excludes); err != nil {
 		return err
 	}
+	g, err := inCheckout(ctx, dir, primary.URL)
+	if err != nil {
+		return err
+	}
 	for _, r := range req.Repositories[1:] {
 		// A child checkout where the primary tracks a path would mix two
 		// repositories' files.
-		if _, tracked, err := gitQuery(ctx, dir, "cat-file", "-e", "HEAD:"+r.Name); err != nil {
+		if _, tracked, err := g.query(ctx, "cat-file", "-e", "HEAD:"+r.Name); err != nil {
 			return err
 		} else if tracked {
 			return errorf(CodeBadRequest, "repository %q: %s is tracked by the primary repository", r.Name, filepath.Join(dir, r.Name))
@@ -160,7 +164,7 @@ func (req PrepareRequest) validate(ctx context.Context) error {
 	if len(req.Repositories) == 0 {
 		return nil // no checkout names a branch: git need not be installed
 	}
-	_, ok, err := gitQuery(ctx, "/", "check-ref-format", "--branch", req.TaskBranch)
+	_, ok, err := plain("/").query(ctx, "check-ref-format", "--branch", req.TaskBranch)
 	if err == nil && !ok {
 		err = bad
 	}

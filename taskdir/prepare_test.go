@@ -329,11 +329,14 @@ func TestPrepareExtraRepository(t *testing.T) {
 // A fetch that hangs ends at the request's timeout, and the process
 // group dies with it.
 func TestPrepareTimeoutKillsGit(t *testing.T) {
-	bare, _ := bareRepo(t, "README")
-	req := prepareReq(t.TempDir(), bare)
-	res := mustPrepare(t, req)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	gitT(t, res.TaskDirAbs, "config", "remote.origin.uploadpack", "echo $$ >"+pidFile+"; exec sleep 300 #")
+	operatorSSH(t, pidFile)
+	bare, _ := bareRepo(t, "README")
+	req := prepareReq(t.TempDir(), "somehost:"+bare)
+	mustPrepare(t, req)
+	if err := os.WriteFile(pidFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	req.TimeoutSeconds = 1
 	_, err := Prepare(context.Background(), req)
 	wantCode(t, err, CodeTimeout)

@@ -22,54 +22,62 @@ func checkout(ctx context.Context, dir, url, taskBranch, base string) error {
 		return err
 	}
 	if !isRepo {
-		if _, err := git(ctx, dir, "init", "--quiet"); err != nil {
+		if _, err := plain(dir).run(ctx, "init", "--quiet"); err != nil {
 			return err
 		}
 	}
+	g, err := inCheckout(ctx, dir, url)
+	if err != nil {
+		return err
+	}
 	// An init that crashed before the remote was added is finished here.
-	origin, hasOrigin, err := gitQuery(ctx, dir, "config", "--get", "remote.origin.url")
+	origin, hasOrigin, err := g.query(ctx, "config", "--get", "remote.origin.url")
 	switch {
 	case err != nil:
 		return err
 	case !hasOrigin:
-		if _, err := git(ctx, dir, "remote", "add", "origin", url); err != nil {
+		if _, err := g.run(ctx, "remote", "add", "origin", url); err != nil {
 			return err
 		}
 	case origin != url:
 		return errorf(CodeOriginMismatch, "%s is a checkout of %s, not %s", dir, MaskURLs(origin), MaskURLs(url))
 	}
-	if _, err := git(ctx, dir, "fetch", "--quiet", "origin"); err != nil {
+	// From the launch URL into origin's usual refs, with nothing of the
+	// checkout's remote configuration (its refspecs, upload-pack, helper).
+	fetch := []string{"fetch", "--quiet", "--no-recurse-submodules", "--no-auto-gc", "--no-write-commit-graph",
+		url, "+refs/heads/*:refs/remotes/origin/*"}
+	if _, err := g.run(ctx, fetch...); err != nil {
 		return err
 	}
 	if isRepo {
-		if err := safeToCheckout(ctx, dir, taskBranch); err != nil {
+		if err := safeToCheckout(ctx, g, taskBranch); err != nil {
 			return err
 		}
 	}
-	if _, exists, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch); err != nil {
+	if _, exists, err := g.query(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch); err != nil {
 		return err
 	} else if exists {
-		current, _, err := gitQuery(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
+		current, _, err := g.query(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
 		if err != nil || current == taskBranch {
 			return err
 		}
 		// Without --force: git refuses rather than overwrite local changes.
-		_, err = git(ctx, dir, "checkout", "--quiet", taskBranch)
+		_, err = g.run(ctx, "checkout", "--quiet", taskBranch)
 		return err
 	}
 	if base == "" {
-		if base, err = defaultBranch(ctx, dir); err != nil {
+		if base, err = defaultBranch(ctx, g, url); err != nil {
 			return err
 		}
 	}
 	start := "refs/remotes/origin/" + base
-	if _, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", start+"^{commit}"); err != nil {
+	if _, ok, err := g.query(ctx, "rev-parse", "--verify", "--quiet", start+"^{commit}"); err != nil {
 		return err
 	} else if !ok {
 		return errorf(CodeGitFailed, "branch %q not found on origin %s", base, MaskURLs(url))
 	}
 	// --no-track: pushing the task branch must never update the base.
-	_, err = git(ctx, dir, "checkout", "--quiet", "--no-track", "-b", taskBranch, start)
+	_, err = g.run(ctx, "checkout", "--quiet", "--no-track", "-b", taskBranch, start)
 	return err
 }
 
@@ -90,7 +98,8 @@ var InProgress = []struct{ File, What string }{
 // cherry-pick, revert or bisect, or one whose HEAD is detached anywhere
 // but at the tip of the task branch (commits made there would be left
 // dangling). It never resets or discards anything: the user decides.
-func safeToCheckout(ctx context.Context, dir, taskBranch string) error {
+func safeToCheckout(ctx context.Context, g runner, taskBranch string) error {
+	dir := g.dir
 	for _, s := range InProgress {
 		path := filepath.Join(dir, ".git", s.File)
 		if _, err := os.Lstat(path); err == nil {
@@ -99,14 +108,14 @@ func safeToCheckout(ctx context.Context, dir, taskBranch string) error {
 			return errorf(CodeIO, "inspect %s: %v", path, err)
 		}
 	}
-	if _, onBranch, err := gitQuery(ctx, dir, "symbolic-ref", "--quiet", "HEAD"); err != nil || onBranch {
+	if _, onBranch, err := g.query(ctx, "symbolic-ref", "--quiet", "HEAD"); err != nil || onBranch {
 		return err
 	}
-	head, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	head, ok, err := g.query(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil || !ok {
 		return err
 	}
-	tip, _, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch+"^{commit}")
+	tip, _, err := g.query(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+taskBranch+"^{commit}")
 	if err != nil || tip == head {
 		return err
 	}
@@ -114,16 +123,20 @@ func safeToCheckout(ctx context.Context, dir, taskBranch string) error {
 		dir, head, taskBranch)
 }
 
-// defaultBranch asks origin which branch its HEAD names.
-func defaultBranch(ctx context.Context, dir string) (string, error) {
-	if _, err := git(ctx, dir, "remote", "set-head", "origin", "--auto"); err != nil {
-		return "", err
-	}
-	ref, err := git(ctx, dir, "symbolic-ref", "--short", "refs/remotes/origin/HEAD")
+// defaultBranch asks the launch URL which branch its HEAD names.
+func defaultBranch(ctx context.Context, g runner, url string) (string, error) {
+	out, err := g.run(ctx, "ls-remote", "--symref", url, "HEAD")
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimPrefix(ref, "origin/"), nil
+	for _, line := range strings.Split(out, "\n") {
+		if ref, ok := strings.CutPrefix(line, "ref: refs/heads/"); ok {
+			if branch, ok := strings.CutSuffix(ref, "\tHEAD"); ok {
+				return branch, nil
+			}
+		}
+	}
+	return "", errorf(CodeGitFailed, "origin %s names no default branch", MaskURLs(url))
 }
 
 // verify checks what the agent will rely on: dir is the top level of its
@@ -133,7 +146,13 @@ func verify(ctx context.Context, dir, url, taskBranch string) (head, branch stri
 	fail := func(format string, args ...any) (string, string, error) {
 		return "", "", errorf(CodeVerifyFailed, "%s: "+format, append([]any{dir}, args...)...)
 	}
-	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	g, err := inCheckout(ctx, dir, url)
+	if err != nil {
+		return "", "", err
+	}
+	// Unpinned, so that a core.worktree or an enclosing repository shows;
+	// rev-parse runs nothing of the checkout's.
+	top, err := plain(dir).run(ctx, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return "", "", err
 	}
@@ -144,19 +163,19 @@ func verify(ctx context.Context, dir, url, taskBranch string) (head, branch stri
 	if top != want {
 		return fail("top level of the checkout is %s", top)
 	}
-	if origin, _, err := gitQuery(ctx, dir, "config", "--get", "remote.origin.url"); err != nil {
+	if origin, _, err := g.query(ctx, "config", "--get", "remote.origin.url"); err != nil {
 		return "", "", err
 	} else if origin != url {
 		return fail("origin is %q, want %q", MaskURLs(origin), MaskURLs(url))
 	}
-	head, ok, err := gitQuery(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	head, ok, err := g.query(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil {
 		return "", "", err
 	}
 	if !ok {
 		return fail("HEAD is not a commit")
 	}
-	branch, _, err = gitQuery(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
+	branch, _, err = g.query(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
 		return "", "", err
 	}

@@ -1,58 +1,53 @@
-package reclaim
+package gitsafe
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 	"strings"
 )
 
-// A checkout's own configuration was written by the agent, so the proof
-// reads it itself rather than trusting git with it: to find the remotes
-// it names, the filter drivers to switch off (gitrun.go), and what
-// cannot be switched off, which keeps the directory (docs/security.md,
-// "What the proof refuses to trust").
+// A checkout's own configuration was written by the agent, so the
+// product reads it itself rather than trusting git with it: to find the
+// remotes it names, the filter drivers to switch off (env.go), and what
+// cannot be switched off (docs/security.md, "What the proof refuses to
+// trust").
 
-// configEntry is one key of a config file: section and name lower-cased
+// Entry is one key of a config file: section and name lower-cased
 // as git compares them, the subsection as written (lower-cased in the
 // old [section.sub] form, as git does).
-type configEntry struct {
-	section, subsection, name string
-	value                     string
-	hasValue                  bool
-	where                     string // file:line, for a refusal's detail
+type Entry struct {
+	Section, Subsection, Name string
+	Value                     string
+	HasValue                  bool
+	Where                     string // file:line, for a refusal's detail
 }
 
-func (e configEntry) key() string {
-	if e.subsection == "" {
-		return e.section + "." + e.name
+func (e Entry) Key() string {
+	if e.Subsection == "" {
+		return e.Section + "." + e.Name
 	}
-	return e.section + "." + e.subsection + "." + e.name
+	return e.Section + "." + e.Subsection + "." + e.Name
 }
 
-// repoConfig is every key of a repository's own config files: config in
-// the common gitdir, and config.worktree there and in the worktree's
-// gitdir (read whether or not extensions.worktreeConfig is set: more
-// keys only keep more).
-type repoConfig []configEntry
+// Config is every key of a repository's own config files, in the order
+// git reads them.
+type Config []Entry
 
-func (g gitDir) config() (repoConfig, error) {
-	files := []string{filepath.Join(g.common, "config"), filepath.Join(g.common, "config.worktree")}
-	if g.dir != g.common {
-		files = append(files, filepath.Join(g.dir, "config.worktree"))
-	}
-	var cfg repoConfig
+// Read parses files in order with read (a no-follow reader of the
+// caller's): the first must exist, a later one that does not is skipped.
+func Read(files []string, read func(string) ([]byte, error)) (Config, error) {
+	var cfg Config
 	for i, f := range files {
-		b, err := readSmallFile(f)
+		b, err := read(f)
 		if i > 0 && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		entries, err := parseConfig(b, f)
+		entries, err := Parse(b, f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", f, err)
 		}
@@ -61,58 +56,63 @@ func (g gitDir) config() (repoConfig, error) {
 	return cfg, nil
 }
 
-// unsafe names the first key that no override can neutralise: an include
-// pulls in a file the proof has not read, whose keys it cannot switch off.
-func (c repoConfig) unsafe() string {
+// IsInclude is a key no override can neutralise: it pulls in a file
+// nothing here has read, whose keys cannot be switched off.
+func (e Entry) IsInclude() bool {
+	return (e.Section == "include" || e.Section == "includeif") && e.Name == "path"
+}
+
+// Include names the first include key, with where it stands.
+func (c Config) Include() string {
 	for _, e := range c {
-		if (e.section == "include" || e.section == "includeif") && e.name == "path" {
-			return fmt.Sprintf("%s (%s)", e.key(), e.where)
+		if e.IsInclude() {
+			return fmt.Sprintf("%s (%s)", e.Key(), e.Where)
 		}
 	}
 	return ""
 }
 
-// filterDrivers are the filter.<driver> subsections the checkout defines.
-func (c repoConfig) filterDrivers() []string {
+// FilterDrivers are the filter.<driver> subsections the checkout defines.
+func (c Config) FilterDrivers() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range c {
-		if e.section == "filter" && e.subsection != "" && !seen[e.subsection] {
-			seen[e.subsection] = true
-			out = append(out, e.subsection)
+		if e.Section == "filter" && e.Subsection != "" && !seen[e.Subsection] {
+			seen[e.Subsection] = true
+			out = append(out, e.Subsection)
 		}
 	}
 	return out
 }
 
-// remote is one remote.<name>.url of the checkout.
-type remote struct{ name, url string }
+// Remote is one remote.<name>.url of the checkout.
+type Remote struct{ Name, URL string }
 
-// remotes lists remote.<name>.url, sorted by URL and unique. A remote
+// Remotes lists remote.<name>.url, sorted by URL and unique. A remote
 // defined elsewhere (the user's config) is not seen, which only makes
 // more commits look unpushed.
-func (c repoConfig) remotes() []remote {
-	var out []remote
+func (c Config) Remotes() []Remote {
+	var out []Remote
 	for _, e := range c {
-		if e.section == "remote" && e.subsection != "" && e.name == "url" && e.hasValue {
-			out = append(out, remote{e.subsection, e.value})
+		if e.Section == "remote" && e.Subsection != "" && e.Name == "url" && e.HasValue {
+			out = append(out, Remote{e.Subsection, e.Value})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].url < out[j].url })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].URL < out[j].URL })
 	uniq := out[:0]
 	for i, r := range out {
-		if i == 0 || r.url != out[i-1].url {
+		if i == 0 || r.URL != out[i-1].URL {
 			uniq = append(uniq, r)
 		}
 	}
 	return uniq
 }
 
-// parseConfig reads git's config syntax. What it does not understand is
+// Parse reads git's config syntax. What it does not understand is
 // an error, never a guess: a key it skipped could be the one that runs
 // code.
-func parseConfig(b []byte, file string) ([]configEntry, error) {
-	var out []configEntry
+func Parse(b []byte, file string) (Config, error) {
+	var out Config
 	var section, subsection string
 	text := strings.TrimPrefix(string(b), "\xef\xbb\xbf")
 	for n, line := range strings.Split(text, "\n") {
@@ -138,14 +138,14 @@ func parseConfig(b []byte, file string) ([]configEntry, error) {
 		if !validConfigName(name) {
 			return nil, fmt.Errorf("line %d: bad key %q", n+1, name)
 		}
-		e := configEntry{section: section, subsection: subsection, name: strings.ToLower(name), hasValue: hasValue,
-			where: fmt.Sprintf("%s:%d", file, n+1)}
+		e := Entry{Section: section, Subsection: subsection, Name: strings.ToLower(name), HasValue: hasValue,
+			Where: fmt.Sprintf("%s:%d", file, n+1)}
 		if hasValue {
 			v, err := configValue(strings.TrimSpace(value))
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %v", n+1, err)
 			}
-			e.value = v
+			e.Value = v
 		}
 		out = append(out, e)
 	}
@@ -157,7 +157,7 @@ func parseConfig(b []byte, file string) ([]configEntry, error) {
 // the same line (a key may).
 func parseSectionHeader(line string) (section, subsection, rest string, err error) {
 	i := 1
-	for i < len(line) && (isAlnum(line[i]) || line[i] == '-' || line[i] == '.') {
+	for i < len(line) && (IsAlnum(line[i]) || line[i] == '-' || line[i] == '.') {
 		i++
 	}
 	section = strings.ToLower(line[1:i])
@@ -214,7 +214,7 @@ func validConfigName(s string) bool {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
-		if !isAlnum(s[i]) && s[i] != '-' {
+		if !IsAlnum(s[i]) && s[i] != '-' {
 			return false
 		}
 	}
@@ -222,7 +222,9 @@ func validConfigName(s string) bool {
 }
 
 func isAlpha(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
-func isAlnum(c byte) bool { return isAlpha(c) || c >= '0' && c <= '9' }
+
+// IsAlnum is an ASCII letter or digit, as git names keys.
+func IsAlnum(c byte) bool { return isAlpha(c) || c >= '0' && c <= '9' }
 
 // configValue unquotes one config value and drops a trailing comment.
 func configValue(s string) (string, error) {
