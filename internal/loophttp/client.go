@@ -60,7 +60,7 @@ func Do(ctx context.Context, dial func(ctx context.Context, network, addr string
 	body := &answerBody{c: c, stop: stop, r: br}
 	switch cl, hasCL := a.Header["content-length"]; {
 	case strings.EqualFold(a.Header["transfer-encoding"], "chunked"):
-		body.r = &chunked{br: br, trailer: a.Trailer}
+		body.r = &chunked{br: br, lim: lim, trailer: a.Trailer}
 	case hasCL:
 		n, err := strconv.ParseInt(cl, 10, 64)
 		if err != nil || n < 0 {
@@ -111,7 +111,8 @@ const maxChunkLine = 256
 // chunked decodes a chunked body and its trailers.
 type chunked struct {
 	br      *bufio.Reader
-	left    int64 // of the current chunk
+	lim     *limitedReader // under br: bounded again for the trailers
+	left    int64          // of the current chunk
 	done    bool
 	trailer map[string]string
 }
@@ -134,6 +135,7 @@ func (r *chunked) Read(p []byte) (int, error) {
 			return 0, fmt.Errorf("bad chunk size %q", clip(size))
 		}
 		if n == 0 {
+			r.lim.n = MaxHeaderBytes
 			h, err := readHeader(r.br)
 			if err != nil {
 				return 0, noEOF(err)

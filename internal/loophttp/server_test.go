@@ -188,3 +188,36 @@ func TestGoneWhenClientCloses(t *testing.T) {
 	a.Body.Close()
 	<-heard
 }
+
+// An answer whose head or trailers never end is cut off at the bound, not
+// read into memory without end.
+func TestDoBoundsHeadAndTrailers(t *testing.T) {
+	endless := strings.Repeat("X-Pad: "+strings.Repeat("a", 100)+"\r\n", 2*MaxHeaderBytes/100)
+	for name, answer := range map[string]string{
+		"head":     "HTTP/1.1 200 OK\r\n" + endless,
+		"trailers": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n" + endless,
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			go io.Copy(io.Discard, c)
+			io.WriteString(c, answer)
+		}()
+		a, err := Do(context.Background(), (&net.Dialer{}).DialContext, ln.Addr().String(), "GET", "/", nil)
+		if err == nil {
+			_, err = io.ReadAll(a.Body)
+			a.Body.Close()
+		}
+		ln.Close()
+		if StatusOf(err) != StatusHeaderFieldsTooLarge {
+			t.Errorf("%s without end: %v, want it refused as too large", name, err)
+		}
+	}
+}
