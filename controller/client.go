@@ -32,8 +32,7 @@ var (
 
 // Client talks to one controller's API.
 type Client struct {
-	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
-	addr  string
+	pool  *loophttp.Pool
 	token string
 }
 
@@ -43,7 +42,7 @@ func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	return &Client{dial: dial, addr: "127.0.0.1:" + strconv.Itoa(port), token: token}
+	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, token: token}
 }
 
 // statusError is a non-200 answer.
@@ -215,7 +214,7 @@ func (c *Client) send(ctx context.Context, method, path string, auth bool) (*loo
 	if auth {
 		h = map[string]string{"Authorization": "Bearer " + c.token}
 	}
-	resp, err := loophttp.Do(ctx, c.dial, c.addr, method, path, h)
+	resp, err := c.pool.Do(ctx, method, path, h)
 	if err != nil {
 		return nil, err
 	}

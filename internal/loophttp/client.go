@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Answer is a response's status, head and body. Trailer is filled once
@@ -20,47 +21,83 @@ type Answer struct {
 	Body    io.ReadCloser
 }
 
-// Do sends one request (without a body) on a connection from dial and
-// reads the answer's head. Closing Body closes the connection; ctx ending
-// closes it too.
-func Do(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error),
-	addr, method, target string, header map[string]string) (*Answer, error) {
-	c, err := dial(ctx, "tcp", addr)
+// Pool sends requests to one address, keeping the last connection whose
+// answer allows it for the next request: over SSH, a channel opened once.
+type Pool struct {
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	Addr string
+
+	mu   sync.Mutex
+	idle *pconn
+}
+
+// pconn is a connection with what is buffered from it.
+type pconn struct {
+	c   net.Conn
+	lim *limitedReader
+	br  *bufio.Reader
+}
+
+// Do sends one request (without a body) and reads the answer's head.
+// Body must be closed; ctx ending closes the connection. A kept
+// connection the server has closed meanwhile is replaced by a fresh one.
+func (p *Pool) Do(ctx context.Context, method, target string, header map[string]string) (*Answer, error) {
+	p.mu.Lock()
+	pc := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	if pc != nil {
+		a, answered, err := p.roundTrip(ctx, pc, method, target, header)
+		if err == nil || answered || ctx.Err() != nil {
+			return a, err
+		}
+	}
+	c, err := p.Dial(ctx, "tcp", p.Addr)
 	if err != nil {
 		return nil, err
 	}
+	lim := &limitedReader{r: c}
+	a, _, err := p.roundTrip(ctx, &pconn{c: c, lim: lim, br: bufio.NewReaderSize(lim, 4<<10)}, method, target, header)
+	return a, err
+}
+
+// roundTrip sends a request on pc and reads the answer's head; answered
+// says whether any of an answer came.
+func (p *Pool) roundTrip(ctx context.Context, pc *pconn, method, target string, header map[string]string) (_ *Answer, answered bool, _ error) {
+	c, br := pc.c, pc.br
 	stop := context.AfterFunc(ctx, func() { c.Close() })
-	fail := func(err error) (*Answer, error) {
+	fail := func(err error) (*Answer, bool, error) {
 		stop()
 		c.Close()
+		answered := pc.lim.n != MaxHeaderBytes || br.Buffered() > 0
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, target, ctx.Err())
+			return nil, answered, fmt.Errorf("%s %s: %w", method, target, ctx.Err())
 		}
-		return nil, fmt.Errorf("%s %s: %w", method, target, err)
+		return nil, answered, fmt.Errorf("%s %s: %w", method, target, err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target, addr)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target, p.Addr)
 	for k, v := range header {
 		fmt.Fprintf(&b, "%s: %s\r\n", k, v)
 	}
 	if method != "GET" {
 		b.WriteString("Content-Length: 0\r\n")
 	}
-	b.WriteString("Connection: close\r\n\r\n")
+	b.WriteString("\r\n")
+	pc.lim.n = MaxHeaderBytes
 	if _, err := io.WriteString(c, b.String()); err != nil {
 		return fail(err)
 	}
-	lim := &limitedReader{r: c, n: MaxHeaderBytes}
-	br := bufio.NewReaderSize(lim, 4<<10)
 	a, err := readAnswerHead(br)
 	if err != nil {
 		return fail(err)
 	}
-	lim.n = 1<<63 - 1
-	body := &answerBody{c: c, stop: stop, r: br}
+	pc.lim.n = 1<<63 - 1
+	body := &answerBody{pc: pc, pool: p, stop: stop, r: br,
+		keep: !strings.Contains(strings.ToLower(a.Header["connection"]), "close")}
 	switch cl, hasCL := a.Header["content-length"]; {
 	case strings.EqualFold(a.Header["transfer-encoding"], "chunked"):
-		body.r = &chunked{br: br, lim: lim, trailer: a.Trailer}
+		body.r = &chunked{br: br, lim: pc.lim, trailer: a.Trailer}
 	case hasCL:
 		n, err := strconv.ParseInt(cl, 10, 64)
 		if err != nil || n < 0 {
@@ -69,9 +106,11 @@ func Do(ctx context.Context, dial func(ctx context.Context, network, addr string
 		body.r = io.LimitReader(br, n)
 	case a.Header["transfer-encoding"] != "":
 		return fail(fmt.Errorf("unsupported Transfer-Encoding %q", clip(a.Header["transfer-encoding"])))
+	default:
+		body.keep = false // the body ends with the connection
 	}
 	a.Body = body
-	return a, nil
+	return a, true, nil
 }
 
 func readAnswerHead(br *bufio.Reader) (*Answer, error) {
@@ -92,17 +131,41 @@ func readAnswerHead(br *bufio.Reader) (*Answer, error) {
 	return &Answer{Status: n, Header: h, Trailer: map[string]string{}}, nil
 }
 
+// answerBody is an answer's body; read to its end, its connection goes
+// back to the pool on Close when the server keeps it.
 type answerBody struct {
-	c    net.Conn
+	pc   *pconn
+	pool *Pool
 	stop func() bool
 	r    io.Reader
+	keep bool
+	end  bool
 }
 
-func (b *answerBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *answerBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.end = true
+	}
+	return n, err
+}
 
 func (b *answerBody) Close() error {
-	b.stop()
-	return b.c.Close()
+	if b.keep && !b.end {
+		// What a decoder left unread of a short body.
+		_, _ = io.CopyN(io.Discard, b, 4<<10)
+	}
+	if b.stop() && b.keep && b.end && b.pc.br.Buffered() == 0 {
+		b.pool.mu.Lock()
+		old := b.pool.idle
+		b.pool.idle = b.pc
+		b.pool.mu.Unlock()
+		if old != nil {
+			old.c.Close()
+		}
+		return nil
+	}
+	return b.pc.c.Close()
 }
 
 // maxChunkLine bounds a chunk's size line; trailers share MaxHeaderBytes.

@@ -1,6 +1,7 @@
 // Package loophttp is the HTTP/1.1 the controller's loopback API needs and
-// no more: one request per connection, bodies by Content-Length only,
-// answers by Content-Length or as a chunked stream. It keeps the helper
+// no more: bodies by Content-Length only, answers by Content-Length (the
+// connection kept for the next request) or as a chunked stream (the
+// connection closed after it). It keeps the helper
 // free of net/http (docs/architecture.md) while any HTTP/1.1 client,
 // net/http's included, talks to it as to any server.
 package loophttp
@@ -30,6 +31,7 @@ type Request struct {
 	// keeps its values joined by ", ".
 	Header        map[string]string
 	ContentLength int64
+	close         bool // the client will send no other request on the connection
 }
 
 // refusal is a request the server answers with status and closes.
@@ -79,7 +81,8 @@ func ReadRequest(br *bufio.Reader, maxBody int64) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Request{Method: method, Path: path, Query: q, Header: h}
+	r := &Request{Method: method, Path: path, Query: q, Header: h,
+		close: proto == "HTTP/1.0" || strings.Contains(strings.ToLower(h["connection"]), "close")}
 	if _, ok := h["transfer-encoding"]; ok {
 		return nil, &refusal{501, "a request body must be sent with Content-Length, not Transfer-Encoding"}
 	}

@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Server answers one request per connection with its Handler.
+// Server answers requests with its Handler, those of one connection one
+// after another.
 type Server struct {
 	Handler     func(*Response, *Request)
 	ReadTimeout time.Duration // for the request line, headers and body
@@ -21,7 +22,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	ln     net.Listener
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]bool // true: idle between requests
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -36,7 +37,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return errServerClosed
 	}
-	s.ln, s.conns = ln, map[net.Conn]struct{}{}
+	s.ln, s.conns = ln, map[net.Conn]bool{}
 	s.mu.Unlock()
 	for {
 		c, err := ln.Accept()
@@ -54,7 +55,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			return errServerClosed
 		}
-		s.conns[c] = struct{}{}
+		s.conns[c] = false
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(c)
@@ -68,6 +69,11 @@ func (s *Server) Shutdown(grace time.Duration) {
 	s.closed = true
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	for c, idle := range s.conns {
+		if idle {
+			c.Close()
+		}
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -93,42 +99,52 @@ func (s *Server) serveConn(c net.Conn) {
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
-	_ = c.SetReadDeadline(time.Now().Add(s.ReadTimeout))
-	lim := &limitedReader{r: c, n: MaxHeaderBytes}
+	lim := &limitedReader{r: c}
 	br := bufio.NewReaderSize(lim, 4<<10)
-	w := &Response{bw: bufio.NewWriter(c), header: map[string]string{}}
-	req, err := ReadRequest(br, s.MaxBody)
-	if err == nil {
-		// The body is read (no route needs it) so that closing does not
-		// reset the connection under the answer.
-		lim.n = req.ContentLength
-		_, err = io.CopyN(io.Discard, br, req.ContentLength)
-	}
-	if err != nil {
-		var r *refusal
-		if errors.As(err, &r) {
-			w.Error(r.status, r.msg)
-			w.flush()
-			linger(c)
+	for first := true; ; first = false {
+		if !first && !s.setIdle(c, true) {
+			return
 		}
-		return
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	done := make(chan struct{})
-	w.gone = done
-	go func() {
-		// Nothing more is expected from the peer: a read ending says it
-		// has gone.
-		var b [1]byte
-		for {
-			if _, err := c.Read(b[:]); err != nil {
-				close(done)
-				return
+		_ = c.SetReadDeadline(time.Now().Add(s.ReadTimeout))
+		lim.n = MaxHeaderBytes
+		w := &Response{c: c, bw: bufio.NewWriter(c), header: map[string]string{}}
+		req, err := ReadRequest(br, s.MaxBody)
+		if !first && !s.setIdle(c, false) {
+			return
+		}
+		if err == nil {
+			// The body is read (no route needs it) so that the next
+			// request, or closing, finds the connection clean.
+			lim.n = req.ContentLength
+			_, err = io.CopyN(io.Discard, br, req.ContentLength)
+		}
+		if err != nil {
+			var r *refusal
+			if errors.As(err, &r) {
+				w.close = true
+				w.Error(r.status, r.msg)
+				w.flush()
+				linger(c)
 			}
+			return
 		}
-	}()
-	s.Handler(w, req)
-	w.finish()
+		_ = c.SetReadDeadline(time.Time{})
+		w.close = req.close
+		s.Handler(w, req)
+		w.finish()
+		if w.close || w.err != nil {
+			return
+		}
+	}
+}
+
+// setIdle marks c as waiting for its next request, which Shutdown need
+// not wait for; false when the server is closing.
+func (s *Server) setIdle(c net.Conn, idle bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns[c] = idle
+	return !s.closed
 }
 
 // linger reads what the refused peer still sends, bounded in size and
@@ -146,6 +162,8 @@ const (
 
 // Response is the answer to one request.
 type Response struct {
+	c       net.Conn
+	close   bool // the connection ends with this answer
 	bw      *bufio.Writer
 	header  map[string]string
 	order   []string
@@ -156,7 +174,8 @@ type Response struct {
 	gone    <-chan struct{}
 }
 
-// Gone is closed once the client has closed its side.
+// Gone is closed once the client of a stream has closed its side (never,
+// before Stream).
 func (w *Response) Gone() <-chan struct{} { return w.gone }
 
 // SetHeader sets a field of the answer's head.
@@ -185,7 +204,20 @@ func (w *Response) Error(code int, msg string) {
 // Stream starts a chunked answer with code, declaring the trailers it may
 // end with; Write then sends each piece at once.
 func (w *Response) Stream(code int, trailers string) {
-	w.chunked = true
+	// A stream ends its connection: nothing more is expected from the
+	// peer, so a read ending says it has gone.
+	w.chunked, w.close = true, true
+	done := make(chan struct{})
+	w.gone = done
+	go func() {
+		var b [1]byte
+		for {
+			if _, err := w.c.Read(b[:]); err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
 	w.SetHeader("Transfer-Encoding", "chunked")
 	if trailers != "" {
 		w.SetHeader("Trailer", trailers)
@@ -226,7 +258,10 @@ func (w *Response) writeHead(code int) {
 	for _, k := range w.order {
 		fmt.Fprintf(w.bw, "%s: %s\r\n", k, w.header[k])
 	}
-	w.write([]byte("Connection: close\r\n\r\n"))
+	if w.close {
+		w.write([]byte("Connection: close\r\n"))
+	}
+	w.write([]byte("\r\n"))
 }
 
 // finish ends a stream with its trailers and flushes what is left.

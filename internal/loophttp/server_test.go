@@ -8,12 +8,19 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // serve runs a Server with h on a loopback port until the test ends.
 func serve(t *testing.T, readTimeout time.Duration, h func(*Response, *Request)) string {
+	t.Helper()
+	addr, _ := serveOn(t, readTimeout, h)
+	return addr
+}
+
+func serveOn(t *testing.T, readTimeout time.Duration, h func(*Response, *Request)) (string, *Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +35,7 @@ func serve(t *testing.T, readTimeout time.Duration, h func(*Response, *Request))
 			t.Errorf("Serve: %v, want the server closed", err)
 		}
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), s
 }
 
 // logLike answers as the controller's log does: a stream of pieces, then
@@ -95,7 +102,7 @@ func TestDoReadsAnswers(t *testing.T) {
 	addr := serve(t, 10*time.Second, logLike)
 	ctx := context.Background()
 	dial := (&net.Dialer{}).DialContext
-	a, err := Do(ctx, dial, addr, "POST", "/stream", nil)
+	a, err := (&Pool{Dial: dial, Addr: addr}).Do(ctx, "POST", "/stream", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +126,7 @@ func TestDoReadsAnswers(t *testing.T) {
 	}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	a, err = Do(ctx, dial, ln.Addr().String(), "GET", "/", map[string]string{"Authorization": "Bearer x"})
+	a, err = (&Pool{Dial: dial, Addr: ln.Addr().String()}).Do(ctx, "GET", "/", map[string]string{"Authorization": "Bearer x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +188,7 @@ func TestGoneWhenClientCloses(t *testing.T) {
 		<-w.Gone()
 		close(heard)
 	})
-	a, err := Do(context.Background(), (&net.Dialer{}).DialContext, addr, "GET", "/", nil)
+	a, err := (&Pool{Dial: (&net.Dialer{}).DialContext, Addr: addr}).Do(context.Background(), "GET", "/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +217,7 @@ func TestDoBoundsHeadAndTrailers(t *testing.T) {
 			go io.Copy(io.Discard, c)
 			io.WriteString(c, answer)
 		}()
-		a, err := Do(context.Background(), (&net.Dialer{}).DialContext, ln.Addr().String(), "GET", "/", nil)
+		a, err := (&Pool{Dial: (&net.Dialer{}).DialContext, Addr: ln.Addr().String()}).Do(context.Background(), "GET", "/", nil)
 		if err == nil {
 			_, err = io.ReadAll(a.Body)
 			a.Body.Close()
@@ -219,5 +226,48 @@ func TestDoBoundsHeadAndTrailers(t *testing.T) {
 		if StatusOf(err) != StatusHeaderFieldsTooLarge {
 			t.Errorf("%s without end: %v, want it refused as too large", name, err)
 		}
+	}
+}
+
+// A pool sends its next request on the connection the last answer left
+// open, and on a fresh one once the server has closed that.
+func TestPoolKeepsOneConnection(t *testing.T) {
+	addr, srv := serveOn(t, 500*time.Millisecond, logLike)
+	var dials atomic.Int32
+	p := &Pool{Addr: addr, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	get := func(method string) {
+		t.Helper()
+		a, err := p.Do(context.Background(), method, "/v1/status?q="+method, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]string
+		err = json.NewDecoder(a.Body).Decode(&got)
+		a.Body.Close()
+		if err != nil || got["q"] != method {
+			t.Fatalf("%s: %q, %v", method, got, err)
+		}
+	}
+	get("GET")
+	get("POST")
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("two requests dialled %d connections, want 1", n)
+	}
+	// The server closes the idle connection at its read deadline.
+	for {
+		srv.mu.Lock()
+		n := len(srv.conns)
+		srv.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	get("GET")
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("after the server closed the kept connection: %d dials, want 2", n)
 	}
 }
