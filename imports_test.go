@@ -60,7 +60,7 @@ var allowedImports = map[string][]string{
 	"cmd/watch":              {"cmd/cmdutil", "cmd/hostdrain", "executor", "records", "state", "tui"},
 	"executor": {"controller", "helper/protocol", "internal/crashpoint", "internal/fsx", "internal/helperbin",
 		"internal/logview", "internal/remote", "profiles", "reclaim", "records", "ssh", "ssh/sshconfig", "state", "taskdir", "vault"},
-	"controller":          {"internal/ascii", "internal/fsx", "internal/redact", "taskdir"},
+	"controller":          {"internal/ascii", "internal/fsx", "internal/loophttp", "internal/redact", "taskdir"},
 	"taskdir":             {"internal/ascii", "internal/fsx", "internal/gitsafe", "internal/redact"},
 	"reclaim":             {"controller", "internal/ascii", "internal/fsx", "internal/gitsafe", "taskdir"},
 	"helper":              {"helper/protocol", "controller", "taskdir", "reclaim", "internal/buildinfo"},
@@ -69,6 +69,7 @@ var allowedImports = map[string][]string{
 	"internal/gitsafe":    nil,
 	"internal/ascii":      nil,
 	"internal/redact":     nil,
+	"internal/loophttp":   nil,
 	"internal/buildinfo":  nil,
 	"internal/logview":    nil,
 	"internal/helperbin":  {"internal/buildinfo", "internal/fsx", "internal/sshsig"},
@@ -245,10 +246,10 @@ func TestHelperDependencies(t *testing.T) {
 
 // helperUnneeded are standard packages no step of the helper needs: a
 // regular expression engine (internal/ascii checks its identifiers),
-// templates, other encoders, debugging and plugin machinery. net/http is
-// not among them only because the controller's loopback API is HTTP; it
-// is the larger half of the helper (docs/architecture.md).
-var helperUnneeded = []string{"regexp", "text/template", "html/template", "encoding/xml", "encoding/gob",
+// templates, other encoders, debugging and plugin machinery, and net/http:
+// the controller's loopback API speaks internal/loophttp, a fraction of
+// its size (docs/architecture.md).
+var helperUnneeded = []string{"regexp", "net/http", "net/textproto", "text/template", "html/template", "encoding/xml", "encoding/gob",
 	"encoding/csv", "log/slog", "expvar", "net/rpc", "net/smtp", "net/http/pprof", "database/sql", "go/parser",
 	"image", "archive/tar", "archive/zip", "testing", "plugin"}
 

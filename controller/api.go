@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/ascii"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/loophttp"
 )
 
 // Health is the controller's proof of identity for a nonce. The proof
@@ -78,41 +78,50 @@ const (
 	maxDrainGrace = time.Minute
 )
 
-func (s *server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/health", s.handleHealth)
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.status()) })
-	mux.HandleFunc("GET /v1/logs", s.handleLogs)
-	mux.HandleFunc("POST /v1/stop", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.stop(s.grace)) })
-	mux.HandleFunc("POST /v1/drain", s.handleDrain)
-	want := []byte("Bearer " + s.req.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// No request needs a body: a large one is refused before anything
-		// reads it.
-		if r.ContentLength > maxBody {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		// Health proves the token without receiving it, so a client never
-		// hands its token to whatever now listens on a recorded port.
-		if r.URL.Path != "/v1/health" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+// routes are the API's paths, each with its method.
+var routes = map[string]string{"/v1/health": "GET", "/v1/status": "GET", "/v1/logs": "GET", "/v1/stop": "POST", "/v1/drain": "POST"}
+
+// handle answers one API request. Health proves the token without
+// receiving it, so a client never hands its token to whatever now listens
+// on a recorded port; every other route wants the token.
+func (s *server) handle(w *loophttp.Response, r *loophttp.Request) {
+	if r.Path != "/v1/health" && subtle.ConstantTimeCompare([]byte(r.Header["authorization"]), []byte("Bearer "+s.req.Token)) != 1 {
+		w.Error(loophttp.StatusUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	want, ok := routes[r.Path]
+	switch {
+	case !ok:
+		w.Error(loophttp.StatusNotFound, "no such route: "+r.Path)
+		return
+	case r.Method != want:
+		w.SetHeader("Allow", want)
+		w.Error(loophttp.StatusMethodNotAllowed, fmt.Sprintf("%s wants %s", r.Path, want))
+		return
+	}
+	switch r.Path {
+	case "/v1/health":
+		s.handleHealth(w, r)
+	case "/v1/status":
+		w.JSON(loophttp.StatusOK, s.status())
+	case "/v1/logs":
+		s.handleLogs(w, r)
+	case "/v1/stop":
+		w.JSON(loophttp.StatusOK, s.stop(s.grace))
+	case "/v1/drain":
+		s.handleDrain(w, r)
+	}
 }
 
-func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	nonce := r.URL.Query().Get("nonce")
+func (s *server) handleHealth(w *loophttp.Response, r *loophttp.Request) {
+	nonce := r.Query.Get("nonce")
 	if nonce == "" || len(nonce) > maxNonce {
-		writeError(w, http.StatusBadRequest, "nonce is required (at most 256 bytes)")
+		w.Error(loophttp.StatusBadRequest, "nonce is required (at most 256 bytes)")
 		return
 	}
 	h := Health{SessionID: s.req.SessionID, PID: s.pid, StartTime: s.startTime}
 	h.Proof = healthProof(s.req.Token, nonce, h)
-	writeJSON(w, http.StatusOK, h)
+	w.JSON(loophttp.StatusOK, h)
 }
 
 // handleLogs sends the log from offset; with follow=1 it keeps sending until
@@ -121,41 +130,38 @@ func (s *server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // whose log is rotated under it ends with trailers naming where the rest
 // is (X-Log-Next-Generation, X-Log-Next-Offset). With generation=G, a
 // log that is no longer G is refused (409), never read as if it were.
-func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
+	q := r.Query
 	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
 	if q.Get("offset") == "" {
 		offset, err = 0, nil
 	}
 	if err != nil || offset < 0 {
-		writeError(w, http.StatusBadRequest, "offset must be a non-negative integer")
+		w.Error(loophttp.StatusBadRequest, "offset must be a non-negative integer")
 		return
 	}
 	f, gen, err := s.openLog()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
+		w.Error(loophttp.StatusInternalServerError, err.Error())
 		return
 	}
 	defer f.Close()
 	if want := q.Get("generation"); want != "" && want != gen {
-		writeJSON(w, http.StatusConflict, logRefusal{Error: fmt.Sprintf("the log is generation %s, not %s: it was rotated or replaced since", gen, want), Generation: gen})
+		w.JSON(loophttp.StatusConflict, logRefusal{Error: fmt.Sprintf("the log is generation %s, not %s: it was rotated or replaced since", gen, want), Generation: gen})
 		return
 	}
 	if fi, err := f.Stat(); err != nil || offset > fi.Size() {
-		writeJSON(w, http.StatusRequestedRangeNotSatisfiable, logRefusal{Error: "offset is beyond the end of the log", Generation: gen})
+		w.JSON(loophttp.StatusRangeNotSatisfiable, logRefusal{Error: "offset is beyond the end of the log", Generation: gen})
 		return
 	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
+		w.Error(loophttp.StatusInternalServerError, err.Error())
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set(headerGeneration, gen)
-	w.Header().Set("Trailer", trailerNextGeneration+", "+trailerNextOffset)
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	send := func() bool { return copyFlushed(w, rc, f) }
+	w.SetHeader("Content-Type", "application/octet-stream")
+	w.SetHeader(headerGeneration, gen)
+	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset)
+	send := func() bool { return copyFlushed(w, f) }
 	follow, finished := q.Get("follow") == "1", false
 	for {
 		if !send() || !follow {
@@ -165,8 +171,8 @@ func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 			// Nothing more is written to this generation: send its
 			// last bytes, then say where the rest is.
 			if send() {
-				w.Header().Set(trailerNextGeneration, next)
-				w.Header().Set(trailerNextOffset, strconv.FormatInt(at, 10))
+				w.SetTrailer(trailerNextGeneration, next)
+				w.SetTrailer(trailerNextOffset, strconv.FormatInt(at, 10))
 			}
 			return
 		}
@@ -174,7 +180,7 @@ func (s *server) handleLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		select {
-		case <-r.Context().Done():
+		case <-w.Gone():
 			return
 		case <-s.exited:
 			finished = true // one more pass picks up the final lines
@@ -196,14 +202,14 @@ type logRefusal struct {
 	Generation string `json:"generation"`
 }
 
-// copyFlushed sends f from where it is to its end, flushing as it goes;
+// copyFlushed sends f from where it is to its end, each piece at once;
 // false when the client is gone.
-func copyFlushed(w io.Writer, rc *http.ResponseController, f *os.File) bool {
+func copyFlushed(w io.Writer, f *os.File) bool {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil || rc.Flush() != nil {
+			if _, werr := w.Write(buf[:n]); werr != nil {
 				return false
 			}
 		}
@@ -244,28 +250,28 @@ func (s *server) rotatedFrom(gen string) (next string, at int64, ok bool) {
 // completes even if the caller goes away, so a retry finds the receipt.
 // grace, when given, is how long the agent has after SIGTERM: the
 // caller's bound, so an agent that ignores SIGTERM is killed within it.
-func (s *server) handleDrain(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+func (s *server) handleDrain(w *loophttp.Response, r *loophttp.Request) {
+	q := r.Query
 	claim := q.Get("claim_id")
 	if !claimIDPattern.MatchString(claim) {
-		writeError(w, http.StatusBadRequest, "claim_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+		w.Error(loophttp.StatusBadRequest, "claim_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 		return
 	}
 	grace := s.grace
 	if g := q.Get("grace"); g != "" {
 		d, err := time.ParseDuration(g)
 		if err != nil || d <= 0 || d > maxDrainGrace {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("grace must be a duration above 0 and at most %s, got %q", maxDrainGrace, g))
+			w.Error(loophttp.StatusBadRequest, fmt.Sprintf("grace must be a duration above 0 and at most %s, got %q", maxDrainGrace, g))
 			return
 		}
 		grace = d
 	}
 	rec, err := s.drain(claim, grace)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
+		w.Error(loophttp.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, rec)
+	w.JSON(loophttp.StatusOK, rec)
 }
 
 func (s *server) drain(claim string, grace time.Duration) (Receipt, error) {
@@ -306,14 +312,4 @@ func (s *server) drain(claim string, grace time.Duration) (Receipt, error) {
 	}
 	s.event("drained for claim %s: agent %s", claim, st.State)
 	return rec, nil
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/loophttp"
 )
 
 var (
@@ -30,8 +32,7 @@ var (
 
 // Client talks to one controller's API.
 type Client struct {
-	hc    *http.Client
-	base  string
+	pool  *loophttp.Pool
 	token string
 }
 
@@ -41,8 +42,7 @@ func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	tr := &http.Transport{DialContext: dial, DisableCompression: true, MaxIdleConnsPerHost: 2}
-	return &Client{hc: &http.Client{Transport: tr}, base: "http://127.0.0.1:" + strconv.Itoa(port), token: token}
+	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, token: token}
 }
 
 // statusError is a non-200 answer.
@@ -81,7 +81,7 @@ func VerifyHealth(token, nonce string, h Health) bool {
 // made, so that the answer proves itself there wherever it was fetched.
 func (c *Client) Prove(ctx context.Context, nonce string) (Health, error) {
 	var h Health
-	resp, err := c.send(ctx, http.MethodGet, "/v1/health?nonce="+url.QueryEscape(nonce), false)
+	resp, err := c.send(ctx, "GET", "/v1/health?nonce="+url.QueryEscape(nonce), false)
 	var se *statusError
 	if errors.As(err, &se) && !errors.Is(err, ErrBusy) {
 		return h, fmt.Errorf("%w: %v", ErrNotOurs, err)
@@ -102,7 +102,7 @@ func (c *Client) Prove(ctx context.Context, nonce string) (Health, error) {
 // Status returns the controller's current status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
-	return st, c.call(ctx, http.MethodGet, "/v1/status", &st)
+	return st, c.call(ctx, "GET", "/v1/status", &st)
 }
 
 // Logs is LogsFrom for an offset in whichever generation the log is.
@@ -132,17 +132,17 @@ func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Wri
 		if follow {
 			path += "&follow=1"
 		}
-		resp, err := c.send(ctx, http.MethodGet, path, true)
+		resp, err := c.send(ctx, "GET", path, true)
 		var se *statusError
 		switch {
-		case errors.As(err, &se) && se.code == http.StatusConflict:
+		case errors.As(err, &se) && se.code == loophttp.StatusConflict:
 			return pos, &GenerationError{Want: pos.Generation, Have: se.generation}
-		case errors.As(err, &se) && se.code == http.StatusRequestedRangeNotSatisfiable:
+		case errors.As(err, &se) && se.code == loophttp.StatusRangeNotSatisfiable:
 			return pos, &OffsetError{Offset: pos.Offset, Generation: se.generation}
 		case err != nil:
 			return pos, err
 		}
-		if g := resp.Header.Get(headerGeneration); g != "" {
+		if g := resp.Header[strings.ToLower(headerGeneration)]; g != "" {
 			pos.Generation = g
 		}
 		n, err := io.Copy(w, resp.Body)
@@ -151,11 +151,11 @@ func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Wri
 		if err != nil && ctx.Err() != nil {
 			return pos, ctx.Err()
 		}
-		next := resp.Trailer.Get(trailerNextGeneration)
+		next := resp.Trailer[strings.ToLower(trailerNextGeneration)]
 		if err != nil || next == "" || !follow {
 			return pos, err
 		}
-		at, _ := strconv.ParseInt(resp.Trailer.Get(trailerNextOffset), 10, 64)
+		at, _ := strconv.ParseInt(resp.Trailer[strings.ToLower(trailerNextOffset)], 10, 64)
 		pos = LogPos{Generation: next, Offset: at}
 	}
 }
@@ -182,7 +182,7 @@ func (e *OffsetError) Error() string {
 // after the stop grace) and returns the resulting status. Idempotent.
 func (c *Client) Stop(ctx context.Context) (Status, error) {
 	var st Status
-	return st, c.call(ctx, http.MethodPost, "/v1/stop", &st)
+	return st, c.call(ctx, "POST", "/v1/stop", &st)
 }
 
 // Drain seals the controller, stops the agent and returns the receipt for
@@ -195,7 +195,7 @@ func (c *Client) Drain(ctx context.Context, claimID string, grace time.Duration)
 		path += "&grace=" + url.QueryEscape(grace.String())
 	}
 	var r Receipt
-	return r, c.call(ctx, http.MethodPost, path, &r)
+	return r, c.call(ctx, "POST", path, &r)
 }
 
 func (c *Client) call(ctx context.Context, method, path string, out any) error {
@@ -209,36 +209,33 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 
 // send performs a request (with the token when auth) and turns a
 // non-200 answer into an error.
-func (c *Client) send(ctx context.Context, method, path string, auth bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	if err != nil {
-		return nil, err
-	}
+func (c *Client) send(ctx context.Context, method, path string, auth bool) (*loophttp.Answer, error) {
+	var h map[string]string
 	if auth {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		h = map[string]string{"Authorization": "Bearer " + c.token}
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.pool.Do(ctx, method, path, h)
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusOK {
+	if resp.Status == loophttp.StatusOK {
 		return resp, nil
 	}
 	defer resp.Body.Close()
 	var e logRefusal
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
 	if e.Error == "" {
-		e.Error = http.StatusText(resp.StatusCode)
+		e.Error = loophttp.StatusText(resp.Status)
 	}
-	switch resp.StatusCode {
-	case http.StatusUnauthorized:
-		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, &statusError{resp.StatusCode, e.Error, ""})
-	case http.StatusServiceUnavailable:
-		return nil, fmt.Errorf("%w: %w", ErrBusy, &statusError{resp.StatusCode, e.Error, ""})
+	switch resp.Status {
+	case loophttp.StatusUnauthorized:
+		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, &statusError{resp.Status, e.Error, ""})
+	case loophttp.StatusServiceUnavailable:
+		return nil, fmt.Errorf("%w: %w", ErrBusy, &statusError{resp.Status, e.Error, ""})
 	}
-	return nil, &statusError{resp.StatusCode, e.Error, e.Generation}
+	return nil, &statusError{resp.Status, e.Error, e.Generation}
 }
 
 // CloseIdle closes the connections kept for the next call: each may hold
 // a session channel of its own on the host (a relay through the helper).
-func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
+func (c *Client) CloseIdle() { c.pool.CloseIdle() }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/loophttp"
 )
 
 // The API listens on loopback, where every local user can connect. These
@@ -13,11 +15,10 @@ import (
 // the owner is refused at once, never kept waiting, and the controller
 // never runs out of descriptors or memory.
 const (
-	maxConns       = 32 // API connections served at a time
-	maxRefusing    = 32 // connections over the cap being answered 503 at a time
-	refuseWait     = 2 * time.Second
-	maxHeaderBytes = 8 << 10 // a request's headers
-	maxBody        = 4 << 10 // a request's body: none needs one
+	maxConns    = 32 // API connections served at a time
+	maxRefusing = 32 // connections over the cap being answered 503 at a time
+	refuseWait  = 2 * time.Second
+	maxBody     = 4 << 10 // a request's body: none needs one
 )
 
 // capListener hands the server at most maxConns connections at a time.
@@ -77,7 +78,7 @@ const busyBody = `{"error":"too many connections to the controller; try again"}`
 func refuse(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(refuseWait))
-	buf := make([]byte, maxHeaderBytes)
+	buf := make([]byte, loophttp.MaxHeaderBytes)
 	n := 0
 	for n < len(buf) && !bytes.Contains(buf[:n], []byte("\r\n\r\n")) {
 		k, err := c.Read(buf[n:])

@@ -1,13 +1,11 @@
 package controller
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/loophttp"
 	"github.com/kdlbs/kandev-exec/internal/redact"
 )
 
@@ -207,8 +206,7 @@ func (s *server) serve(sigc <-chan os.Signal) error {
 	}()
 	defer s.flushOutput()
 	defer close(s.done)
-	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: maxHeaderBytes}
+	srv := &loophttp.Server{Handler: s.handle, ReadTimeout: 10 * time.Second, MaxBody: maxBody}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(capConns(s.ln)) }()
 	quit := make(chan struct{})
@@ -238,11 +236,7 @@ loop:
 		}
 	}
 	s.stop(s.grace)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if srv.Shutdown(ctx) != nil {
-		srv.Close()
-	}
+	srv.Shutdown(2 * time.Second)
 	s.saveStatusAtExit()
 	return err
 }

@@ -44,7 +44,7 @@ func TestResumeRunsNothingOfTheCheckout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := f.exec.Resume(ctx, task.ID, []string{"true"}, nil); err != nil {
+	if _, _, err := f.exec.Resume(ctx, task.ID, []string{"true"}, Reports{}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	if _, err := os.Lstat(marker); err == nil {
