@@ -52,7 +52,7 @@ func TestResumeRunsNothingOfTheCheckout(t *testing.T) {
 	}
 
 	agent("config", "include.path", filepath.Join(t.TempDir(), "more.cfg"))
-	_, _, err = f.exec.Resume(ctx, task.ID, []string{"true"}, nil)
+	_, _, err = f.exec.Resume(ctx, task.ID, []string{"true"}, Reports{})
 	var re *remote.Error
 	if !errors.As(err, &re) || re.Code != taskdir.CodeUnsafeCheckout || !strings.Contains(re.Message, "config --unset-all 'include.path'") {
 		t.Fatalf("resume with an include: %v", err)
