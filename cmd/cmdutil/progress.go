@@ -32,6 +32,7 @@ type Progress struct {
 
 	mu    sync.Mutex
 	text  string // the step under way; "" when none
+	held  string // without a terminal: its latest news, not yet printed
 	start time.Time
 	frame int
 	stop  chan struct{}
@@ -65,11 +66,16 @@ func (p *Progress) Step(text string) {
 	defer p.mu.Unlock()
 	if !p.tty {
 		// News of the step printed last comes at most once a second: a
-		// log gets a line per second of a long upload, not one per report.
+		// log gets a line per second of a long upload, not one per report;
+		// the latest is printed when the step ends, so its last news shows.
 		if p.text != "" && stepKey(text) == stepKey(p.text) && p.now().Sub(p.start) < time.Second {
+			p.held = text
 			return
 		}
-		p.text, p.start = text, p.now()
+		if p.text != "" && stepKey(text) != stepKey(p.text) {
+			p.flushHeldLocked()
+		}
+		p.text, p.start, p.held = text, p.now(), ""
 		fmt.Fprintf(p.w, "• %s\n", text)
 		return
 	}
@@ -129,9 +135,24 @@ func (p *Progress) Done(ok bool) {
 // task directory kept): neither done nor failed.
 func (p *Progress) Kept() { p.end("-", p.cs.Yellow) }
 
+// flushHeldLocked prints the news of the step under way that the once a
+// second bound held back.
+func (p *Progress) flushHeldLocked() {
+	if p.held != "" {
+		fmt.Fprintf(p.w, "• %s\n", p.held)
+		p.held = ""
+	}
+}
+
 // end finishes the step under way with mark, and stops redrawing.
 func (p *Progress) end(mark string, paint func(string) string) {
-	if p.off || !p.tty {
+	if p.off {
+		return
+	}
+	if !p.tty {
+		p.mu.Lock()
+		p.flushHeldLocked()
+		p.mu.Unlock()
 		return
 	}
 	p.mu.Lock()

@@ -102,9 +102,17 @@ func TestProgressPlainAndSilent(t *testing.T) {
 		p.Step("Uploading helper (4.0 of 8.3 MB)") // too soon after the last line
 		clock.add(time.Second)
 		p.Step("Uploading helper (8.3 of 8.3 MB)")
+		// A fast upload: its last news, held back, shows when the next
+		// step begins, and at Done.
+		p.Step("Uploading helper (0.0 of 1.7 MB)")
+		p.Step("Uploading helper (1.7 of 1.7 MB)")
+		p.Step("Preparing task directory")
+		p.Step("Uploading helper (0.0 of 1.7 MB)")
+		p.Step("Uploading helper (1.7 of 1.7 MB)")
 		p.Done(true)
 	}
-	if want := "• Connecting\n• Uploading helper (0.0 of 8.3 MB)\n• Uploading helper (8.3 of 8.3 MB)\n"; plain.String() != want {
+	if want := "• Connecting\n• Uploading helper (0.0 of 8.3 MB)\n• Uploading helper (8.3 of 8.3 MB)\n" +
+		"• Uploading helper (1.7 of 1.7 MB)\n• Preparing task directory\n• Uploading helper (0.0 of 1.7 MB)\n• Uploading helper (1.7 of 1.7 MB)\n"; plain.String() != want {
 		t.Fatalf("plain %q, want %q", plain.String(), want)
 	}
 	if silent.Len() != 0 {
