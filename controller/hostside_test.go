@@ -18,7 +18,8 @@ func TestHostSideImportsNoLocalSide(t *testing.T) {
 	const module = "github.com/kdlbs/kandev-exec/"
 	allowed := map[string][]string{
 		".":                    {"taskdir", "internal/ascii", "internal/fsx", "internal/loophttp", "internal/redact"},
-		"../taskdir":           {"internal/ascii", "internal/fsx", "internal/redact"},
+		"../taskdir":           {"internal/ascii", "internal/fsx", "internal/gitsafe", "internal/redact"},
+		"../internal/gitsafe":  nil,
 		"../internal/ascii":    nil,
 		"../internal/fsx":      nil,
 		"../internal/redact":   nil,

@@ -99,8 +99,8 @@ func (e *NameTakenError) Error() string {
 // checkNameFree refuses t's name when a live task has it, within the
 // transaction that creates t: two launches with one name cannot both pass.
 func checkNameFree(tx state.Tx, t *records.Task) error {
-	if t.Name == t.ID {
-		return nil
+	if t.Name == "" || t.Name == t.ID {
+		return nil // no name of its own
 	}
 	recs, err := tx.List(records.KindTask)
 	if err != nil {

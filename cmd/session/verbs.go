@@ -104,7 +104,7 @@ func printSession(o *Options, s *records.Session) error {
 	case s.StopReason != "":
 		fmt.Fprintf(o.IO.Out, "stop reason: %s (see `kandev-exec help profile`)\n", s.StopReason)
 	case s.MaxRuntimeAt != nil && !s.State.Ended():
-		fmt.Fprintf(o.IO.Out, "max_runtime: stopped at %s (%s left)\n", s.MaxRuntimeAt.Format(time.RFC3339), cmdutil.RuntimeLeft(*s.MaxRuntimeAt, time.Now()))
+		fmt.Fprintf(o.IO.Out, "max_runtime: stopped at %s (%s left)\n", cmdutil.Timestamp(*s.MaxRuntimeAt), cmdutil.RuntimeLeft(*s.MaxRuntimeAt, time.Now()))
 	}
 	if len(s.EndedProcesses) > 0 {
 		fmt.Fprintf(o.IO.Out, "ended with the session: %s\n", endedText(s))

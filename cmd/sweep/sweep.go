@@ -149,7 +149,7 @@ func printIdle(o *Options, idle []executor.IdleTask) error {
 	w := tabwriter.NewWriter(o.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TASK\tHOST\tPROFILE\tIDLE SINCE\tARCHIVE AT")
 	for _, t := range idle {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.TaskID, t.Host, t.Profile, t.IdleSince.Format(time.RFC3339), t.ArchiveAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.TaskID, t.Host, t.Profile, cmdutil.Timestamp(t.IdleSince), cmdutil.Timestamp(t.ArchiveAt))
 	}
 	w.Flush()
 	fmt.Fprintf(o.IO.ErrOut, "Would archive %d idle task(s); `kandev-exec sweep` does\n", len(idle))

@@ -16,7 +16,7 @@ func showProof(w io.Writer, p *records.ReclaimProof) {
 		return
 	}
 	fmt.Fprintf(w, "proof:     %s (%s), device %d inode %d, %s\n", cmdutil.Safe(p.Path), strings.Join(p.Methods(), ", "),
-		p.Dev, p.Ino, p.At.UTC().Format("2006-01-02 15:04:05Z"))
+		p.Dev, p.Ino, cmdutil.Timestamp(p.At))
 	for _, c := range p.Checkouts {
 		fmt.Fprintf(w, "  checkout %s at %.12s\n", cmdutil.Safe(c.Path), c.Head)
 		for _, x := range c.Commits {
