@@ -97,7 +97,7 @@ func TestBenchTaskOps(t *testing.T) {
 	exec, execBase, show, logs, catBase, stop, killBase, archive, archiveBase := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
 
 	fmt.Printf("\ntask and session operations, medians of %d rounds, RTT %s added by the relay\n", n, 2*oneWay)
-	fmt.Printf("%-40s %14s %12s\n", "", "+25ms/way", "round trips")
+	fmt.Printf("%-40s %14s %12s %12s\n", "", "+25ms/way", "round trips", "(fastest)")
 	for _, row := range []struct {
 		what string
 		r    rtResult
@@ -105,7 +105,7 @@ func TestBenchTaskOps(t *testing.T) {
 		{"kandev-exec session show S", show}, {"kandev-exec session logs S", logs}, {"ssh host cat FILE", catBase},
 		{"kandev-exec session stop S", stop}, {"ssh host kill PID", killBase},
 		{"kandev-exec task archive T (clean)", archive}, {"ssh host 'kill; git status; rm -rf'", archiveBase}} {
-		fmt.Printf("%-40s %11.0f ms %12.1f\n", row.what, float64(row.r.delayed.Milliseconds()), row.r.rt)
+		fmt.Printf("%-40s %11.0f ms %12.1f %12.1f\n", row.what, float64(row.r.delayed.Milliseconds()), row.r.rt, row.r.fastest)
 	}
 
 	floorRow := func(what string, k rtResult, baseWhat string, b rtResult) {

@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func yesNo(ok bool) string {
 func rtRounds(relay *sshtest.Relay, n int, variants []rtVariant) []rtResult {
 	defer relay.Delay(0)
 	diffs := make([][]time.Duration, len(variants))
-	delayed := make([][]time.Duration, len(variants))
+	plain, delayed := make([][]time.Duration, len(variants)), make([][]time.Duration, len(variants))
 	for round := range n {
 		for i, v := range variants {
 			var took [2]time.Duration // nothing added, oneWay added
@@ -62,12 +63,13 @@ func rtRounds(relay *sshtest.Relay, n int, variants []rtVariant) []rtResult {
 				took[j] = time.Since(start)
 			}
 			diffs[i] = append(diffs[i], took[1]-took[0])
-			delayed[i] = append(delayed[i], took[1])
+			plain[i], delayed[i] = append(plain[i], took[0]), append(delayed[i], took[1])
 		}
 	}
 	out := make([]rtResult, len(variants))
 	for i := range variants {
-		out[i] = rtResult{float64(median(diffs[i])) / float64(2*oneWay), median(delayed[i])}
+		out[i] = rtResult{float64(median(diffs[i])) / float64(2*oneWay), median(delayed[i]),
+			float64(slices.Min(delayed[i])-slices.Min(plain[i])) / float64(2*oneWay)}
 	}
 	return out
 }
@@ -83,6 +85,10 @@ type rtVariant struct {
 type rtResult struct {
 	rt      float64
 	delayed time.Duration
+	// fastest is the round trips between the fastest run of each kind: a
+	// busy machine only ever adds time, so it is the estimate least
+	// moved by load.
+	fastest float64
 }
 
 func (r rtResult) rts() string { return fmt.Sprintf("%.1f RT", r.rt) }
