@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,14 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
 	}
 	w.SetHeader("Content-Type", "application/octet-stream")
 	w.SetHeader(headerGeneration, gen)
-	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset)
+	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset+", "+trailerStatus)
+	// The status as the answer ends, so that a reader need not ask for it
+	// again: a stream ends its connection, and another costs a channel.
+	defer func() {
+		if v, ok := statusTrailer(s.status()); ok {
+			w.SetTrailer(trailerStatus, v)
+		}
+	}()
 	send := func() bool { return copyFlushed(w, f) }
 	follow, finished := q.Get("follow") == "1", false
 	for {
@@ -194,7 +202,35 @@ const (
 	headerGeneration      = "X-Log-Generation"
 	trailerNextGeneration = "X-Log-Next-Generation"
 	trailerNextOffset     = "X-Log-Next-Offset"
+	trailerStatus         = "X-Session-Status" // base64 of the status JSON
 )
+
+// maxStatusTrailer keeps the status trailer well inside what a reader
+// takes for trailers (loophttp.MaxHeaderBytes); a status larger than it
+// (many ended processes) is left out, and the reader asks for it.
+const maxStatusTrailer = 4 << 10
+
+// statusTrailer encodes st for the status trailer: base64, because a
+// header line carries no control bytes and JSON may hold DEL.
+func statusTrailer(st Status) (string, bool) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return "", false
+	}
+	v := base64.StdEncoding.EncodeToString(b)
+	return v, len(v) <= maxStatusTrailer
+}
+
+// parseStatusTrailer reads the status trailer; false when there is none
+// (a controller from before it) or it does not parse.
+func parseStatusTrailer(v string) (Status, bool) {
+	var st Status
+	b, err := base64.StdEncoding.DecodeString(v)
+	if v == "" || err != nil || json.Unmarshal(b, &st) != nil {
+		return Status{}, false
+	}
+	return st, true
+}
 
 // logRefusal is a log request's error, with the log's generation.
 type logRefusal struct {

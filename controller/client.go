@@ -124,6 +124,14 @@ type LogPos struct {
 // is sent, or ctx ends (then ctx's error comes back with the position
 // reached, so the caller can resume from it).
 func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Writer) (LogPos, error) {
+	pos, _, err := c.LogsThenStatus(ctx, pos, follow, w)
+	return pos, err
+}
+
+// LogsThenStatus is LogsFrom, also returning the status as the log's
+// answer ended, or nil when the controller sent none (one from before
+// the status trailer, or a status too large for it): then ask Status.
+func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w io.Writer) (LogPos, *Status, error) {
 	for {
 		path := "/v1/logs?offset=" + strconv.FormatInt(pos.Offset, 10)
 		if pos.Generation != "" {
@@ -136,11 +144,11 @@ func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Wri
 		var se *statusError
 		switch {
 		case errors.As(err, &se) && se.code == loophttp.StatusConflict:
-			return pos, &GenerationError{Want: pos.Generation, Have: se.generation}
+			return pos, nil, &GenerationError{Want: pos.Generation, Have: se.generation}
 		case errors.As(err, &se) && se.code == loophttp.StatusRangeNotSatisfiable:
-			return pos, &OffsetError{Offset: pos.Offset, Generation: se.generation}
+			return pos, nil, &OffsetError{Offset: pos.Offset, Generation: se.generation}
 		case err != nil:
-			return pos, err
+			return pos, nil, err
 		}
 		if g := resp.Header[strings.ToLower(headerGeneration)]; g != "" {
 			pos.Generation = g
@@ -149,11 +157,14 @@ func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Wri
 		resp.Body.Close()
 		pos.Offset += n
 		if err != nil && ctx.Err() != nil {
-			return pos, ctx.Err()
+			return pos, nil, ctx.Err()
 		}
 		next := resp.Trailer[strings.ToLower(trailerNextGeneration)]
 		if err != nil || next == "" || !follow {
-			return pos, err
+			if st, ok := parseStatusTrailer(resp.Trailer[strings.ToLower(trailerStatus)]); ok && err == nil {
+				return pos, &st, nil
+			}
+			return pos, nil, err
 		}
 		at, _ := strconv.ParseInt(resp.Trailer[strings.ToLower(trailerNextOffset)], 10, 64)
 		pos = LogPos{Generation: next, Offset: at}

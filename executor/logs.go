@@ -29,6 +29,10 @@ type LogOptions struct {
 	Notice    func(msg string)
 }
 
+// wantsSize says whether view needs the log's length: a tail reads from
+// near its end, and a follow tells the lines already there from new ones.
+func (o LogOptions) wantsSize() bool { return o.Follow || o.Tail > 0 && o.Since == 0 }
+
 // view returns the offset to read the log from and the writer that
 // shapes it; size is the log's length when asked (-1: unknown). With a
 // tail alone, reading starts just over logview.MaxHeld before the end:

@@ -121,30 +121,39 @@ func (e *NoTokenError) Error() string {
 // errControllerGone marks a controller that is provably not running.
 var errControllerGone = errors.New("controller is not running")
 
-// liveness asks the controller itself (token-authenticated health); when
+// liveness is prove, then the controller's status.
+func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, error) {
+	if err := e.prove(ctx, a); err != nil {
+		return controller.Status{}, err
+	}
+	return a.ctrl.Status(ctx)
+}
+
+// prove asks the controller itself (token-authenticated health); when
 // that fails it asks the host whether the recorded process still exists
 // and is ours. An SSH failure is never taken for "gone", and a process
-// that does not prove it is ours is never touched.
-func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, error) {
+// that does not prove it is ours is never touched. Nil: the controller
+// answered as the session's, so a.ctrl may be handed the token.
+func (e *Executor) prove(ctx context.Context, a *attach) error {
 	if a.ctrl != nil {
 		_, err := a.ctrl.Health(ctx)
 		switch {
 		case err == nil:
-			return a.ctrl.Status(ctx)
+			return nil
 		case errors.Is(err, controller.ErrBusy):
 			// Alive and answering, just full: another local user may be
 			// holding its connections. Nothing to probe or settle.
-			return controller.Status{}, fmt.Errorf("session %s: its controller refuses new connections, having as many open as it serves (another user on the host may be holding them); try again: %w", a.s.ID, err)
+			return fmt.Errorf("session %s: its controller refuses new connections, having as many open as it serves (another user on the host may be holding them); try again: %w", a.s.ID, err)
 		}
 	}
 	id, err := e.probeController(ctx, a, protocol.OpControllerProbe)
 	if err != nil {
-		return controller.Status{}, err
+		return err
 	}
 	// Without a recorded start time (a launch interrupted after starting
 	// it) a live pid proves nothing either way.
 	if id.Alive && id.Ours && a.ctrl == nil {
-		return controller.Status{}, &NoTokenError{SessionID: a.s.ID, PID: id.PID}
+		return &NoTokenError{SessionID: a.s.ID, PID: id.PID}
 	}
 	if id.Alive && (id.Ours || a.s.StartTime == 0) {
 		why := "does not answer"
@@ -152,11 +161,11 @@ func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, 
 		case a.s.StartTime == 0:
 			why = "was never recorded as this session's controller"
 		}
-		return controller.Status{}, fmt.Errorf("session %s: controller pid %d is alive but %s; not touching it (check the host: `kandev-exec task exec %s -- ps -p %d`)",
+		return fmt.Errorf("session %s: controller pid %d is alive but %s; not touching it (check the host: `kandev-exec task exec %s -- ps -p %d`)",
 			a.s.ID, id.PID, why, a.t.ID, id.PID)
 	}
 	a.orphan = id.Orphan
-	return controller.Status{}, errControllerGone
+	return errControllerGone
 }
 
 func (e *Executor) probeController(ctx context.Context, a *attach, op string) (controller.Identity, error) {
@@ -250,18 +259,24 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 		defer func() { o.Reached(pos.Generation, pos.Offset) }()
 	}
 	var view *logview.Writer
-	st, err := e.liveness(ctx, a)
+	var st controller.Status
+	err := e.prove(ctx, a)
+	size := int64(-1)
+	if err == nil && o.wantsSize() {
+		st, err = a.ctrl.Status(ctx)
+		size = st.LogBytes
+	}
 	if err == nil {
-		pos.Offset, view = o.view(w, st.LogBytes)
+		pos.Offset, view = o.view(w, size)
 		pos.Generation = o.Generation
-		pos, err = a.ctrl.LogsFrom(ctx, pos, o.Follow, view)
-		if err == nil {
-			st, err = a.ctrl.Status(ctx)
+		var end *controller.Status
+		if pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view); err == nil {
+			st, err = a.endStatus(ctx, end)
 		}
 		if err != nil && ctx.Err() == nil && !isLogRefusal(err) {
 			// The controller may have died mid-stream: if it is gone,
 			// the log file has the rest.
-			if _, lerr := e.liveness(ctx, a); errors.Is(lerr, errControllerGone) {
+			if lerr := e.prove(ctx, a); errors.Is(lerr, errControllerGone) {
 				err = lerr
 			}
 		}
@@ -301,6 +316,15 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 	return e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 }
 
+// endStatus is the status a log answer ended with, or, when it came
+// without one, the controller's status asked for.
+func (a *attach) endStatus(ctx context.Context, end *controller.Status) (controller.Status, error) {
+	if end != nil {
+		return *end, nil
+	}
+	return a.ctrl.Status(ctx)
+}
+
 // StopSession stops the agent gracefully (then kills its process group);
 // the task directory stays, so the task can be resumed.
 func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Session, error) {
@@ -325,7 +349,7 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Ses
 // from what it left on the host.
 func (e *Executor) stopAttached(ctx context.Context, a *attach) (*records.Session, error) {
 	s := a.s
-	_, err := e.liveness(ctx, a)
+	err := e.prove(ctx, a) // Stop answers with the status
 	var noToken *NoTokenError
 	switch {
 	case errors.Is(err, errControllerGone):

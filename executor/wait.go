@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -132,16 +133,17 @@ func (e *Executor) waitAttached(ctx context.Context, a *attach) (*records.Sessio
 		case err != nil:
 			return nil, err
 		}
-		if _, err = a.ctrl.Logs(ctx, st.LogBytes, true, io.Discard); err == nil {
-			if st, err = a.ctrl.Status(ctx); err == nil {
+		var end *controller.Status
+		if _, end, err = a.ctrl.LogsThenStatus(ctx, controller.LogPos{Offset: st.LogBytes}, true, io.Discard); err == nil {
+			if st, err = a.endStatus(ctx, end); err == nil {
 				return e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 			}
 		}
 		if ctx.Err() != nil || a.hc.wd.Check() != nil {
 			return nil, err
 		}
-		// The controller may have died mid-wait: liveness says so.
-		if _, lerr := e.liveness(ctx, a); !errors.Is(lerr, errControllerGone) {
+		// The controller may have died mid-wait: prove says so.
+		if lerr := e.prove(ctx, a); !errors.Is(lerr, errControllerGone) {
 			return nil, err
 		}
 	}

@@ -13,8 +13,8 @@ import (
 
 // TestBenchTaskOps: the commands after a launch, each next to the one
 // ssh that does its work, in round trips through the relay (25 ms each
-// way): `task exec T -- true` against `ssh host 'cd DIR && true'`,
-// `session show`, `session logs` and `session stop` against `ssh host cat
+// way; rtRounds says how): `task exec T -- true` against `ssh host 'cd
+// DIR && true'`, `session show`, `session logs` and `session stop` against `ssh host cat
 // FILE` and `ssh host kill PID`, and `task archive` of a clean task
 // (drain, cleanup script, reclaim) against one ssh doing kill, git status
 // and rm -rf.
@@ -39,25 +39,24 @@ func TestBenchTaskOps(t *testing.T) {
 		json.Unmarshal([]byte(e.run("session", "ls", "--task", task, "--json")), &ss)
 		return ss[0].ID
 	}
-	// A second profile on each host lets archive reclaim the directory.
-	for _, h := range []string{"direct", "delayed"} {
-		prof := filepath.Join(e.work, "a"+h+".yaml")
-		os.WriteFile(prof, []byte(fmt.Sprintf("name: a%s\nhost: %s\nworkdir_root: %s\nreclaim_task_dir: true\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
-			h, h, e.root(h), e.work)), 0o600)
-		e.run("profile", "apply", "-f", prof)
-	}
-	// One task per host runs a session throughout; another has its
-	// sessions resumed and stopped (one runs at a time).
+	// Everything runs on the relayed host: rtRounds times each command
+	// there with and without the delay. A second profile lets archive
+	// reclaim the directory.
+	h := relayed
+	prof := filepath.Join(e.work, "a"+h+".yaml")
+	os.WriteFile(prof, []byte(fmt.Sprintf("name: a%s\nhost: %s\nworkdir_root: %s\nreclaim_task_dir: true\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
+		h, h, e.root(h), e.work)), 0o600)
+	e.run("profile", "apply", "-f", prof)
+	// One task runs a session throughout; another has its sessions
+	// resumed and stopped (one runs at a time).
 	task, dir, session, stopTask := map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}
-	for _, h := range []string{"direct", "delayed"} {
-		l := launch(h, "sleep", "3600")
-		task[h], session[h] = l.Task.ID, l.Session.ID
-		dir[h] = filepath.Join(e.root(h), "tasks", l.Task.ID)
-		t.Cleanup(func() { e.run("session", "stop", session[h]) })
-		l = launch(h, "true")
-		stopTask[h] = l.Task.ID
-		e.run("session", "logs", "-f", l.Session.ID)
-	}
+	l := launch(h, "sleep", "3600")
+	task[h], session[h] = l.Task.ID, l.Session.ID
+	dir[h] = filepath.Join(e.root(h), "tasks", l.Task.ID)
+	t.Cleanup(func() { e.run("session", "stop", session[h]) })
+	l = launch(h, "true")
+	stopTask[h] = l.Task.ID
+	e.run("session", "logs", "-f", l.Session.ID)
 	stopping, pid, archived, copyDir := map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}
 	copies := 0
 	variants := []rtVariant{
@@ -92,14 +91,13 @@ func TestBenchTaskOps(t *testing.T) {
 			ssh(h, "kill "+pid[h]+"; git -C "+copyDir[h]+" status --porcelain >/dev/null && rm -rf "+copyDir[h])
 		}},
 	}
-	rtRounds(1, variants) // warm: every command has run once on both hosts
-	const n = 7
-	f.relay.Delay(oneWay)
-	r := rtRounds(n, variants)
+	rtRounds(f.relay, 1, variants) // warm: every command has run once
+	const n = 15
+	r := rtRounds(f.relay, n, variants)
 	exec, execBase, show, logs, catBase, stop, killBase, archive, archiveBase := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
 
 	fmt.Printf("\ntask and session operations, medians of %d rounds, RTT %s added by the relay\n", n, 2*oneWay)
-	fmt.Printf("%-40s %14s %12s\n", "", "+25ms/way", "round trips")
+	fmt.Printf("%-40s %14s %12s %12s\n", "", "+25ms/way", "round trips", "(fastest)")
 	for _, row := range []struct {
 		what string
 		r    rtResult
@@ -107,7 +105,7 @@ func TestBenchTaskOps(t *testing.T) {
 		{"kandev-exec session show S", show}, {"kandev-exec session logs S", logs}, {"ssh host cat FILE", catBase},
 		{"kandev-exec session stop S", stop}, {"ssh host kill PID", killBase},
 		{"kandev-exec task archive T (clean)", archive}, {"ssh host 'kill; git status; rm -rf'", archiveBase}} {
-		fmt.Printf("%-40s %11.0f ms %12.1f\n", row.what, float64(row.r.delayed.Milliseconds()), row.r.rt)
+		fmt.Printf("%-40s %11.0f ms %12.1f %12.1f\n", row.what, float64(row.r.delayed.Milliseconds()), row.r.rt, row.r.fastest)
 	}
 
 	floorRow := func(what string, k rtResult, baseWhat string, b rtResult) {

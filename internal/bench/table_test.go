@@ -5,9 +5,12 @@ package bench
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
 // addRow appends one row of make bench's summary table to $BENCH_ROWS,
@@ -34,35 +37,45 @@ func yesNo(ok bool) string {
 	return "no"
 }
 
-// rtRounds runs each variant on the direct and the delayed host once a
-// round, n rounds (so a busy machine slows them alike; before, when set,
-// prepares a run untimed). Each result has the variant's round trips,
-// the median over rounds of (delayed - direct) / RTT, and its median
-// time on the delayed host.
-func rtRounds(n int, variants []rtVariant) []rtResult {
+// rtRounds runs each variant n rounds on the relayed host, twice a
+// round: through the relay with nothing added, and with oneWay added
+// each way (before, when set, prepares each run untimed). Both runs go
+// through the same relay, so what it costs by itself cancels out, and
+// they take turns going first, so a machine busier for one than the
+// other does not lean every round the same way. Each result has the
+// variant's round trips, the median over rounds of (delayed - plain) /
+// RTT, and its median time delayed.
+func rtRounds(relay *sshtest.Relay, n int, variants []rtVariant) []rtResult {
+	defer relay.Delay(0)
 	diffs := make([][]time.Duration, len(variants))
-	delayed := make([][]time.Duration, len(variants))
-	for range n {
+	plain, delayed := make([][]time.Duration, len(variants)), make([][]time.Duration, len(variants))
+	for round := range n {
 		for i, v := range variants {
-			var took [2]time.Duration
-			for j, h := range []string{"direct", "delayed"} {
+			var took [2]time.Duration // nothing added, oneWay added
+			for k := range 2 {
+				j := (k + round) % 2
+				relay.Delay(time.Duration(j) * oneWay)
 				if v.before != nil {
-					v.before(h)
+					v.before(relayed)
 				}
 				start := time.Now()
-				v.run(h)
+				v.run(relayed)
 				took[j] = time.Since(start)
 			}
 			diffs[i] = append(diffs[i], took[1]-took[0])
-			delayed[i] = append(delayed[i], took[1])
+			plain[i], delayed[i] = append(plain[i], took[0]), append(delayed[i], took[1])
 		}
 	}
 	out := make([]rtResult, len(variants))
 	for i := range variants {
-		out[i] = rtResult{float64(median(diffs[i])) / float64(2*oneWay), median(delayed[i])}
+		out[i] = rtResult{float64(median(diffs[i])) / float64(2*oneWay), median(delayed[i]),
+			float64(slices.Min(delayed[i])-slices.Min(plain[i])) / float64(2*oneWay)}
 	}
 	return out
 }
+
+// relayed is the fixture's host behind the relay.
+const relayed = "delayed"
 
 type rtVariant struct {
 	before func(h string)
@@ -72,6 +85,10 @@ type rtVariant struct {
 type rtResult struct {
 	rt      float64
 	delayed time.Duration
+	// fastest is the round trips between the fastest run of each kind: a
+	// busy machine only ever adds time, so it is the estimate least
+	// moved by load.
+	fastest float64
 }
 
 func (r rtResult) rts() string { return fmt.Sprintf("%.1f RT", r.rt) }

@@ -1,0 +1,53 @@
+package executor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+	"github.com/kdlbs/kandev-exec/records"
+)
+
+// `session show`, `session logs` and `session stop` each cost one
+// connection and one channel: the log's answer brings the status with
+// it, so logs opens no second channel after its stream to ask for it.
+func TestSessionOpsOneChannelEach(t *testing.T) {
+	f := newLaunchFixture(t, sshtest.WithLogLevel("DEBUG1"))
+	ctx := context.Background()
+	_, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"sh", "-c", "echo started; exec sleep 60"}})
+	if err != nil || s.State != records.SessionRunning {
+		t.Fatalf("launch: %+v, %v", s, err)
+	}
+	asked := func(mark int) [2]int {
+		log := f.srv.Log()[mark:]
+		return [2]int{strings.Count(log, "Connection from"), strings.Count(log, "server_input_channel_open: ctype")}
+	}
+	for _, op := range []struct {
+		name string
+		run  func() (*records.Session, error)
+	}{
+		{"show", func() (*records.Session, error) { return f.exec.RefreshSession(ctx, s.ID) }},
+		{"logs", func() (*records.Session, error) {
+			var out strings.Builder
+			got, err := f.exec.ShowLogs(ctx, s.ID, LogOptions{}, &out)
+			if err == nil && !strings.Contains(out.String(), "started\n") {
+				t.Errorf("logs printed %q", out.String())
+			}
+			return got, err
+		}},
+		{"stop", func() (*records.Session, error) { return f.exec.StopSession(ctx, s.ID) }},
+	} {
+		mark := len(f.srv.Log())
+		got, err := op.run()
+		if err != nil || got == nil {
+			t.Fatalf("session %s: %+v, %v", op.name, got, err)
+		}
+		if n := asked(mark); n != [2]int{1, 1} {
+			t.Fatalf("session %s: %d connections, %d channels; want one of each\n%s", op.name, n[0], n[1], f.srv.Log()[mark:])
+		}
+		if op.name == "stop" && got.State == records.SessionRunning {
+			t.Fatalf("session stop left it %s", got.State)
+		}
+	}
+}
