@@ -254,7 +254,14 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 	if err == nil {
 		pos.Offset, view = o.view(w, st.LogBytes)
 		pos.Generation = o.Generation
-		pos, err = a.ctrl.LogsFrom(ctx, pos, o.Follow, view)
+		pos, err = a.ctrl.LogsFrom(ctx, pos, o.Follow, view, func(sk controller.Skip) {
+			if o.Notice != nil {
+				o.Notice(noticeSkip(a.s.ID, sk))
+			}
+			if o.Skipped != nil {
+				o.Skipped(sk)
+			}
+		})
 		if err == nil {
 			st, err = a.ctrl.Status(ctx)
 		}
