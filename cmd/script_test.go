@@ -279,6 +279,7 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"shimuser":  fx.cmdShimUser,
 		"capture":   cmdCapture,
 		"putrecord": cmdPutRecord,
+		"dropfield": cmdDropField,
 		"holdclaim": cmdHoldClaim,
 		"backdate":  cmdBackdate,
 		"freeport":  cmdFreePort,

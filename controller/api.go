@@ -161,7 +161,7 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
 	}
 	w.SetHeader("Content-Type", "application/octet-stream")
 	w.SetHeader(headerGeneration, gen)
-	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset+", "+trailerStatus)
+	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset+", "+trailerStatus+", "+trailerSkippedBytes)
 	// The status as the answer ends, so that a reader need not ask for it
 	// again: a stream ends its connection, and another costs a channel.
 	defer func() {
@@ -175,12 +175,14 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
 		if !send() || !follow {
 			return
 		}
-		if next, at, ok := s.rotatedFrom(gen); ok {
+		if next, at, skipped, ok := s.rotatedFrom(gen); ok {
 			// Nothing more is written to this generation: send its
-			// last bytes, then say where the rest is.
+			// last bytes, then say where the rest is, and what the
+			// follower cannot have any more.
 			if send() {
 				w.SetTrailer(trailerNextGeneration, next)
 				w.SetTrailer(trailerNextOffset, strconv.FormatInt(at, 10))
+				w.SetTrailer(trailerSkippedBytes, strconv.FormatInt(skipped, 10))
 			}
 			return
 		}
@@ -203,6 +205,7 @@ const (
 	trailerNextGeneration = "X-Log-Next-Generation"
 	trailerNextOffset     = "X-Log-Next-Offset"
 	trailerStatus         = "X-Session-Status" // base64 of the status JSON
+	trailerSkippedBytes   = "X-Log-Skipped-Bytes"
 )
 
 // maxStatusTrailer keeps the status trailer well inside what a reader
@@ -266,19 +269,31 @@ func (s *server) openLog() (*os.File, string, error) {
 
 // rotatedFrom says where a follower of generation gen goes on, once gen
 // was rotated: the offset in the next generation its end was carried to,
-// or 0 of the current one when more rotations followed (what lay between
-// is gone).
-func (s *server) rotatedFrom(gen string) (next string, at int64, ok bool) {
+// or 0 of the current one when more rotations followed; skipped counts
+// the bytes between, which the follower never gets: what the
+// generations in between had beyond what each carried on.
+func (s *server) rotatedFrom(gen string) (next string, at, skipped int64, ok bool) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	r, ok := s.rotations[gen]
 	if !ok {
-		return "", 0, false
+		return "", 0, 0, false
 	}
-	if r.next != s.logGen {
-		return s.logGen, 0, true
+	if r.next == s.logGen {
+		return r.next, r.carried, 0, true
 	}
-	return r.next, r.carried, true
+	for prev := r; prev.next != s.logGen; {
+		between, known := s.rotations[prev.next]
+		if !known {
+			break // every generation but the current one was rotated: never
+		}
+		skipped += between.size - prev.carried
+		if between.next == s.logGen {
+			skipped -= between.carried // the current generation starts with them
+		}
+		prev = between
+	}
+	return s.logGen, 0, max(skipped, 0), true
 }
 
 // handleDrain seals the controller, stops the agent and issues a receipt

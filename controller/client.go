@@ -107,8 +107,16 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 
 // Logs is LogsFrom for an offset in whichever generation the log is.
 func (c *Client) Logs(ctx context.Context, offset int64, follow bool, w io.Writer) (int64, error) {
-	pos, err := c.LogsFrom(ctx, LogPos{Offset: offset}, follow, w)
+	pos, err := c.LogsFrom(ctx, LogPos{Offset: offset}, follow, w, nil)
 	return pos.Offset, err
+}
+
+// Skip is output a follower never got: it fell behind by more than one
+// rotation, and the generations between From and To are gone.
+type Skip struct {
+	From, To    string // the generation it had, the one it goes on in
+	Generations int    // the generations between
+	Bytes       int64  // their output that To does not start with; -1: a controller that does not count
 }
 
 // LogPos is a position in the log: a byte offset in one generation.
@@ -122,16 +130,17 @@ type LogPos struct {
 // log rotated or replaced since is a *GenerationError. With follow it
 // streams, across rotations, until the agent has exited and everything
 // is sent, or ctx ends (then ctx's error comes back with the position
-// reached, so the caller can resume from it).
-func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Writer) (LogPos, error) {
-	pos, _, err := c.LogsThenStatus(ctx, pos, follow, w)
+// reached, so the caller can resume from it); skipped (when not nil) is
+// told of each time it fell so far behind that output was lost.
+func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Writer, skipped func(Skip)) (LogPos, error) {
+	pos, _, err := c.LogsThenStatus(ctx, pos, follow, w, skipped)
 	return pos, err
 }
 
 // LogsThenStatus is LogsFrom, also returning the status as the log's
 // answer ended, or nil when the controller sent none (one from before
 // the status trailer, or a status too large for it): then ask Status.
-func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w io.Writer) (LogPos, *Status, error) {
+func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w io.Writer, skipped func(Skip)) (LogPos, *Status, error) {
 	for {
 		path := "/v1/logs?offset=" + strconv.FormatInt(pos.Offset, 10)
 		if pos.Generation != "" {
@@ -167,6 +176,13 @@ func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w 
 			return pos, nil, err
 		}
 		at, _ := strconv.ParseInt(resp.Trailer[strings.ToLower(trailerNextOffset)], 10, 64)
+		if gap := generationNumber(next) - generationNumber(pos.Generation) - 1; gap > 0 && skipped != nil {
+			n, err := strconv.ParseInt(resp.Trailer[strings.ToLower(trailerSkippedBytes)], 10, 64)
+			if err != nil {
+				n = -1
+			}
+			skipped(Skip{From: pos.Generation, To: next, Generations: gap, Bytes: n})
+		}
 		pos = LogPos{Generation: next, Offset: at}
 	}
 }

@@ -32,10 +32,11 @@ type genRecord struct {
 }
 
 // rotation is how a generation was replaced: by next, whose first
-// carried bytes are the old one's last.
+// carried bytes are the old one's last; size is the old one's length.
 type rotation struct {
 	next    string
 	carried int64
+	size    int64
 }
 
 // newGeneration is generation n with a random part, so that a log
@@ -110,7 +111,7 @@ func (s *server) rotateLocked() {
 		return
 	}
 	old, next := s.logGen, newGeneration(generationNumber(s.logGen)+1)
-	s.rotations[old] = rotation{next: next, carried: int64(len(keep))}
+	s.rotations[old] = rotation{next: next, carried: int64(len(keep)), size: size}
 	s.log.Close()
 	s.log = f
 	s.logw.w = s.sinkFor(f)

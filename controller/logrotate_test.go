@@ -29,7 +29,7 @@ while [ ! -e go3 ]; do sleep 0.05; done`)
 	waitFor(t, 10*time.Second, "the first lines", func() bool { return strings.Contains(readFile(t, req), "line 19\n") })
 
 	var first bytes.Buffer
-	p1, err := c.LogsFrom(ctx, LogPos{}, false, &first)
+	p1, err := c.LogsFrom(ctx, LogPos{}, false, &first, nil)
 	if err != nil || p1.Generation == "" || p1.Offset != int64(first.Len()) {
 		t.Fatalf("first read: %+v %v (%d bytes)", p1, err, first.Len())
 	}
@@ -39,7 +39,7 @@ while [ ! -e go3 ]; do sleep 0.05; done`)
 	touch(t, filepath.Join(req.TaskDir, "go1"))
 	waitFor(t, 10*time.Second, "more lines", func() bool { return strings.Contains(readFile(t, req), "line 39\n") })
 	var second bytes.Buffer
-	p2, err := c.LogsFrom(ctx, p1, false, &second)
+	p2, err := c.LogsFrom(ctx, p1, false, &second, nil)
 	if err != nil || p2.Generation != p1.Generation || p2.Offset != p1.Offset+int64(second.Len()) {
 		t.Fatalf("second read: %+v %v", p2, err)
 	}
@@ -51,7 +51,7 @@ while [ ! -e go3 ]; do sleep 0.05; done`)
 	var followed bytes.Buffer
 	done := make(chan LogPos, 1)
 	go func() {
-		p, err := c.LogsFrom(ctx, p2, true, &followed)
+		p, err := c.LogsFrom(ctx, p2, true, &followed, nil)
 		if err != nil {
 			t.Errorf("follow: %v", err)
 		}
@@ -59,7 +59,7 @@ while [ ! -e go3 ]; do sleep 0.05; done`)
 	}()
 	touch(t, filepath.Join(req.TaskDir, "go2"))
 	waitFor(t, 20*time.Second, "the last line", func() bool { return strings.Contains(readFile(t, req), "line 1539\n") })
-	_, err = c.LogsFrom(ctx, p2, false, &bytes.Buffer{})
+	_, err = c.LogsFrom(ctx, p2, false, &bytes.Buffer{}, nil)
 	var ge *GenerationError
 	if !errors.As(err, &ge) || ge.Want != p1.Generation || ge.Have == p1.Generation || generationNumber(ge.Have) < 2 {
 		t.Fatalf("read of a rotated generation: %v, want a GenerationError naming both", err)
@@ -103,11 +103,11 @@ func TestLogOffsetPastTheEnd(t *testing.T) {
 	t.Parallel()
 	s := start(t, newRequest(t, "echo hi; sleep 30"))
 	ctx := ctxFor(t, 10*time.Second)
-	p, err := s.c.LogsFrom(ctx, LogPos{}, false, &bytes.Buffer{})
+	p, err := s.c.LogsFrom(ctx, LogPos{}, false, &bytes.Buffer{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.c.LogsFrom(context.Background(), LogPos{Generation: p.Generation, Offset: p.Offset + 1000}, false, &bytes.Buffer{})
+	_, err = s.c.LogsFrom(context.Background(), LogPos{Generation: p.Generation, Offset: p.Offset + 1000}, false, &bytes.Buffer{}, nil)
 	var oe *OffsetError
 	if !errors.As(err, &oe) || oe.Generation != p.Generation || oe.Offset != p.Offset+1000 {
 		t.Fatalf("offset past the end: %v, want an OffsetError of generation %s", err, p.Generation)

@@ -17,7 +17,7 @@ func TestLogsAnswerEndsWithStatus(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	for _, follow := range []bool{false, true} {
 		var log bytes.Buffer
-		pos, end, err := s.c.LogsThenStatus(ctx, LogPos{}, follow, &log)
+		pos, end, err := s.c.LogsThenStatus(ctx, LogPos{}, follow, &log, nil)
 		if err != nil || end == nil {
 			t.Fatalf("follow %v: status %v, %v", follow, end, err)
 		}
@@ -31,7 +31,7 @@ func TestLogsAnswerEndsWithStatus(t *testing.T) {
 
 	running := start(t, newRequest(t, "echo up; exec sleep 30"))
 	waitState(t, running, StateRunning)
-	_, end, err := running.c.LogsThenStatus(ctx, LogPos{}, false, &bytes.Buffer{})
+	_, end, err := running.c.LogsThenStatus(ctx, LogPos{}, false, &bytes.Buffer{}, nil)
 	if err != nil || end == nil || end.State != StateRunning || end.AgentPID == 0 {
 		t.Fatalf("a running agent's log answer ended with %+v, %v", end, err)
 	}

@@ -1,10 +1,12 @@
 package executor
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/logview"
 )
 
@@ -27,6 +29,22 @@ type LogOptions struct {
 	// followLogs), telling Notice.
 	Reconnect bool
 	Notice    func(msg string)
+	// Skipped is told when a follower fell more than a rotation behind
+	// and output was lost (Notice says so too).
+	Skipped func(LogSkip)
+}
+
+// LogSkip is what a follower lost to rotation.
+type LogSkip = controller.Skip
+
+// noticeSkip is the notice of a skip, as `tail -F` says "file truncated".
+func noticeSkip(sessionID string, sk LogSkip) string {
+	lost := fmt.Sprintf("%d bytes of output", sk.Bytes)
+	if sk.Bytes < 0 {
+		lost = "output its controller (older than this build) does not count"
+	}
+	return fmt.Sprintf("session %s: the log was rotated past this follower: %d generation(s) between %s and %s, %s, were not shown; going on at the start of %s",
+		sessionID, sk.Generations, sk.From, sk.To, lost, sk.To)
 }
 
 // wantsSize says whether view needs the log's length: a tail reads from

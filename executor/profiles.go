@@ -91,8 +91,14 @@ func (e *Executor) ShowProfile(ctx context.Context, name string) (ProfileView, e
 }
 
 // RemoveProfile forgets a profile. While tasks use it the answer is an
-// *InUseError, unless force.
+// *InUseError, unless force. An archived task recorded before snapshots
+// is first given one of the profile as it is now, which is what its
+// teardown would read: it then outlives the profile as a newer task does
+// (a forced removal goes on without them when the tasks cannot be read).
 func (e *Executor) RemoveProfile(ctx context.Context, name string, force bool) error {
+	if err := e.snapshotArchived(ctx, name); err != nil && !force {
+		return err
+	}
 	return removeUnused[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, name, force, func(tx state.Tx) ([]string, error) {
 		return tasksUsing(tx, "profile", name, needsProfile)
 	})

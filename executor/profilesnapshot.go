@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/kdlbs/kandev-exec/profiles"
 	"github.com/kdlbs/kandev-exec/records"
@@ -34,4 +36,39 @@ func needsProfile(phase records.Phase, doc map[string]json.RawMessage) bool {
 	}
 	snap, ok := doc["profile_snapshot"]
 	return phase != records.PhaseArchived || !ok || string(snap) == "null"
+}
+
+// errHasSnapshot: the task got a snapshot since it was listed.
+var errHasSnapshot = errors.New("task has a profile snapshot")
+
+// snapshotArchived gives each archived task of profile name that has no
+// snapshot one of the profile as it is now, each write journaled on the
+// task. A profile that cannot be read is left to the removal to report.
+func (e *Executor) snapshotArchived(ctx context.Context, name string) error {
+	p, rec, err := records.Get[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, name)
+	if err != nil {
+		return nil
+	}
+	tasks, _, err := records.List[records.Task](ctx, e.cfg.Store, records.KindTask)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if t.Profile != name || t.Phase != records.PhaseArchived || t.ProfileSnapshot != nil {
+			continue
+		}
+		d := records.DetailFor(t)
+		d.Message = fmt.Sprintf("profile rm %s: the task keeps revision %d of the profile for its teardown", name, rec.Revision)
+		_, err := records.MutateEvent(ctx, e.cfg.Store, records.KindTask, t.ID, records.Event("task.profile_snapshot", d), func(x *records.Task) error {
+			if x.ProfileSnapshot != nil {
+				return errHasSnapshot
+			}
+			x.ProfileSnapshot = snapshotOf(p, x.Root)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errHasSnapshot) {
+			return err
+		}
+	}
+	return nil
 }

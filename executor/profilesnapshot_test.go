@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -12,9 +13,8 @@ import (
 	"github.com/kdlbs/kandev-exec/state"
 )
 
-// An archived task that carries its snapshot does not hold its profile;
-// one recorded before snapshots (it reads the profile at teardown) and a
-// live one do.
+// An archived task does not hold its profile: one recorded before
+// snapshots is given one first. A live task does, and gets none.
 func TestProfileRemovalSparesArchivedTasksWithASnapshot(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -24,7 +24,8 @@ func TestProfileRemovalSparesArchivedTasksWithASnapshot(t *testing.T) {
 		blocks   bool
 	}{
 		{"archived with snapshot", records.PhaseArchived, true, false},
-		{"archived, recorded before snapshots", records.PhaseArchived, false, true},
+		{"archived, recorded before snapshots", records.PhaseArchived, false, false},
+		{"live, recorded before snapshots", records.PhaseReady, false, true},
 		{"live with snapshot", records.PhaseReady, true, true},
 		{"cleanup pending with snapshot", records.PhaseCleanupPending, true, true},
 		{"absent", records.PhaseAbsent, false, false},
@@ -80,5 +81,52 @@ func TestTeardownProfile(t *testing.T) {
 	old := &records.Task{ID: "told", Host: "prod", Profile: "web"}
 	if _, err := e.teardownProfile(ctx, old); !errors.As(err, new(*records.NotFoundError)) {
 		t.Fatalf("a task without a snapshot reads its profile: %v", err)
+	}
+}
+
+// `profile rm` gives an archived task recorded before snapshots one of
+// the profile it removes, journaled on the task, and the task's teardown
+// then runs it with the profile gone.
+func TestProfileRemovalSnapshotsAnOldArchivedTask(t *testing.T) {
+	ctx := context.Background()
+	e := newTestExecutor(t)
+	if _, err := e.ApplyProfile(ctx, "web.yaml", []byte(baseProfile+"cleanup_script: echo old\nreclaim_task_dir: true\n")); err != nil {
+		t.Fatal(err)
+	}
+	profile, _, err := records.Get[profiles.Profile](ctx, e.cfg.Store, records.KindProfile, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a build before snapshots wrote it: no profile_snapshot key at all.
+	data := []byte(`{"id":"told","profile":"web","host":"prod","workdir_root":"/srv/old","phase":"archived"}`)
+	if _, err := e.cfg.Store.Create(ctx, records.KindTask, "told", data, state.Event{Type: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RemoveProfile(ctx, "web", false); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	task, _, err := records.Get[records.Task](ctx, e.cfg.Store, records.KindTask, "told")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := snapshotOf(profile, "/srv/old"); !reflect.DeepEqual(task.ProfileSnapshot, want) {
+		t.Fatalf("snapshot %+v, want %+v", task.ProfileSnapshot, want)
+	}
+	p, err := e.teardownProfile(ctx, task)
+	if err != nil || p.CleanupScript != "echo old" || !p.ReclaimTaskDir || p.WorkdirRoot != "/srv/old" {
+		t.Fatalf("teardown profile without the profile: %+v, %v", p, err)
+	}
+	entries, err := e.cfg.Store.Journal(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, en := range entries {
+		d := records.DetailOf(en)
+		found = found || en.Type == "task.profile_snapshot" && d.TaskID == "told" && d.Phase == "archived" &&
+			strings.Contains(d.Message, "profile rm web")
+	}
+	if !found {
+		t.Fatalf("no task.profile_snapshot event for told in %+v", entries)
 	}
 }

@@ -30,6 +30,11 @@ type SessionView struct {
 	// printing: read again from there with --offset and --generation.
 	LogOffset     *int64 `json:"log_offset,omitempty"`
 	LogGeneration string `json:"log_generation,omitempty"`
+	// LogSkippedGenerations and LogSkippedBytes: what a follow lost
+	// because it fell more than a rotation behind (the bytes as far as
+	// the host's controller counts them).
+	LogSkippedGenerations int   `json:"log_skipped_generations,omitempty"`
+	LogSkippedBytes       int64 `json:"log_skipped_bytes,omitempty"`
 }
 
 // ViewOf is s as recorded, unasked.

@@ -270,7 +270,15 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 		pos.Offset, view = o.view(w, size)
 		pos.Generation = o.Generation
 		var end *controller.Status
-		if pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view); err == nil {
+		pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view, func(sk controller.Skip) {
+			if o.Notice != nil {
+				o.Notice(noticeSkip(a.s.ID, sk))
+			}
+			if o.Skipped != nil {
+				o.Skipped(sk)
+			}
+		})
+		if err == nil {
 			st, err = a.endStatus(ctx, end)
 		}
 		if err != nil && ctx.Err() == nil && !isLogRefusal(err) {

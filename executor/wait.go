@@ -134,7 +134,7 @@ func (e *Executor) waitAttached(ctx context.Context, a *attach) (*records.Sessio
 			return nil, err
 		}
 		var end *controller.Status
-		if _, end, err = a.ctrl.LogsThenStatus(ctx, controller.LogPos{Offset: st.LogBytes}, true, io.Discard); err == nil {
+		if _, end, err = a.ctrl.LogsThenStatus(ctx, controller.LogPos{Offset: st.LogBytes}, true, io.Discard, nil); err == nil {
 			if st, err = a.endStatus(ctx, end); err == nil {
 				return e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
 			}

@@ -7,10 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -25,7 +23,8 @@ import (
 // wrote applies, and the login user's own configuration and credentials
 // do. The checkouts' git runs borrow its objects for the length of the
 // call (GIT_ALTERNATE_OBJECT_DIRECTORIES) and write nothing; the scratch
-// repository, namespace and all, is removed when the call ends.
+// repository, namespace and all, is removed when the call ends (or, when
+// the helper is killed first, by the next call: scratch.go).
 
 // proofNamespace is where the remote's refs land in the scratch
 // repository, under a nonce of the call's.
@@ -40,38 +39,16 @@ type fetched struct {
 	commits    []string          // the commits the refs name, peeled, each once
 }
 
-// scratchRepos are the repositories one call made, to remove at its end.
-type scratchRepos struct {
-	mu   sync.Mutex
-	dirs []string
-}
-
-func (s *scratchRepos) add(dir string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dirs = append(s.dirs, dir)
-}
-
-func (s *scratchRepos) removeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, d := range s.dirs {
-		os.RemoveAll(d) // best effort: a leftover .proof-* holds only the remote's objects
-	}
-	s.dirs = nil
-}
-
 // fetchUpstream fetches every ref of url into a new scratch repository
 // under root. Each git process is bounded by the probe timeout.
 func fetchUpstream(ctx context.Context, h *host, root, url string) (*fetched, error) {
 	if strings.HasPrefix(url, "-") {
 		return nil, fmt.Errorf("remote url %q looks like an option", taskdir.MaskURLs(url))
 	}
-	dir, err := os.MkdirTemp(root, ".proof-")
+	dir, err := h.scratch.make(ctx, h, root)
 	if err != nil {
 		return nil, fmt.Errorf("a scratch repository for the fetch: %v", err)
 	}
-	h.scratch.add(dir)
 	nonce := make([]byte, 8)
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err

@@ -26,7 +26,8 @@ type Copier interface {
 	// ImportRecord makes the store hold r exactly as given (revision,
 	// schema version, time and data), replacing what is there and dropping
 	// any claim on it. It writes no journal entry: ImportJournal copies
-	// the entries that tell of r.
+	// the entries that tell of r. (The sweep record of a sweep that ran
+	// nothing is written so too: there is no news to journal.)
 	ImportRecord(ctx context.Context, r Record) error
 	// RemoveRecord deletes a record and its claim, without a journal
 	// entry, for a copy whose source has deleted it since.

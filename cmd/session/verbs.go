@@ -165,7 +165,10 @@ exactly the rest: nothing twice, nothing missed. The log on the host is
 bounded: past 16 MiB it is cut to its newest 8 MiB, which starts a new
 generation; a read of a generation that was rotated or replaced since, or
 from past the end, fails with exit code 10 naming both generations instead
-of printing another log's bytes.
+of printing another log's bytes. A follower (-f) that falls more than a
+generation behind goes on in the current one and says on stderr how many
+generations and bytes it did not show (with --json, log_skipped_generations
+and log_skipped_bytes).
 
 A keepalive watchdog guards the connection: a probe every 15s, and 45s without
 any reply counts as the link lost. With -f the command then reconnects, with
@@ -189,22 +192,23 @@ func logsRun(ctx context.Context, o *Options) error {
 	if o.Prepare {
 		return prepareLogRun(ctx, o)
 	}
-	switch {
-	case o.Logs.Tail < 0:
-		return cmdutil.FlagErrorf("--tail must not be negative, got %d", o.Logs.Tail)
-	case o.Logs.Since < 0:
-		return cmdutil.FlagErrorf("--since must be a positive duration, got %s", o.Logs.Since)
-	case o.Logs.Offset < 0:
-		return cmdutil.FlagErrorf("--offset must not be negative, got %d", o.Logs.Offset)
-	case o.Logs.Generation != "" && !o.offsetSet:
-		return cmdutil.FlagErrorf("--generation needs --offset: the generation is the log an offset was read in")
-	case o.offsetSet && (o.Logs.Tail > 0 || o.Logs.Since > 0):
-		return cmdutil.FlagErrorf("--offset prints from a byte: it cannot be combined with --tail or --since")
+	if err := checkLogFlags(o); err != nil {
+		return err
 	}
 	o.Logs.FromOffset = o.offsetSet
 	var reached *int64
 	o.Logs.Reached = func(gen string, off int64) { reached, o.Logs.Generation = &off, gen }
 	o.Logs.Reconnect, o.Logs.Notice = true, func(msg string) { fmt.Fprintln(o.IO.ErrOut, cmdutil.SafeText(msg)) }
+	var skippedGens int
+	var skippedBytes int64
+	o.Logs.Skipped = func(sk executor.LogSkip) {
+		skippedGens, skippedBytes = skippedGens+sk.Generations, skippedBytes+max(sk.Bytes, 0)
+	}
+	view := func(s *records.Session) executor.SessionView {
+		v := executor.ViewOf(s)
+		v.LogSkippedGenerations, v.LogSkippedBytes = skippedGens, skippedBytes
+		return v
+	}
 	ex, err := o.Executor()
 	if err != nil {
 		return err
@@ -228,7 +232,7 @@ func logsRun(ctx context.Context, o *Options) error {
 		}
 		if o.Logs.Follow {
 			if o.JSON {
-				if werr := cmdutil.WriteJSON(o.IO.Out, executor.ViewOf(cmdutil.Recorded(ctx, ex, started))); werr != nil {
+				if werr := cmdutil.WriteJSON(o.IO.Out, view(cmdutil.Recorded(ctx, ex, started))); werr != nil {
 					return werr
 				}
 			}
@@ -238,7 +242,7 @@ func logsRun(ctx context.Context, o *Options) error {
 	}
 	lost := o.Logs.Follow && s.State == records.SessionLost
 	if o.JSON {
-		v := executor.ViewOf(s)
+		v := view(s)
 		v.LogOffset, v.LogGeneration = reached, o.Logs.Generation
 		if err := cmdutil.WriteJSON(o.IO.Out, v); err != nil {
 			return err
@@ -248,6 +252,23 @@ func logsRun(ctx context.Context, o *Options) error {
 	}
 	if o.Logs.Follow {
 		return cmdutil.AgentExit(s) // as `task launch --follow`
+	}
+	return nil
+}
+
+// checkLogFlags refuses flags of `session logs` that contradict each other.
+func checkLogFlags(o *Options) error {
+	switch {
+	case o.Logs.Tail < 0:
+		return cmdutil.FlagErrorf("--tail must not be negative, got %d", o.Logs.Tail)
+	case o.Logs.Since < 0:
+		return cmdutil.FlagErrorf("--since must be a positive duration, got %s", o.Logs.Since)
+	case o.Logs.Offset < 0:
+		return cmdutil.FlagErrorf("--offset must not be negative, got %d", o.Logs.Offset)
+	case o.Logs.Generation != "" && !o.offsetSet:
+		return cmdutil.FlagErrorf("--generation needs --offset: the generation is the log an offset was read in")
+	case o.offsetSet && (o.Logs.Tail > 0 || o.Logs.Since > 0):
+		return cmdutil.FlagErrorf("--offset prints from a byte: it cannot be combined with --tail or --since")
 	}
 	return nil
 }
