@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
+	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
@@ -18,18 +23,7 @@ func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
 	relay := f.farHost(t)
-	archived := func() string {
-		t.Helper()
-		task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "far", Command: []string{"true"}})
-		if err != nil {
-			t.Fatalf("launch: %v", err)
-		}
-		waitState(t, s.SessionDir, controller.StateExited)
-		if res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive}); err != nil || res.Phase != records.PhaseArchived {
-			t.Fatalf("archive: %+v, %v", res, err)
-		}
-		return task.TaskDir
-	}
+	archived := func() string { return f.archivedDir(t, "far") }
 	for _, c := range []struct {
 		name    string
 		between func()
@@ -63,5 +57,80 @@ func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 		if got := relay.Accepted(); got != c.dials {
 			t.Errorf("%s: the apply dialled %d times, want %d", c.name, got, c.dials)
 		}
+	}
+}
+
+// archivedDir launches a task of profile whose agent ends at once, and
+// archives it: its directory stays, for reclaim.
+func (f *launchFixture) archivedDir(t *testing.T, profile string) string {
+	t.Helper()
+	ctx := context.Background()
+	task, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: profile, Command: []string{"true"}})
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	waitState(t, s.SessionDir, controller.StateExited)
+	if res, err := f.exec.Teardown(ctx, TeardownOptions{Task: task.ID, Trigger: records.TriggerArchive}); err != nil || res.Phase != records.PhaseArchived {
+		t.Fatalf("archive: %+v, %v", res, err)
+	}
+	return task.TaskDir
+}
+
+// A reclaim's plan and apply are one conversation with the helper: one
+// connection, one channel, one command, every root listed with the
+// command that starts the helper, and the apply the next request to it.
+// The apply still proves each directory again before it removes it: one
+// that gained an untracked file, or a commit, after the plan is kept,
+// and only the one left as planned goes.
+func TestReclaimIsOneConversationThatStillProves(t *testing.T) {
+	f := newLaunchFixture(t, sshtest.WithLogLevel("DEBUG1"))
+	ctx := context.Background()
+	archived := func() string { return f.archivedDir(t, "web") }
+	// Two roots: the host's, and the one the profile moved to.
+	clean, untracked := archived(), archived()
+	f.useRoot(t, filepath.Join(t.TempDir(), "other"))
+	committed := archived()
+
+	mark := len(f.srv.Log())
+	plan, err := f.exec.ReclaimPlan(ctx, ReclaimOptions{Host: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{clean, untracked, committed} {
+		if i := slices.IndexFunc(plan, func(r ReclaimRow) bool { return r.Path == dir }); i < 0 || plan[i].Action != ReclaimRemove {
+			t.Fatalf("the plan does not remove %s: %+v", dir, plan)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(untracked, "notes.txt"), []byte("not saved anywhere\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git := exec.Command("git", "-C", committed, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "after the plan")
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("commit: %v\n%s", err, out)
+	}
+	rows, err := f.exec.ApplyReclaim(ctx, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{clean: ReclaimRemoved, untracked: ReclaimSkipped, committed: ReclaimSkipped}
+	reasons := map[string]reclaim.Reason{untracked: reclaim.UntrackedFiles, committed: reclaim.UnpushedCommits}
+	for _, r := range rows {
+		if w, ok := want[r.Path]; ok && (r.Action != w || reasons[r.Path] != "" && r.Reason != string(reasons[r.Path])) {
+			t.Errorf("%s: %s %s (%s), want %s %s", r.Path, r.Action, r.Reason, r.Detail, w, reasons[r.Path])
+		}
+	}
+	if _, err := os.Stat(clean); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after the reclaim: %v", clean, err)
+	}
+	for _, dir := range []string{untracked, committed} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s, changed after the plan, was not kept: %v", dir, err)
+		}
+	}
+	log := f.srv.Log()[mark:]
+	got := [3]int{strings.Count(log, "Connection from"), strings.Count(log, "server_input_channel_open: ctype"),
+		strings.Count(log, "Starting session: command")}
+	if got != [3]int{1, 1, 1} {
+		t.Errorf("plan and apply: %d connections, %d channels, %d commands; want one of each\n%s", got[0], got[1], got[2], log)
 	}
 }
