@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
@@ -17,8 +20,9 @@ import (
 )
 
 // A reclaim's apply goes over the connection its plan dialled: it dials
-// nothing. When the host record changed in between, the apply dials
-// again. Either way the directory is proven and removed on the host.
+// nothing. When the host record changed in between, or the helper that
+// listed is gone, the apply dials again. Either way the directory is
+// proven and removed on the host.
 func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
@@ -30,6 +34,7 @@ func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 		dials   int64
 	}{
 		{"unchanged host", func() {}, 0},
+		{"the listing's helper gone", func() { f.killListingHelper(t, "far") }, 1},
 		{"host record changed", func() {
 			if _, err := f.exec.CordonHost(ctx, "far", "maintenance"); err != nil {
 				t.Fatal(err)
@@ -57,6 +62,38 @@ func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 		if got := relay.Accepted(); got != c.dials {
 			t.Errorf("%s: the apply dialled %d times, want %d", c.name, got, c.dials)
 		}
+	}
+}
+
+// killListingHelper kills the helper serving the reclaim listing kept
+// for host (the only helper of this fixture's root serving a
+// conversation), and waits for its conversation to end.
+func (f *launchFixture) killListingHelper(t *testing.T, host string) {
+	t.Helper()
+	f.exec.kept.mu.Lock()
+	cv := f.exec.kept.m[host].cv
+	f.exec.kept.mu.Unlock()
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(b), "\x00")
+		if err == nil && len(args) > 1 && strings.HasPrefix(args[0], f.root+"/bin/") && args[1] == "serve" {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 1 {
+		t.Fatalf("helpers serving under %s: %v, want the listing's alone", f.root, pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; !cv.Ended(); i++ {
+		if i > 3000 {
+			t.Fatal("the conversation did not end within a minute of its helper's")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the conversation's end
 	}
 }
 
