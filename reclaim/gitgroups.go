@@ -7,11 +7,11 @@ import (
 )
 
 // The proof's own git processes are the login user's, so the in-use
-// check finds them, each working in the directory its own proof is
-// about. The kernel hides a process's descriptors for an instant while
-// it starts a program, and one that cannot be inspected is counted as
-// using the directory: a proof running beside a removal would keep it
-// for nothing. So a hidden process is known as the proof's own by its
+// check finds them, each working for the proof of another directory.
+// The kernel hides a process's descriptors while it ends (from the
+// moment it lets go of its memory), and one that cannot be inspected is
+// counted as using the directory: a proof running beside a removal
+// would keep it for nothing. So a hidden process is known as the proof's own by its
 // process group, which the helper made for it (taskdir.GroupCommand),
 // and only while that git runs; a git is never between its start and
 // its group being known while that is asked.
