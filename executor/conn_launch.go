@@ -17,29 +17,45 @@ import (
 // (docs/architecture.md, "The CLI and its helper"): it opens with the
 // prepare request and ends with controller-start, whose answer says
 // whether a controller may be running (startRefused) and relays its
-// proof (proven).
+// proof (proven). A reclaim opens its conversation the same way
+// (openConversation, reclaimconn.go).
 
 // openLaunch starts a launch's conversation with the helper, sending
 // first (the prepare request) with the command, and reads its answer
-// into res, within bound. Where the helper is cached this is the
-// launch's one command (remote.WarmScript): detect, checks, helper and
-// prepare in one round trip. Otherwise the markers that command printed
-// say what to do: the helper is put in place (uploaded if need be, or
-// another local copy when the cached one speaks another protocol) and
-// first sent to it then. step and progress follow the launch's steps; the
-// conversation is returned once the helper took the request, even when
-// its answer is a failure. hc.info says what the host showed of itself.
+// into res, within bound (openConversation). step and progress follow
+// the launch's steps; the conversation is returned once the helper took
+// the request, even when its answer is a failure.
 func (hc *hostConn) openLaunch(ctx context.Context, root string, first []byte, res any, bound time.Duration,
 	step *string, progress func(string)) (*remote.Conversation, error) {
-	cv, err := hc.converseWarm(ctx, root, first)
+	return hc.openConversation(ctx, root, protocol.OpPrepare, first, step, progress, func(cv *remote.Conversation) error {
+		return firstAnswer(cv, res, bound, step, progress)
+	})
+}
+
+// openConversation starts a conversation with the helper whose first
+// request (op; first may hold more requests, one a line) leaves with the
+// command, and reads the answers with read. Where the helper is cached
+// this is one round trip (remote.WarmScript): detect, checks, helper and
+// the first answers. Otherwise the markers that command printed say what
+// to do: the helper is put in place (uploaded if need be, or another
+// local copy when the cached one speaks another protocol) and first sent
+// to it then. A failed upload leaves its step in step. hc.info says what
+// the host showed of itself, and hc.helper is the helper that answered.
+func (hc *hostConn) openConversation(ctx context.Context, root, op string, first []byte, step *string, progress func(string),
+	read func(*remote.Conversation) error) (*remote.Conversation, error) {
+	cv, err := hc.converseWarm(ctx, root, op, first)
 	if err != nil {
 		return nil, err
 	}
 	if cv != nil {
 		progress(StepHelperCached)
-		err := firstAnswer(cv, res, bound, step, progress)
+		err := read(cv)
 		var re *remote.Error
 		if !errors.As(err, &re) || re.Code != protocol.CodeProtocol {
+			if hc.info.Helper != nil { // the one the command verified and ran
+				helper := hc.info.Helper.Helper
+				hc.helper = &helper
+			}
 			return cv, err
 		}
 		// A stale copy (another protocol), which did nothing: the slow
@@ -47,20 +63,20 @@ func (hc *hostConn) openLaunch(ctx context.Context, root string, first []byte, r
 		cv.Finish(probeTimeout)
 		hc.info.Helper = nil
 	}
-	return hc.converseInstalled(ctx, first, res, bound, step, progress)
+	return hc.converseInstalled(ctx, op, first, step, progress, read)
 }
 
-// converseWarm sends first with the launch's one command when this
+// converseWarm sends first with the conversation's one command when this
 // machine has the helper the host is expected to need (warmHelper), and
 // returns the conversation when a cached helper took it; nil when the
 // helper must be put in place first (hc.info says what the host has).
 // Without such a helper it only detects.
-func (hc *hostConn) converseWarm(ctx context.Context, root string, first []byte) (*remote.Conversation, error) {
+func (hc *hostConn) converseWarm(ctx context.Context, root, op string, first []byte) (*remote.Conversation, error) {
 	sha, platform := warmHelper(hc.host)
 	if sha == "" {
 		return nil, hc.detect(ctx, root)
 	}
-	cv, err := remote.Converse(ctx, hc.c, hc.host.Name, remote.WarmScript(root, sha, platform), protocol.OpPrepare, first, probeTimeout)
+	cv, err := remote.Converse(ctx, hc.c, hc.host.Name, remote.WarmScript(root, sha, platform), op, first, probeTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +93,8 @@ func (hc *hostConn) converseWarm(ctx context.Context, root string, first []byte)
 // converseInstalled puts the helper in place, then starts it with first.
 // A failed upload is the uploading step's (an unsupported platform or a
 // noexec root is not: nothing was sent).
-func (hc *hostConn) converseInstalled(ctx context.Context, first []byte, res any, bound time.Duration,
-	step *string, progress func(string)) (*remote.Conversation, error) {
+func (hc *hostConn) converseInstalled(ctx context.Context, op string, first []byte, step *string, progress func(string),
+	read func(*remote.Conversation) error) (*remote.Conversation, error) {
 	helper, uploaded, err := hc.ensureHelper(ctx, func(sent, total int64) { progress(UploadProgress(sent, total)) })
 	if err != nil {
 		if !errors.As(err, new(*helperbin.UnsupportedPlatformError)) && !errors.As(err, new(*remote.NoexecError)) {
@@ -86,17 +102,17 @@ func (hc *hostConn) converseInstalled(ctx context.Context, first []byte, res any
 		}
 		return nil, err
 	}
-	cv, err := remote.Converse(ctx, hc.c, hc.host.Name, remote.ServeScript(helper), protocol.OpPrepare, first, probeTimeout)
+	cv, err := remote.Converse(ctx, hc.c, hc.host.Name, remote.ServeScript(helper), op, first, probeTimeout)
 	if err != nil {
 		return nil, err
 	}
 	if !cv.Served {
-		return nil, fmt.Errorf("%s on %s: the helper was not started", protocol.OpPrepare, hc.host.Name)
+		return nil, fmt.Errorf("%s on %s: the helper was not started", op, hc.host.Name)
 	}
 	if !uploaded {
 		progress(StepHelperCached)
 	}
-	return cv, firstAnswer(cv, res, bound, step, progress)
+	return cv, read(cv)
 }
 
 // firstAnswer reads the helper's answer to the launch's first request:

@@ -2,15 +2,12 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/helper/protocol"
-	"github.com/kdlbs/kandev-exec/internal/remote"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -227,24 +224,26 @@ func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*hostCon
 }
 
 // listHost lists each root once (two spellings of one physical root are
-// one listing) and plans its entries. A root the helper refuses (not the
+// one listing) and plans its entries, every root in one round trip where
+// the helper is cached (listRoots). A root the helper refuses (not the
 // login user's alone, say /tmp) is one failed row of its own: the other
 // roots are still listed, and planned.
 func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, olderThan time.Duration) ([]ReclaimRow, error) {
-	hc, err := e.connectHelper(ctx, h)
+	hc, err := e.connect(ctx, h)
 	if err != nil {
+		return nil, err
+	}
+	cv, listings, err := hc.listRoots(ctx, roots)
+	if err != nil {
+		hc.Close()
 		return nil, err
 	}
 	var rows []ReclaimRow
 	seen := map[string]bool{}
-	for _, root := range roots {
-		var l reclaim.Listing
-		if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimList, reclaim.ListRequest{Root: root}, &l); err != nil {
+	for i, root := range roots {
+		l := listings[i].listing
+		if err := listings[i].err; err != nil {
 			err = fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
-			if !errors.As(err, new(*remote.Error)) {
-				hc.Close()
-				return nil, err // the connection, not the root
-			}
 			rows = append(rows, ReclaimRow{Host: h.Name, Path: filepath.Join(root, "tasks"), Root: root, Action: ReclaimFailed, Err: err})
 			continue
 		}
@@ -260,8 +259,9 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
 	if slices.ContainsFunc(rows, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }) {
-		e.kept.keep(hc) // for the apply that may follow (reclaimconn.go)
+		e.kept.keep(hc, cv) // for the apply that may follow (reclaimconn.go)
 	} else {
+		cv.Finish(probeTimeout)
 		hc.Close()
 	}
 	return rows, nil

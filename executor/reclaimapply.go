@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
@@ -101,7 +100,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	if len(targets) == 0 {
 		return
 	}
-	hc := e.kept.take(h)
+	hc, cv := e.kept.take(h)
 	if hc == nil {
 		if hc, err = e.connectHelper(ctx, h); err != nil {
 			fail(err)
@@ -110,7 +109,7 @@ func (e *Executor) applyHost(ctx context.Context, host string, rows []ReclaimRow
 	}
 	defer hc.Close()
 	var rep reclaim.Report
-	if err := hc.call(ctx, h.WorkdirRoot, protocol.OpReclaimApply, reclaim.Request{Targets: targets}, &rep); err != nil {
+	if err := hc.applyIn(ctx, cv, reclaim.Request{Targets: targets}, &rep); err != nil {
 		fail(err)
 		return
 	}

@@ -2,20 +2,95 @@ package executor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/helper/protocol"
+	"github.com/kdlbs/kandev-exec/internal/remote"
+	"github.com/kdlbs/kandev-exec/reclaim"
 	"github.com/kdlbs/kandev-exec/records"
 )
 
 // A reclaim lists a host (ReclaimPlan), then, once confirmed, applies
-// the plan (ApplyReclaim). The connection the listing dialled, its helper
-// found, serves the apply that follows in the same process: one dial and
-// one helper check for both instead of two. The apply call proves every
-// directory again on the host whatever connection carries it, so nothing
-// of the proof depends on this; a connection is reused only for the host
-// record it was dialled for, unchanged, and while its link is alive.
+// the plan (ApplyReclaim), in one conversation with the helper: the
+// listing of every root leaves with the command that checks the host and
+// the helper's path and starts it (openConversation), and the apply is
+// the next request to the same helper, on the same connection. The apply
+// proves every directory again on the host whatever carries it, so
+// nothing of the proof depends on this; a conversation is reused only
+// for the host record it was dialled for, unchanged, and while it and
+// its link are alive. Otherwise the apply dials again.
+
+// listRoots lists roots in a new conversation with the helper, all the
+// requests sent at once; each root's listing, or the failure the helper
+// reported for that root alone, comes back in order. An error is the
+// host's as a whole: the conversation is then over.
+func (hc *hostConn) listRoots(ctx context.Context, roots []string) (*remote.Conversation, []rootListing, error) {
+	var first []byte
+	for _, root := range roots {
+		b, err := protocol.EncodeRequest(protocol.OpReclaimList, reclaim.ListRequest{Root: root})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(first) > 0 {
+			first = append(first, '\n')
+		}
+		first = append(first, b...)
+	}
+	var got []rootListing
+	cv, err := hc.openConversation(ctx, hc.host.WorkdirRoot, protocol.OpReclaimList, first, new(string), func(string) {},
+		func(cv *remote.Conversation) error {
+			got = make([]rootListing, len(roots))
+			var stale error
+			for i := range got {
+				err := cv.Next(0, &got[i].listing, nil)
+				var re *remote.Error
+				switch {
+				case err == nil:
+				case !errors.As(err, &re):
+					return err // the conversation ended
+				case re.Code == protocol.CodeProtocol:
+					stale = err // every answer read, so the next helper starts clean
+				default:
+					got[i].err = err
+				}
+			}
+			return stale
+		})
+	if err != nil {
+		if cv != nil {
+			cv.Finish(probeTimeout)
+		}
+		return nil, nil, err
+	}
+	return cv, got, nil
+}
+
+// rootListing is one root's answer: its listing, or what the helper
+// refused about it.
+type rootListing struct {
+	listing reclaim.Listing
+	err     error
+}
+
+// applyIn sends the apply in cv, the listing's conversation, when there
+// is one, else in a new one. Either way the call follows ctx: when it
+// ends (a task's claim lost), the helper's command ends with it.
+func (hc *hostConn) applyIn(ctx context.Context, cv *remote.Conversation, req reclaim.Request, rep *reclaim.Report) error {
+	if cv == nil {
+		return hc.call(ctx, hc.host.WorkdirRoot, protocol.OpReclaimApply, req, rep)
+	}
+	defer cv.Finish(probeTimeout)
+	defer cv.Follow(ctx)()
+	if err := cv.Send(protocol.OpReclaimApply, req); err != nil {
+		return err
+	}
+	cv.CloseInput() // the last request: the helper exits once it has answered
+	return cv.Next(0, rep, nil)
+}
 
 // keptFor bounds how long a listing's connection waits for its apply (a
 // confirmation prompt is answered within it, or the apply dials again).
@@ -28,18 +103,21 @@ type keptConns struct {
 
 type keptConn struct {
 	hc    *hostConn
-	rec   []byte // the host record it was dialled for, as JSON
+	cv    *remote.Conversation // the listing's, its helper waiting for the next request
+	rec   []byte               // the host record it was dialled for, as JSON
 	timer *time.Timer
 }
 
-// keep holds hc for the next take of its host, closing one held before.
-func (k *keptConns) keep(hc *hostConn) {
+// keep holds hc and cv for the next take of its host, closing those
+// held before.
+func (k *keptConns) keep(hc *hostConn, cv *remote.Conversation) {
+	kc := &keptConn{hc: hc, cv: cv}
 	rec, err := json.Marshal(hc.host)
 	if err != nil {
-		hc.Close()
+		kc.close()
 		return
 	}
-	kc := &keptConn{hc: hc, rec: rec}
+	kc.rec = rec
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
@@ -47,7 +125,7 @@ func (k *keptConns) keep(hc *hostConn) {
 	}
 	if old := k.m[hc.host.Name]; old != nil {
 		old.timer.Stop()
-		old.hc.Close()
+		old.close()
 	}
 	k.m[hc.host.Name] = kc
 	kc.timer = time.AfterFunc(keptFor, func() {
@@ -55,26 +133,34 @@ func (k *keptConns) keep(hc *hostConn) {
 		defer k.mu.Unlock()
 		if k.m[hc.host.Name] == kc {
 			delete(k.m, hc.host.Name)
-			hc.Close()
+			kc.close()
 		}
 	})
 }
 
-// take returns the connection held for h when it was dialled for h as
-// it is now and its link is alive, else nil; the caller closes it.
-func (k *keptConns) take(h *records.Host) *hostConn {
+// take returns the connection and conversation held for h when they
+// were opened for h as it is now and both are alive, else nils; the
+// caller closes them.
+func (k *keptConns) take(h *records.Host) (*hostConn, *remote.Conversation) {
 	k.mu.Lock()
 	kc := k.m[h.Name]
 	delete(k.m, h.Name)
 	k.mu.Unlock()
 	if kc == nil {
-		return nil
+		return nil, nil
 	}
 	kc.timer.Stop()
 	rec, err := json.Marshal(h)
-	if err != nil || !bytes.Equal(rec, kc.rec) || kc.hc.lost() || kc.hc.helper == nil {
-		kc.hc.Close()
-		return nil
+	if err != nil || !bytes.Equal(rec, kc.rec) || kc.hc.lost() || kc.hc.helper == nil || kc.cv.Ended() {
+		kc.close()
+		return nil, nil
 	}
-	return kc.hc
+	return kc.hc, kc.cv
+}
+
+// close ends the conversation's input (its helper exits) and the
+// connection.
+func (kc *keptConn) close() {
+	kc.cv.CloseInput()
+	kc.hc.Close()
 }

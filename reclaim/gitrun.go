@@ -86,7 +86,7 @@ func (h *host) runGit(parent context.Context, dir string, env []string, stdin st
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := h.gits.run(cmd); err != nil {
 		what := taskdir.MaskURLs("git " + strings.Join(args, " "))
 		switch {
 		case parent.Err() != nil:

@@ -74,6 +74,7 @@ type host struct {
 	lenders      lenders
 	lentStores   stores
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
+	gits         gitGroups    // those running now, for the in-use check (gitgroups.go)
 
 	mountsOnce sync.Once
 	mounts     []string

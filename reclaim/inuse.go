@@ -18,8 +18,10 @@ import (
 // (in_use), and so does one of theirs that cannot be inspected, since it
 // could be doing the same. Other users cannot reach into the directory,
 // which is the login user's alone; root is not defended against. Not
-// counted: this helper, and a session's controller once a drain sealed
-// it, for its own session's files (it exits once they go).
+// counted: this helper, a process that cannot be inspected because it
+// is ending (once it has, it holds nothing) or is one of the proof's own
+// git processes (gitgroups.go), and a session's controller once a drain
+// sealed it, for its own session's files (it exits once they go).
 
 // holder is a process found using a directory: what it holds there, or
 // why it could not be inspected.
@@ -71,7 +73,11 @@ func (h *host) inUse(ctx context.Context, dir, ran string, ev *Evidence) (users 
 	sealed := sealedControllers(dir, ran)
 	for _, p := range found {
 		if p.hidden != "" {
-			users = append(users, fmt.Sprintf("pid %d (%s), which cannot be inspected: %s", p.pid, printable(p.comm), p.hidden))
+			// The kernel hides an exiting process: once it has ended
+			// (a zombie too) it holds nothing.
+			if running(p.pid) && !h.gits.own(p.pid) {
+				users = append(users, fmt.Sprintf("pid %d (%s), which cannot be inspected: %s", p.pid, printable(p.comm), p.hidden))
+			}
 			continue
 		}
 		// A process that ended since it was inspected (its controller's

@@ -139,12 +139,7 @@ func inspectProc(pid int, dir string, ids inodes) holder {
 
 // running: pid is a process that has not ended (a zombie has).
 func running(pid int) bool {
-	b, err := os.ReadFile(procPath(pid, "stat"))
-	i := bytes.LastIndexByte(b, ')')
-	if err != nil || i < 0 {
-		return false
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(pid)
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
@@ -152,21 +147,37 @@ func running(pid int) bool {
 func ancestors(pid int) map[int]bool {
 	out := map[int]bool{}
 	for pid > 1 {
-		b, err := os.ReadFile(procPath(pid, "stat"))
-		i := bytes.LastIndexByte(b, ')')
-		if err != nil || i < 0 {
+		ppid, _, ok := procGroup(pid)
+		if !ok || out[ppid] {
 			break
 		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 {
-			break
-		}
-		if pid, err = strconv.Atoi(f[1]); err != nil || out[pid] {
-			break
-		}
+		pid = ppid
 		out[pid] = true
 	}
 	return out
+}
+
+// procGroup is pid's parent and process group.
+func procGroup(pid int) (ppid, pgid int, ok bool) {
+	f := statFields(pid)
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgid, err2 := strconv.Atoi(f[2])
+	return ppid, pgid, err1 == nil && err2 == nil
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command's
+// name (which may hold spaces and parentheses): state, ppid, pgrp, ...;
+// nil for a process gone.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(procPath(pid, "stat"))
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
 
 type devIno struct{ dev, ino uint64 }

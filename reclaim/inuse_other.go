@@ -20,6 +20,10 @@ var lsofWhat = map[string]string{"cwd": "working directory", "rtd": "root direct
 // running: pid is a process that has not ended (launchd reaps at once).
 func running(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
 
+// procGroup tells nothing here: lsof hides no process it lists, so no
+// process needs telling apart as the proof's own.
+func procGroup(int) (ppid, pgid int, ok bool) { return 0, 0, false }
+
 // processesUsing asks lsof (there is no /proc here) what the processes
 // of uid hold: working and root directories, open and mapped files.
 // Without lsof nothing can be told, and the caller keeps the directory.

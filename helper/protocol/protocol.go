@@ -3,7 +3,8 @@
 // secrets may travel: never argv, never disk), each answered on stdout by
 // zero or more progress lines and then one JSON answer, in order. A CLI
 // may send its next request once it has read an answer, so that a launch
-// is one helper process however many steps it takes. Both halves encode
+// is one helper process however many steps it takes, or several at once:
+// they are answered in turn. Both halves encode
 // and decode through this package: the client (internal/remote, the
 // executor) and the server (helper). Every request carries the protocol
 // version, so a CLI never talks to a helper of another protocol

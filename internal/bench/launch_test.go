@@ -97,12 +97,13 @@ type fixture struct {
 	*env
 	relay *sshtest.Relay
 	cfg   string // the ssh config defining both aliases
+	srv   *sshtest.Server
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...sshtest.Option) *fixture {
 	work := t.TempDir()
 	bin := buildCLI(t)
-	srv := sshtest.NewServer(t)
+	srv := sshtest.NewServer(t, opts...)
 	relay := sshtest.NewRelay(t, srv.Addr())
 
 	sh(t, fmt.Sprintf(`set -e; git init -q --bare %[1]s/app.git; git init -q -b main %[1]s/seed
@@ -124,7 +125,7 @@ git -C %[1]s/seed push -q %[1]s/app.git main`, work))
 			h, h, e.root(h), work)), 0o600)
 		e.run("profile", "apply", "-f", prof)
 	}
-	return &fixture{env: e, relay: relay, cfg: cfg}
+	return &fixture{env: e, relay: relay, cfg: cfg, srv: srv}
 }
 
 // root is the workdir root of host h.

@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
 // benchID is the i-th task ID of the copies: kandev-exec's own form (t
@@ -59,13 +62,37 @@ func orphans(t *testing.T, template, root string, n int) []string {
 	return dirs
 }
 
+// ownRoots gives the hosts' workdir roots and the repository to the
+// login user (git reads no repository another user owns), in a work
+// directory it may pass through.
+func (f *fixture) ownRoots(t *testing.T) {
+	fi, err := os.Stat(f.srv.Home())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if err := os.Chmod(f.work, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"direct", "delayed"} {
+		if err := os.Mkdir(f.root(h), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh(t, fmt.Sprintf("chown -R %d:%d %s %s %s", st.Uid, st.Gid, f.root("direct"), f.root("delayed"), filepath.Join(f.work, "app.git")))
+}
+
 // TestBenchReclaim: `reclaim --apply` of 10 and 1,000 clean task
 // directories, each a small checkout, with every check (ownership, no
 // link, marker, git probes against the remote's tips, identity), next to
 // `ssh host rm -rf` of the same directories; directly and through the
-// relay with 25 ms added each way, so the round trips show.
+// relay with 25 ms added each way, so the round trips show. The login
+// user is one of its own, as on a real host: the in-use check looks at
+// that user's processes, not at every one of root's on the machine
+// running the bench (some of which no one can inspect).
 func TestBenchReclaim(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, sshtest.WithLoginUser())
+	f.ownRoots(t)
 	e, relay := f.env, f.relay
 	template := map[string]string{}
 	for _, h := range []string{"direct", "delayed"} {

@@ -46,7 +46,7 @@ type Conversation struct {
 }
 
 // Converse runs script on c with first as the first request on its
-// stdin, and reads the bootstrap's markers until the helper takes over
+// stdin (or the first few, a line each: op names them all), and reads the bootstrap's markers until the helper takes over
 // (Served) or the script ends (not served; KV then says why). The markers
 // must come within bound; a refused path is a *HostPathError. When ctx
 // ends the command ends with it, except while a Cancellable request is
@@ -160,6 +160,24 @@ func (cv *Conversation) CloseInput() {
 	if !cv.closed {
 		cv.closed = true
 		close(cv.msgs)
+	}
+}
+
+// Follow makes the conversation end with ctx as it does with Converse's
+// own (a Cancellable request is asked to stop, anything else ends with
+// the command), for a request sent under a context of its own; stop
+// undoes it.
+func (cv *Conversation) Follow(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, cv.interrupted)
+}
+
+// Ended reports whether the command has ended: nothing more is served.
+func (cv *Conversation) Ended() bool {
+	select {
+	case <-cv.done:
+		return true
+	default:
+		return false
 	}
 }
 
