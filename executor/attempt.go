@@ -32,7 +32,9 @@ func (a *attempt) step(s string) {
 func (a *attempt) remaining() time.Duration { return max(time.Until(a.deadline), 0) }
 
 // connect connects to the task's host (quarantine does not block
-// teardown) and makes sure the helper is there.
+// teardown) and starts looking for the helper there, which every helper
+// call waits for (openHelper): the drain's talk with the controllers
+// goes on meanwhile.
 func (a *attempt) connect(ctx context.Context, t *records.Task) error {
 	if a.hc != nil {
 		return nil
@@ -45,12 +47,17 @@ func (a *attempt) connect(ctx context.Context, t *records.Task) error {
 	if err != nil {
 		return err
 	}
-	if _, err := hc.helperAt(ctx, t.Root); err != nil {
-		hc.Close()
-		return err
-	}
+	hc.openHelper(ctx, t.Root)
 	a.hc = hc
 	return nil
+}
+
+// connectHelper is connect, once the helper is found or put in place.
+func (a *attempt) connectHelper(ctx context.Context, t *records.Task) error {
+	if err := a.connect(ctx, t); err != nil {
+		return err
+	}
+	return a.hc.conv.wait(ctx)
 }
 
 func (a *attempt) close() {

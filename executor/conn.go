@@ -32,7 +32,8 @@ type hostConn struct {
 	// found or put in place: the same for every root of the host.
 	info   remote.Info
 	helper *remote.Helper
-	relay  relayState // how its controllers are reached (conn_relay.go)
+	relay  relayState  // how its controllers are reached (conn_relay.go)
+	conv   *helperConv // a teardown's conversation with the helper (conn_conv.go), once opened
 }
 
 // connect dials h. No host status refuses it: quarantine blocks launches,
@@ -56,6 +57,7 @@ func (e *Executor) connect(ctx context.Context, h *records.Host) (*hostConn, err
 func (hc *hostConn) Close() {
 	hc.wd.Stop()
 	hc.c.Close()
+	hc.conv.close()
 }
 
 // lost reports whether the link died.

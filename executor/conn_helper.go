@@ -24,8 +24,12 @@ var locateHelpers = sync.OnceValue(helperbin.Default)
 var localPlatform = runtime.GOOS + "/" + runtime.GOARCH
 
 // call sends one request to the helper (helperAt root) and reads its
-// answer into res.
+// answer into res, over the connection's conversation with it if it has
+// one.
 func (hc *hostConn) call(ctx context.Context, root, op string, req, res any) error {
+	if handled, err := hc.conv.call(ctx, op, req, res); handled {
+		return err
+	}
 	helper, err := hc.helperAt(ctx, root)
 	if err != nil {
 		return err
@@ -37,6 +41,9 @@ func (hc *hostConn) call(ctx context.Context, root, op string, req, res any) err
 // first time it is asked for on this connection; the one found serves
 // every root after.
 func (hc *hostConn) helperAt(ctx context.Context, root string) (remote.Helper, error) {
+	if err := hc.conv.wait(ctx); err != nil {
+		return remote.Helper{}, err
+	}
 	if hc.helper != nil {
 		return *hc.helper, nil
 	}

@@ -77,7 +77,7 @@ func (a *attempt) destroyStep(ctx context.Context, t *records.Task, p *profiles.
 // bounded by what is left of the budget, and returns its output tail with
 // every secret masked.
 func (a *attempt) cleanupScript(ctx context.Context, t *records.Task, p *profiles.Profile) (string, error) {
-	if err := a.connect(ctx, t); err != nil {
+	if err := a.connectHelper(ctx, t); err != nil {
 		return "", err
 	}
 	env, redact, err := a.envOf(t, p)
@@ -105,7 +105,7 @@ func (a *attempt) cleanupScript(ctx context.Context, t *records.Task, p *profile
 // reclaimDir asks the host to prove the task directory safe to remove
 // and, if it is, to remove it: one helper call.
 func (a *attempt) reclaimDir(ctx context.Context, t *records.Task) (*reclaim.Result, error) {
-	if err := a.connect(ctx, t); err != nil {
+	if err := a.connectHelper(ctx, t); err != nil {
 		return nil, err
 	}
 	inst, err := records.InstallationID(ctx, a.e.cfg.Store, newID("i"))

@@ -66,6 +66,12 @@ func (a *attempt) drain(ctx context.Context, t *records.Task) (records.DrainOutc
 			outcome = o
 		}
 	}
+	// The helper was looked for beside the drain: a host where it cannot
+	// be reached is unreachable, as it was when the look came first (a
+	// drain that failed says so first).
+	if err := a.hc.conv.wait(ctx); err != nil && outcome == records.DrainDrained {
+		return records.DrainUnreachable, nil, err.Error()
+	}
 	return outcome, receipts, strings.Join(details, "; ")
 }
 

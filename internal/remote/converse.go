@@ -153,6 +153,22 @@ func (cv *Conversation) Send(op string, req any) error {
 	return nil
 }
 
+// Call sends one more request and reads its answer into res, while ctx
+// governs it as it would a command of its own (Call): when ctx ends, a
+// Cancellable request is asked to stop and anything else ends the
+// conversation. Requests go one at a time; the caller keeps them so.
+func (cv *Conversation) Call(ctx context.Context, op string, req, res any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := cv.Send(op, req); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, cv.interrupted)
+	defer stop()
+	return cv.Next(0, res, nil)
+}
+
 // CloseInput ends the helper's stdin: it serves what it has and exits.
 func (cv *Conversation) CloseInput() {
 	cv.mu.Lock()
