@@ -58,6 +58,7 @@ func (e *Executor) viaMaster(ctx context.Context, h *records.Host, t *sshconfig.
 	if err := e.startMaster(h.Name, e.masterStartBound(t)); err != nil {
 		return nil, err
 	}
+	e.debugf("started host %s's connection-reuse master: it dialled, its log says how", h.Name)
 	return mux.Dial(ctx, sock, t, masterLocalTimeout)
 }
 

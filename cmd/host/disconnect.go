@@ -75,11 +75,15 @@ func NewCmdMaster(f *cmdutil.Factory) *cobra.Command {
 		Hidden: true,
 		Args:   cmdutil.ExactArgs(1, "host master needs a NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
+			ready := os.NewFile(3, "ready")
+			if fi, err := ready.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+				return cmdutil.FlagErrorf("host master is started by kandev-exec itself, to keep a host's connection for reuse: set ControlMaster, ControlPath and ControlPersist for the host in your ssh config instead")
+			}
 			ex, err := f.Executor()
 			if err != nil {
 				return err
 			}
-			return ex.RunMaster(c.Context(), args[0], os.NewFile(3, "ready"), f.IO.ErrOut)
+			return ex.RunMaster(c.Context(), args[0], ready, f.IO.ErrOut)
 		},
 	}
 }
