@@ -35,8 +35,8 @@ const module = "github.com/kdlbs/kandev-exec/"
 // half of the helper (remote) speaks the protocol and is reached over
 // ssh, never through the store, and never imports the server; the live
 // view (tui) only records and the store; the transport (ssh) dials what
-// ssh/sshconfig resolved, and sshconfig only reads OpenSSH's
-// configuration. Above them the executor alone combines the store, the
+// ssh/sshconfig resolved, ssh/mux shares a connection ssh dialled,
+// and sshconfig only reads OpenSSH's configuration. Above them the executor alone combines the store, the
 // transport and profiles; cmd/<noun> asks it and prints.
 var allowedImports = map[string][]string{
 	".": {"cmd"},
