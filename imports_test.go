@@ -35,8 +35,8 @@ const module = "github.com/kdlbs/kandev-exec/"
 // half of the helper (remote) speaks the protocol and is reached over
 // ssh, never through the store, and never imports the server; the live
 // view (tui) only records and the store; the transport (ssh) dials what
-// ssh/sshconfig resolved, and sshconfig only reads OpenSSH's
-// configuration. Above them the executor alone combines the store, the
+// ssh/sshconfig resolved, ssh/mux shares a connection ssh dialled,
+// and sshconfig only reads OpenSSH's configuration. Above them the executor alone combines the store, the
 // transport and profiles; cmd/<noun> asks it and prints.
 var allowedImports = map[string][]string{
 	".": {"cmd"},
@@ -59,7 +59,7 @@ var allowedImports = map[string][]string{
 	"cmd/task":               {"cmd/cmdutil", "cmd/watch", "executor", "records", "ssh"},
 	"cmd/watch":              {"cmd/cmdutil", "cmd/hostdrain", "executor", "records", "state", "tui"},
 	"executor": {"controller", "helper/protocol", "internal/crashpoint", "internal/fsx", "internal/helperbin",
-		"internal/logview", "internal/remote", "profiles", "reclaim", "records", "ssh", "ssh/sshconfig", "state", "taskdir", "vault"},
+		"internal/logview", "internal/remote", "profiles", "reclaim", "records", "ssh", "ssh/mux", "ssh/sshconfig", "state", "taskdir", "vault"},
 	"controller":          {"internal/ascii", "internal/fsx", "internal/loophttp", "internal/redact", "taskdir"},
 	"taskdir":             {"internal/ascii", "internal/fsx", "internal/gitsafe", "internal/redact"},
 	"reclaim":             {"controller", "internal/ascii", "internal/fsx", "internal/gitsafe", "taskdir"},
@@ -86,6 +86,7 @@ var allowedImports = map[string][]string{
 	"internal/suggest":    nil,
 	"ssh":                 {"ssh/sshconfig"},
 	"ssh/sshconfig":       nil,
+	"ssh/mux":             {"internal/fsx", "ssh", "ssh/sshconfig"},
 	"vault":               {"state", "records", "profiles", "internal/fsx"},
 	// The tests' own packages: real servers and terminals, importable by
 	// tests only, so nothing of the module behind them.

@@ -178,6 +178,7 @@ var jsonObjects = []struct {
 	{"retained task", "`host readmit`, in `retained` (an empty array for the other status changes)", executor.RetainedTask{}},
 	{"host test row", "`host test` (an array, one per host)", executor.TestResult{}},
 	{"host trust", "`host trust`", executor.TrustResult{}},
+	{"host disconnect", "`host disconnect`", executor.DisconnectResult{}},
 	{"task", "`task show` (`task ls`: an array; `task launch`: `{\"task\", \"session\", \"reused\"}`; `task resume`: `{\"task\", \"session\"}`)", task.View{}},
 	{"task cleanup job", "`task show` and `task ls`, in `job`", task.JobView{}},
 	{"teardown result", "`task archive`, `task delete`", executor.TeardownResult{}},

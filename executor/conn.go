@@ -43,7 +43,7 @@ func (e *Executor) connect(ctx context.Context, h *records.Host) (*hostConn, err
 	if err != nil {
 		return nil, err
 	}
-	c, err := ssh.Dial(ctx, t, e.dialOptions(h, ssh.Enforce))
+	c, err := e.dial(ctx, h, t)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ package executor
 import (
 	"context"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -35,6 +36,10 @@ type Config struct {
 	// Passphrase asks for an identity file's passphrase (prompt shown,
 	// nothing echoed); nil when there is no terminal to ask on.
 	Passphrase func(prompt string) ([]byte, error)
+	// MasterCommand is the command that runs this program as host's
+	// connection-reuse master (RunMaster), with the settings this one
+	// has; nil never reuses a connection (reuse.go).
+	MasterCommand func(host string) (*exec.Cmd, error)
 }
 
 // Executor runs host, profile and task operations.

@@ -155,7 +155,7 @@ func (e *Executor) ShowHost(ctx context.Context, name string) (HostView, error) 
 // It is refused while profiles point at the host or tasks live on it
 // (their directories would become unreachable), unless force.
 func (e *Executor) RemoveHost(ctx context.Context, name string, force bool) error {
-	return removeUnused[records.Host](ctx, e.cfg.Store, records.KindHost, name, force, func(tx state.Tx) ([]string, error) {
+	err := removeUnused[records.Host](ctx, e.cfg.Store, records.KindHost, name, force, func(tx state.Tx) ([]string, error) {
 		users, err := profilesUsing(e.cfg.Store, tx, name)
 		if err != nil {
 			return nil, err
@@ -163,4 +163,8 @@ func (e *Executor) RemoveHost(ctx context.Context, name string, force bool) erro
 		tasks, err := tasksUsing(tx, "host", name, nil)
 		return append(users, tasks...), err
 	})
+	if err == nil {
+		e.dropMasters(ctx, name)
+	}
+	return err
 }

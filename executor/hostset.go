@@ -115,6 +115,7 @@ func (e *Executor) SetHost(ctx context.Context, name string, c HostChanges) (Hos
 	if err != nil {
 		return HostSetResult{}, err
 	}
+	e.dropMasters(ctx, name)
 	v, err := e.ShowHost(ctx, updated.Name)
 	return HostSetResult{Host: v, Changed: changed, PinsDropped: moved && len(old.Pins) > 0}, err
 }

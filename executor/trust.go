@@ -171,10 +171,15 @@ func (e *Executor) TrustHost(ctx context.Context, o TrustOptions) (TrustResult, 
 	if err := confirmChanges(o, res.Changes); err != nil {
 		return TrustResult{}, err
 	}
-	if !slices.Equal(newPins, h.Pins) {
+	changed := !slices.Equal(newPins, h.Pins)
+	if changed {
 		if err := e.pinHost(ctx, h, rec.Revision, newPins, res.Changes); err != nil {
 			return TrustResult{}, err
 		}
+	}
+	if changed || o.Replace {
+		// A connection kept for reuse was dialled under the old trust.
+		e.dropMasters(ctx, o.Name)
 	}
 	return res, authErr
 }

@@ -103,6 +103,14 @@ func Dial(ctx context.Context, t *sshconfig.Target, opts DialOptions) (*Client, 
 	return &Client{Client: target, Target: t, Observed: rec.all(), hops: hops}, nil
 }
 
+// Reused makes c, a connection to t that a connection-reuse master
+// (ssh/mux) holds, a Client like a dialled one: the watchdog, session
+// counting and forwarding work on it the same. It has no Observed keys:
+// the master checked every pin when it dialled.
+func Reused(t *sshconfig.Target, c *xssh.Client) *Client {
+	return &Client{Client: c, Target: t}
+}
+
 func timeoutFor(hop *sshconfig.Target, opts DialOptions) time.Duration {
 	switch {
 	case opts.Timeout > 0:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -219,8 +220,22 @@ func (f *Factory) Executor() (*executor.Executor, error) {
 	}
 	f.exec = executor.New(executor.Config{Store: st, StateDir: s.StateDir, SSHConfig: s.SSHConfig, ConnectTimeout: s.ConnectTimeout, Debug: debug,
 		KeepaliveInterval: s.KeepaliveInterval, KeepaliveDeadline: s.KeepaliveDeadline, ClaimTTL: s.ClaimTTL,
-		Passphrase: f.IO.PassphrasePrompt()})
+		Passphrase: f.IO.PassphrasePrompt(), MasterCommand: f.masterCommand})
 	return f.exec, nil
+}
+
+// masterCommand is this program again as `host master NAME`, with this
+// command's settings in its environment (ChildEnv).
+func (f *Factory) masterCommand(host string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	env, err := f.ChildEnv()
+	if err != nil {
+		return nil, err
+	}
+	return &exec.Cmd{Path: exe, Args: []string{os.Args[0], "host", "master", host}, Env: env}, nil
 }
 
 // Close releases what was opened.

@@ -19,7 +19,8 @@ func NewCmdHost(f *cmdutil.Factory) *cobra.Command {
 	}
 	c.AddCommand(NewCmdAdd(f, nil), NewCmdSet(f, nil), NewCmdTest(f, nil), NewCmdTrust(f, nil),
 		NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdRemove(f, nil),
-		NewCmdCordon(f, nil), NewCmdUncordon(f, nil), NewCmdDrain(f, nil), NewCmdQuarantine(f, nil), NewCmdReadmit(f, nil))
+		NewCmdCordon(f, nil), NewCmdUncordon(f, nil), NewCmdDrain(f, nil), NewCmdQuarantine(f, nil), NewCmdReadmit(f, nil),
+		NewCmdDisconnect(f, nil), NewCmdMaster(f))
 	return c
 }
 

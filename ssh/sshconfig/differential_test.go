@@ -60,9 +60,9 @@ func describeResult(t *Target, err error) string {
 	}
 	var b strings.Builder
 	for _, h := range t.Hops() {
-		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q certs=%q pc=%q hka=%q rev=%q; ", h.Name, h.User, h.Addr(),
+		fmt.Fprintf(&b, "%s=%s@%s io=%v agent=%q ct=%d keys=%q certs=%q pc=%q hka=%q rev=%q reuse=%v persist=%s; ", h.Name, h.User, h.Addr(),
 			h.IdentitiesOnly, h.IdentityAgent, h.ConnectTimeout, h.IdentityFiles, h.CertificateFiles, h.ProxyCommand,
-			h.HostKeyAlias, h.RevokedHostKeys)
+			h.HostKeyAlias, h.RevokedHostKeys, h.Reuse, h.ControlPersist)
 	}
 	return b.String()
 }

@@ -23,6 +23,7 @@ import (
 var used = map[string]bool{
 	"hostname": true, "port": true, "user": true, "identityfile": true, "identitiesonly": true,
 	"identityagent": true, "proxyjump": true, "proxycommand": true, "connecttimeout": true, "certificatefile": true,
+	"controlmaster": true, "controlpath": true, "controlpersist": true,
 }
 
 // known are valid keywords that do not change how kandev-exec dials. A few
@@ -35,7 +36,7 @@ func init() {
 	for _, k := range strings.Fields(`addkeystoagent addressfamily batchmode bindaddress bindinterface
 		canonicaldomains canonicalizefallbacklocal canonicalizemaxdots casignaturealgorithms
 		checkhostip ciphers clearallforwardings compression connectionattempts
-		controlmaster controlpath controlpersist dynamicforward enableescapecommandline
+		dynamicforward enableescapecommandline
 		enablesshkeysign escapechar exitonforwardfailure fingerprinthash forkafterauthentication
 		forwardagent forwardx11 forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile
 		gssapiauthentication gssapidelegatecredentials hashknownhosts hostbasedacceptedalgorithms
@@ -319,6 +320,26 @@ func (p *cfgParser) value(kw, arg string) (string, error) {
 			return v, nil
 		}
 		return "", fmt.Errorf("CanonicalizeHostname: unsupported option %q", arg)
+	case "controlmaster":
+		switch v := asciiLower(arg); v {
+		case "yes", "true":
+			return "true", nil
+		case "no", "false", "auto", "ask", "autoask":
+			return v, nil
+		}
+		return "", fmt.Errorf("ControlMaster: unsupported option %q", arg)
+	case "controlpersist":
+		switch v := asciiLower(arg); v {
+		case "yes", "true":
+			return "yes", nil
+		case "no", "false":
+			return "no", nil
+		}
+		n := convtime(arg)
+		if n < 0 {
+			return "", fmt.Errorf("ControlPersist: invalid time value %q", arg)
+		}
+		return strconv.Itoa(n), nil
 	}
 	return arg, nil
 }

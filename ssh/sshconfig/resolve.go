@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ResolveOptions says where ssh settings come from.
@@ -135,6 +136,7 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 	if ov.HostName != "" {
 		t.HostName = ov.HostName
 	}
+	t.Reuse, t.ControlPersist = controlSettings(s)
 	if t.User == "" {
 		t.User = currentUser()
 	}
@@ -154,6 +156,33 @@ func targetFrom(name string, s settings, ov Overrides) (*Target, error) {
 		}
 	}
 	return t, nil
+}
+
+// controlSettings reads ControlMaster, ControlPath and ControlPersist as
+// `ssh -G` prints them (controlmaster true/false/auto/ask/autoask,
+// controlpersist no/yes/seconds, controlpath only when set) and as the
+// parser keeps them (the same words, "0" for yes).
+func controlSettings(s settings) (bool, time.Duration) {
+	switch s.first("controlmaster") {
+	case "true", "auto", "ask", "autoask":
+	default:
+		return false, 0
+	}
+	if p := s.first("controlpath"); p == "" || strings.EqualFold(p, "none") {
+		return false, 0
+	}
+	switch p := s.first("controlpersist"); p {
+	case "", "no":
+		return false, 0
+	case "yes":
+		return true, 0
+	default:
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return false, 0
+		}
+		return true, time.Duration(n) * time.Second
+	}
 }
 
 // localPaths expands IdentityFile or CertificateFile values as ssh does

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Target is one fully resolved SSH endpoint, with the chain of jump hosts
@@ -32,7 +33,18 @@ type Target struct {
 	// ssh config on every resolve, never from a stored record: see
 	// docs/security.md.
 	ProxyCommand string
-	Jumps        []*Target
+	// Reuse says a command's connection is left for the next command to
+	// this host, as OpenSSH's ControlMaster does: on when ControlMaster
+	// is yes, auto, ask or autoask, a ControlPath is set (OpenSSH shares
+	// no connection without one), and ControlPersist is not no (a command
+	// with nothing persisting would leave nothing behind). Only the
+	// target's own settings count; the jump hosts ride inside its
+	// connection.
+	Reuse bool
+	// ControlPersist is how long a left connection waits, idle, for the
+	// next command; 0 waits as long as it lives.
+	ControlPersist time.Duration
+	Jumps          []*Target
 }
 
 // Addr is host:port, bracketing IPv6 literals.
