@@ -26,17 +26,25 @@ type reuseFixture struct {
 
 func newReuseFixture(t *testing.T, control string) *reuseFixture {
 	t.Helper()
+	return newReuseFixtureOn(t, sshtest.NewServer(t), "Host prod\n"+control, "")
+}
+
+// newReuseFixtureOn is the fixture on srv, with the ssh config given
+// (its Host prod block asks for reuse or not) and prod reached through
+// the jump host given ("": directly).
+func newReuseFixtureOn(t *testing.T, srv *sshtest.Server, config, jump string) *reuseFixture {
+	t.Helper()
 	t.Setenv("SSH_AUTH_SOCK", "")
-	f := &reuseFixture{srv: sshtest.NewServer(t), state: filepath.Join(t.TempDir(), "state")}
+	f := &reuseFixture{srv: srv, state: filepath.Join(t.TempDir(), "state")}
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(sshConfig, []byte("Host prod\n"+control), 0o600); err != nil {
+	if err := os.WriteFile(sshConfig, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.cfg = Config{SSHConfig: sshConfig, MasterCommand: testMasters(f.state, sshConfig)}
 	e := f.open(t)
 	ctx := context.Background()
 	if _, _, err := e.AddHost(ctx, AddHostOptions{Name: "prod", HostName: "127.0.0.1", Port: f.srv.Port(), User: f.srv.User(),
-		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true}); err != nil {
+		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true, ProxyJump: jump}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.TrustHost(ctx, TrustOptions{Name: "prod", AcceptNew: true}); err != nil {
@@ -57,7 +65,14 @@ func (f *reuseFixture) open(t *testing.T) *Executor {
 	return (&launchFixture{cfg: f.cfg, state: f.state}).open(t)
 }
 
-func (f *reuseFixture) logins() int { return strings.Count(f.srv.Log(), "Accepted publickey") }
+// logins counts the logins in the server's log: OpenSSH's words or
+// Dropbear's.
+func (f *reuseFixture) logins() int { return serverLogins(f.srv) }
+
+func serverLogins(s *sshtest.Server) int {
+	log := s.Log()
+	return strings.Count(log, "Accepted publickey") + strings.Count(log, "Pubkey auth succeeded")
+}
 
 // command is one kandev-exec command running script on prod.
 func (f *reuseFixture) command(t *testing.T, script string) (string, error) {
