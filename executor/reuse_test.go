@@ -123,15 +123,23 @@ func waitMasterGone(t *testing.T, pid int) {
 // in a row log in once, and each gets its output and exit status.
 func TestThreeCommandsLogInOnce(t *testing.T) {
 	f := newReuseFixture(t, reuseOn)
-	for i := 0; i < 3; i++ {
+	f.commandsLogInOnce(t, f.srv, 3)
+}
+
+// commandsLogInOnce runs n commands through prod's master, each with its
+// output and exit status, and checks srv saw one login for them all.
+func (f *reuseFixture) commandsLogInOnce(t *testing.T, srv *sshtest.Server, n int) {
+	t.Helper()
+	mark := serverLogins(srv)
+	for i := 0; i < n; i++ {
 		out, err := f.command(t, "echo hello; exit 4")
 		var ee *ssh.ExitError
 		if !errors.As(err, &ee) || ee.Code != 4 || out != "hello\n" {
 			t.Fatalf("command %d: %q, %v; want hello and exit 4", i, out, err)
 		}
 	}
-	if n := f.logins() - f.mark; n != 1 {
-		t.Fatalf("%d logins for three commands with ControlPersist, want 1", n)
+	if logins := serverLogins(srv) - mark; logins != 1 {
+		t.Fatalf("%d logins for %d commands with ControlPersist, want 1", logins, n)
 	}
 	if f.masterPID(t) == 0 {
 		t.Fatal("no master is left for the next command")
