@@ -26,17 +26,25 @@ type reuseFixture struct {
 
 func newReuseFixture(t *testing.T, control string) *reuseFixture {
 	t.Helper()
+	return newReuseFixtureOn(t, sshtest.NewServer(t), "Host prod\n"+control, "")
+}
+
+// newReuseFixtureOn is the fixture on srv, with the ssh config given
+// (its Host prod block asks for reuse or not) and prod reached through
+// the jump host given ("": directly).
+func newReuseFixtureOn(t *testing.T, srv *sshtest.Server, config, jump string) *reuseFixture {
+	t.Helper()
 	t.Setenv("SSH_AUTH_SOCK", "")
-	f := &reuseFixture{srv: sshtest.NewServer(t), state: filepath.Join(t.TempDir(), "state")}
+	f := &reuseFixture{srv: srv, state: filepath.Join(t.TempDir(), "state")}
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(sshConfig, []byte("Host prod\n"+control), 0o600); err != nil {
+	if err := os.WriteFile(sshConfig, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.cfg = Config{SSHConfig: sshConfig, MasterCommand: testMasters(f.state, sshConfig)}
 	e := f.open(t)
 	ctx := context.Background()
 	if _, _, err := e.AddHost(ctx, AddHostOptions{Name: "prod", HostName: "127.0.0.1", Port: f.srv.Port(), User: f.srv.User(),
-		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true}); err != nil {
+		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true, ProxyJump: jump}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.TrustHost(ctx, TrustOptions{Name: "prod", AcceptNew: true}); err != nil {
@@ -57,7 +65,14 @@ func (f *reuseFixture) open(t *testing.T) *Executor {
 	return (&launchFixture{cfg: f.cfg, state: f.state}).open(t)
 }
 
-func (f *reuseFixture) logins() int { return strings.Count(f.srv.Log(), "Accepted publickey") }
+// logins counts the logins in the server's log: OpenSSH's words or
+// Dropbear's.
+func (f *reuseFixture) logins() int { return serverLogins(f.srv) }
+
+func serverLogins(s *sshtest.Server) int {
+	log := s.Log()
+	return strings.Count(log, "Accepted publickey") + strings.Count(log, "Pubkey auth succeeded")
+}
 
 // command is one kandev-exec command running script on prod.
 func (f *reuseFixture) command(t *testing.T, script string) (string, error) {
@@ -108,15 +123,23 @@ func waitMasterGone(t *testing.T, pid int) {
 // in a row log in once, and each gets its output and exit status.
 func TestThreeCommandsLogInOnce(t *testing.T) {
 	f := newReuseFixture(t, reuseOn)
-	for i := 0; i < 3; i++ {
+	f.commandsLogInOnce(t, f.srv, 3)
+}
+
+// commandsLogInOnce runs n commands through prod's master, each with its
+// output and exit status, and checks srv saw one login for them all.
+func (f *reuseFixture) commandsLogInOnce(t *testing.T, srv *sshtest.Server, n int) {
+	t.Helper()
+	mark := serverLogins(srv)
+	for i := 0; i < n; i++ {
 		out, err := f.command(t, "echo hello; exit 4")
 		var ee *ssh.ExitError
 		if !errors.As(err, &ee) || ee.Code != 4 || out != "hello\n" {
 			t.Fatalf("command %d: %q, %v; want hello and exit 4", i, out, err)
 		}
 	}
-	if n := f.logins() - f.mark; n != 1 {
-		t.Fatalf("%d logins for three commands with ControlPersist, want 1", n)
+	if logins := serverLogins(srv) - mark; logins != 1 {
+		t.Fatalf("%d logins for %d commands with ControlPersist, want 1", logins, n)
 	}
 	if f.masterPID(t) == 0 {
 		t.Fatal("no master is left for the next command")
