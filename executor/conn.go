@@ -49,7 +49,9 @@ func (e *Executor) connect(ctx context.Context, h *records.Host) (*hostConn, err
 	}
 	e.migrateCertPins(ctx, h, c.Observed)
 	hc := &hostConn{e: e, host: h, c: c, wd: c.StartKeepalive(e.cfg.KeepaliveInterval, e.cfg.KeepaliveDeadline)}
-	c.OnSessionShortage(hc.relay.closeIdle)
+	// A server short of session channels gets back those held idle:
+	// kept controller connections, a teardown's helper conversation.
+	c.OnSessionShortage(func() { hc.relay.closeIdle(); hc.conv.yield() })
 	return hc, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/remote"
@@ -21,8 +22,11 @@ import (
 type helperConv struct {
 	ready chan struct{}
 	err   error                // why the helper could not be reached
-	cv    *remote.Conversation // nil when the helper had to be put in place: each call then runs it anew
-	mu    sync.Mutex           // one request at a time
+	mu    sync.Mutex           // one request at a time; guards cv once ready
+	cv    *remote.Conversation // nil when the helper had to be put in place, or it yielded: each call then runs it anew
+	// yielding is set once a server short of session channels was
+	// asked for this conversation's (yield).
+	yielding atomic.Bool
 }
 
 // openHelper starts looking for the helper under root (the task's) the
@@ -36,7 +40,10 @@ func (hc *hostConn) openHelper(ctx context.Context, root string) {
 	hc.conv = hv
 	go func() {
 		defer close(hv.ready)
-		hv.cv, hv.err = hc.converseHelper(ctx, root)
+		cv, err := hc.converseHelper(ctx, root)
+		hv.mu.Lock()
+		hv.cv, hv.err = cv, err
+		hv.mu.Unlock()
 	}()
 }
 
@@ -94,12 +101,32 @@ func (hv *helperConv) call(ctx context.Context, op string, req, res any) (handle
 	if err := hv.wait(ctx); err != nil {
 		return true, err
 	}
+	hv.mu.Lock()
+	defer hv.mu.Unlock()
 	if hv.cv == nil {
 		return false, nil
 	}
-	hv.mu.Lock()
-	defer hv.mu.Unlock()
 	return true, hv.cv.Call(ctx, op, req, res)
+}
+
+// yield gives the conversation's session channel back to a server that
+// allows few per connection (MaxSessions 1: a drain through the helper
+// relay needs one beside it): once it is open and no request is in
+// flight, it ends, and later calls run the helper anew, each a command of
+// its own. The shortage's waiter is woken when the channel closes.
+func (hv *helperConv) yield() {
+	if hv == nil || hv.yielding.Swap(true) {
+		return
+	}
+	go func() {
+		<-hv.ready
+		hv.mu.Lock()
+		defer hv.mu.Unlock()
+		if hv.cv != nil {
+			hv.cv.Finish(0)
+			hv.cv = nil
+		}
+	}()
 }
 
 // close ends the conversation once the connection under it is closed,
@@ -109,6 +136,8 @@ func (hv *helperConv) close() {
 		return
 	}
 	<-hv.ready
+	hv.mu.Lock()
+	defer hv.mu.Unlock()
 	if hv.cv != nil {
 		hv.cv.Finish(0)
 	}
