@@ -22,6 +22,7 @@ build:
 # The whole suite against real sshd, race detector on, plus short fuzzing.
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags bench ./internal/bench/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	@for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' profiles/*_test.go 2>/dev/null | sed 's/func //'); do \
