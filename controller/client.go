@@ -33,6 +33,7 @@ var (
 // Client talks to one controller's API.
 type Client struct {
 	pool  *loophttp.Pool
+	port  int
 	token string
 }
 
@@ -42,7 +43,7 @@ func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, token: token}
+	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, port: port, token: token}
 }
 
 // statusError is a non-200 answer.

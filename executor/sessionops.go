@@ -121,8 +121,15 @@ func (e *NoTokenError) Error() string {
 // errControllerGone marks a controller that is provably not running.
 var errControllerGone = errors.New("controller is not running")
 
-// liveness is prove, then the controller's status.
+// liveness is the controller's status by a signed request, which proves
+// it in the same exchange; when that does not answer, prove, then the
+// status.
 func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, error) {
+	if a.ctrl != nil {
+		if st, err := a.ctrl.StatusSigned(ctx); err == nil {
+			return st, nil
+		}
+	}
 	if err := e.prove(ctx, a); err != nil {
 		return controller.Status{}, err
 	}
@@ -357,6 +364,14 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Ses
 // from what it left on the host.
 func (e *Executor) stopAttached(ctx context.Context, a *attach) (*records.Session, error) {
 	s := a.s
+	if a.ctrl != nil {
+		// A signed stop proves the controller as it stops it; one that
+		// does not answer is proved (or found gone) as below.
+		if st, err := a.ctrl.StopSigned(ctx); err == nil {
+			s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
+			return s, a.linkErr(err, "stopping", "it may not have stopped", fmt.Sprintf("`kandev-exec session show %s` once the host answers", a.s.ID))
+		}
+	}
 	err := e.prove(ctx, a) // Stop answers with the status
 	var noToken *NoTokenError
 	switch {
