@@ -108,7 +108,7 @@ func (s *server) handle(w *loophttp.Response, r *loophttp.Request) {
 	case "/v1/status":
 		s.answer(w, nonce, s.status())
 	case "/v1/logs":
-		s.handleLogs(w, r)
+		s.handleLogs(w, r, nonce)
 	case "/v1/stop":
 		s.answer(w, nonce, s.stop(s.grace))
 	case "/v1/drain":
@@ -133,7 +133,8 @@ func (s *server) handleHealth(w *loophttp.Response, r *loophttp.Request) {
 // whose log is rotated under it ends with trailers naming where the rest
 // is (X-Log-Next-Generation, X-Log-Next-Offset). With generation=G, a
 // log that is no longer G is refused (409), never read as if it were.
-func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
+// A signed request's answer proves itself in its head (signed.go).
+func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce string) {
 	q := r.Query
 	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
 	if q.Get("offset") == "" {
@@ -163,6 +164,9 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
 	}
 	w.SetHeader("Content-Type", "application/octet-stream")
 	w.SetHeader(headerGeneration, gen)
+	if nonce != "" {
+		w.SetHeader(headerProof, logHeadProof(s.req.Token, nonce, gen))
+	}
 	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset+", "+trailerStatus+", "+trailerSkippedBytes)
 	// The status as the answer ends, so that a reader need not ask for it
 	// again: a stream ends its connection, and another costs a channel.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/kdlbs/kandev-exec/internal/loophttp"
@@ -33,9 +34,11 @@ const (
 	maxSignedAnswer = 1 << 20
 )
 
-// signedRoutes are the routes a signed request may take: each answers
-// with one small JSON body the proof covers.
-var signedRoutes = map[string]bool{"/v1/status": true, "/v1/stop": true}
+// signedRoutes are the routes a signed request may take: status and stop
+// answer with one small JSON body the proof covers; the log's proof is in
+// its head, covering the generation it streams, so that nothing of it is
+// shown before the controller is proved.
+var signedRoutes = map[string]bool{"/v1/status": true, "/v1/stop": true, "/v1/logs": true}
 
 // ErrSignedRefused: the controller took no signed request (one from
 // before them, or one that has taken as many as it remembers). Nothing
@@ -44,6 +47,10 @@ var ErrSignedRefused = errors.New("controller refused the signed request")
 
 func requestSignature(token, method, path string, port int, nonce string) string {
 	return mac(token, fmt.Sprintf("request:%s:%s:%d:%s", method, path, port, nonce))
+}
+
+func logHeadProof(token, nonce, generation string) string {
+	return mac(token, "logs:"+nonce+":"+generation)
 }
 
 func answerProof(token, nonce string, body []byte) string {
@@ -95,6 +102,32 @@ func (s *server) answer(w *loophttp.Response, nonce string, v any) {
 	b, _ := json.Marshal(v)
 	w.SetHeader(headerProof, answerProof(s.req.Token, nonce, b))
 	w.Raw(loophttp.StatusOK, "application/json", b)
+}
+
+// ErrUnproved marks a signed request that got no proved answer (refused,
+// or answered by something that proves nothing), nothing of which was
+// written anywhere: the caller may prove the controller and ask again.
+var ErrUnproved = errors.New("no proved answer")
+
+// LogsThenStatusSigned is LogsThenStatus by a signed first request: the
+// answer's head proves the controller before any of the log is written
+// to w. A refusal of any kind, a head that proves nothing, or a link that
+// fails before it, wraps ErrUnproved, and the caller proves the
+// controller (then gets the refusal, if any, from it).
+func (c *Client) LogsThenStatusSigned(ctx context.Context, pos LogPos, follow bool, w io.Writer, skipped func(Skip)) (LogPos, *Status, error) {
+	nonce := NewNonce()
+	path := logsPath(pos, follow)
+	h := map[string]string{headerNonce: nonce, headerSignature: requestSignature(c.token, "GET", "/v1/logs", c.port, nonce)}
+	resp, err := c.pool.Do(ctx, "GET", path, h)
+	if err != nil {
+		return pos, nil, fmt.Errorf("%w: %w", ErrUnproved, err)
+	}
+	gen := resp.Header[strings.ToLower(headerGeneration)]
+	if resp.Status != loophttp.StatusOK || !hmac.Equal([]byte(logHeadProof(c.token, nonce, gen)), []byte(resp.Header["x-proof"])) {
+		resp.Body.Close()
+		return pos, nil, fmt.Errorf("%w: GET /v1/logs answered %d without a valid proof", ErrUnproved, resp.Status)
+	}
+	return c.logsFrom(ctx, resp, pos, follow, w, skipped)
 }
 
 // StatusSigned is Status by a signed request: the answer proves the

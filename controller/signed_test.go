@@ -56,8 +56,7 @@ func impostor(t *testing.T) (port int, seen func() []http.Header) {
 // sent to.
 func TestSignedStopImpostorLearnsNothingReusable(t *testing.T) {
 	t.Parallel()
-	s := start(t, newRequest(t, "sleep 30"))
-	waitState(t, s, StateRunning)
+	s := startRunning(t)
 	port, seen := impostor(t)
 	fake := NewClient(nil, port, s.req.Token)
 	ctx := ctxFor(t, 10*time.Second)
@@ -84,19 +83,14 @@ func TestSignedStopImpostorLearnsNothingReusable(t *testing.T) {
 	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, got[1]); code != http.StatusUnauthorized {
 		t.Fatalf("captured status replayed to the controller: HTTP %d, want 401", code)
 	}
-	if st, err := s.c.Status(ctx); err != nil || st.State != StateRunning {
-		t.Fatalf("after the replays: %+v, %v; want it running", st, err)
-	}
+	stillRunning(t, s, "after the replays")
 }
 
 // A signed request is taken once: replayed to its controller, or to
 // another session's (another token), it does nothing.
 func TestSignedStopReplayDoesNothing(t *testing.T) {
 	t.Parallel()
-	s := start(t, newRequest(t, "sleep 30"))
-	other := start(t, newRequest(t, "sleep 30"))
-	waitState(t, s, StateRunning)
-	waitState(t, other, StateRunning)
+	s, other := startRunning(t), startRunning(t)
 	nonce := NewNonce()
 	h := http.Header{}
 	h.Set(headerNonce, nonce)
@@ -121,9 +115,7 @@ func TestSignedStopReplayDoesNothing(t *testing.T) {
 		t.Fatalf("signed stop: HTTP %d, want 200", code)
 	}
 	ctx := ctxFor(t, 10*time.Second)
-	if st, err := other.c.Status(ctx); err != nil || st.State != StateRunning {
-		t.Fatalf("the other session after a stop meant for another: %+v, %v", st, err)
-	}
+	stillRunning(t, other, "the other session, after a stop signed for another")
 	if st, err := s.c.Status(ctx); err != nil || st.State != StateStopped {
 		t.Fatalf("after its signed stop: %+v, %v", st, err)
 	}
@@ -143,27 +135,46 @@ func (c countingConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// A signed status and a signed stop are one request each, proved by
-// their answer, where health then the token took two.
-func TestSignedOpsOneRequestEach(t *testing.T) {
-	t.Parallel()
+// startRunning starts a controller whose agent sleeps, once it runs.
+func startRunning(t *testing.T) *session {
 	s := start(t, newRequest(t, "sleep 30"))
 	waitState(t, s, StateRunning)
+	return s
+}
+
+// stillRunning fails unless s's agent runs, asked with the token.
+func stillRunning(t *testing.T, s *session, when string) {
+	t.Helper()
+	if st, err := s.c.Status(ctxFor(t, 10*time.Second)); err != nil || st.State != StateRunning {
+		t.Fatalf("%s: %+v, %v; want it running", when, st, err)
+	}
+}
+
+// countingClient is a client of s counting the requests it sends: count
+// returns how many since it was last called.
+func countingClient(s *session) (*Client, func() int) {
 	var mu sync.Mutex
 	requests := 0
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		return countingConn{Conn: c, mu: &mu, requests: &requests}, err
 	}
-	c := NewClient(dial, s.resp.Port, s.req.Token)
-	ctx := ctxFor(t, 10*time.Second)
-	count := func() int {
+	return NewClient(dial, s.resp.Port, s.req.Token), func() int {
 		mu.Lock()
 		defer mu.Unlock()
 		n := requests
 		requests = 0
 		return n
 	}
+}
+
+// A signed status and a signed stop are one request each, proved by
+// their answer, where health then the token took two.
+func TestSignedOpsOneRequestEach(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	c, count := countingClient(s)
+	ctx := ctxFor(t, 10*time.Second)
 	st, err := c.StatusSigned(ctx)
 	if err != nil || st.State != StateRunning || st.SessionID != s.req.SessionID {
 		t.Fatalf("StatusSigned: %+v, %v", st, err)
@@ -183,13 +194,61 @@ func TestSignedOpsOneRequestEach(t *testing.T) {
 // refusal (the caller falls back to health), never as an answer.
 func TestSignedWrongTokenRefused(t *testing.T) {
 	t.Parallel()
-	s := start(t, newRequest(t, "sleep 30"))
-	waitState(t, s, StateRunning)
+	s := startRunning(t)
 	wrong := NewClient(nil, s.resp.Port, s.req.Token+"x")
 	if _, err := wrong.StopSigned(ctxFor(t, 10*time.Second)); !errors.Is(err, ErrSignedRefused) {
 		t.Fatalf("StopSigned with a wrong token: %v, want ErrSignedRefused", err)
 	}
-	if st, err := s.c.Status(ctxFor(t, 10*time.Second)); err != nil || st.State != StateRunning {
-		t.Fatalf("after a wrongly signed stop: %+v, %v", st, err)
+	stillRunning(t, s, "after a wrongly signed stop")
+}
+
+// A log whose answer's head does not prove the controller shows nothing
+// of it: an impostor's "log" is never written out, and the caller may
+// prove the controller and ask again.
+func TestSignedLogsShowNothingUnproved(t *testing.T) {
+	t.Parallel()
+	port, seen := impostor(t)
+	var out strings.Builder
+	_, _, err := NewClient(nil, port, "s3cr3t").LogsThenStatusSigned(ctxFor(t, 10*time.Second), LogPos{}, false, &out, nil)
+	if !errors.Is(err, ErrUnproved) || out.Len() != 0 {
+		t.Fatalf("logs from an impostor: %v, wrote %q; want ErrUnproved and nothing", err, out.String())
 	}
+	if got := seen(); len(got) != 1 || got[0].Get("Authorization") != "" {
+		t.Fatalf("impostor saw %v", got)
+	}
+}
+
+// The controller's own log by a signed request, in one request, with the
+// status the answer ends with; its nonce is not taken again.
+func TestSignedLogsOneRequest(t *testing.T) {
+	t.Parallel()
+	s := start(t, newRequest(t, "echo hello"))
+	waitState(t, s, StateExited)
+	c, count := countingClient(s)
+	var out strings.Builder
+	pos, st, err := c.LogsThenStatusSigned(ctxFor(t, 10*time.Second), LogPos{}, false, &out, nil)
+	if err != nil || st == nil || st.State != StateExited || !strings.Contains(out.String(), "hello\n") || pos.Offset != int64(out.Len()) {
+		t.Fatalf("signed logs: %+v %+v %v\n%s", pos, st, err, out.String())
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("signed logs sent %d requests, want 1", n)
+	}
+}
+
+// A controller remembers a bounded number of nonces: past it, a signed
+// request is refused (the caller falls back to health and the token),
+// never taken without its replay being refused.
+func TestSignedLedgerFullRefuses(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	ctx := ctxFor(t, 60*time.Second)
+	for i := range maxSigned {
+		if _, err := s.c.StatusSigned(ctx); err != nil {
+			t.Fatalf("signed status %d: %v", i, err)
+		}
+	}
+	if _, err := s.c.StopSigned(ctx); !errors.Is(err, ErrSignedRefused) {
+		t.Fatalf("signed stop past the ledger: %v, want ErrSignedRefused", err)
+	}
+	stillRunning(t, s, "by the token, after a refused signed stop")
 }

@@ -267,24 +267,41 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 	}
 	var view *logview.Writer
 	var st controller.Status
-	err := e.prove(ctx, a)
-	size := int64(-1)
-	if err == nil && o.wantsSize() {
-		st, err = a.ctrl.Status(ctx)
-		size = st.LogBytes
+	skipped := func(sk controller.Skip) {
+		if o.Notice != nil {
+			o.Notice(noticeSkip(a.s.ID, sk))
+		}
+		if o.Skipped != nil {
+			o.Skipped(sk)
+		}
 	}
-	if err == nil {
-		pos.Offset, view = o.view(w, size)
+	var end *controller.Status
+	err, asked := controller.ErrUnproved, true // asked: a proved controller was asked for the log
+	if a.ctrl != nil && !o.wantsSize() {
+		// One signed request proves the controller in its answer's head,
+		// before any of the log is shown; one that proves nothing is
+		// proved or found gone as below.
+		pos.Offset, view = o.view(w, -1)
 		pos.Generation = o.Generation
-		var end *controller.Status
-		pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view, func(sk controller.Skip) {
-			if o.Notice != nil {
-				o.Notice(noticeSkip(a.s.ID, sk))
+		pos, end, err = a.ctrl.LogsThenStatusSigned(ctx, pos, o.Follow, view, skipped)
+	}
+	if errors.Is(err, controller.ErrUnproved) {
+		err, asked = e.prove(ctx, a), false
+		size := int64(-1)
+		if err == nil && o.wantsSize() {
+			st, err = a.ctrl.Status(ctx)
+			size = st.LogBytes
+		}
+		if err == nil {
+			if view == nil {
+				pos.Offset, view = o.view(w, size)
+				pos.Generation = o.Generation
 			}
-			if o.Skipped != nil {
-				o.Skipped(sk)
-			}
-		})
+			pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view, skipped)
+			asked = true
+		}
+	}
+	if asked {
 		if err == nil {
 			st, err = a.endStatus(ctx, end)
 		}
