@@ -84,9 +84,11 @@ var routes = map[string]string{"/v1/health": "GET", "/v1/status": "GET", "/v1/lo
 
 // handle answers one API request. Health proves the token without
 // receiving it, so a client never hands its token to whatever now listens
-// on a recorded port; every other route wants the token.
+// on a recorded port; status and stop take a signed request instead of
+// the token (signed.go); every other route wants the token.
 func (s *server) handle(w *loophttp.Response, r *loophttp.Request) {
-	if r.Path != "/v1/health" && subtle.ConstantTimeCompare([]byte(r.Header["authorization"]), []byte("Bearer "+s.req.Token)) != 1 {
+	nonce := s.signedNonce(r)
+	if r.Path != "/v1/health" && nonce == "" && subtle.ConstantTimeCompare([]byte(r.Header["authorization"]), []byte("Bearer "+s.req.Token)) != 1 {
 		w.Error(loophttp.StatusUnauthorized, "missing or wrong bearer token")
 		return
 	}
@@ -104,11 +106,11 @@ func (s *server) handle(w *loophttp.Response, r *loophttp.Request) {
 	case "/v1/health":
 		s.handleHealth(w, r)
 	case "/v1/status":
-		w.JSON(loophttp.StatusOK, s.status())
+		s.answer(w, nonce, s.status())
 	case "/v1/logs":
-		s.handleLogs(w, r)
+		s.handleLogs(w, r, nonce)
 	case "/v1/stop":
-		w.JSON(loophttp.StatusOK, s.stop(s.grace))
+		s.answer(w, nonce, s.stop(s.grace))
 	case "/v1/drain":
 		s.handleDrain(w, r)
 	}
@@ -131,7 +133,8 @@ func (s *server) handleHealth(w *loophttp.Response, r *loophttp.Request) {
 // whose log is rotated under it ends with trailers naming where the rest
 // is (X-Log-Next-Generation, X-Log-Next-Offset). With generation=G, a
 // log that is no longer G is refused (409), never read as if it were.
-func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
+// A signed request's answer proves itself in its head (signed.go).
+func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce string) {
 	q := r.Query
 	offset, err := strconv.ParseInt(q.Get("offset"), 10, 64)
 	if q.Get("offset") == "" {
@@ -161,6 +164,9 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request) {
 	}
 	w.SetHeader("Content-Type", "application/octet-stream")
 	w.SetHeader(headerGeneration, gen)
+	if nonce != "" {
+		w.SetHeader(headerProof, logHeadProof(s.req.Token, nonce, gen))
+	}
 	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset+", "+trailerStatus+", "+trailerSkippedBytes)
 	// The status as the answer ends, so that a reader need not ask for it
 	// again: a stream ends its connection, and another costs a channel.

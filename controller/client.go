@@ -33,6 +33,7 @@ var (
 // Client talks to one controller's API.
 type Client struct {
 	pool  *loophttp.Pool
+	port  int
 	token string
 }
 
@@ -42,7 +43,7 @@ func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, token: token}
+	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, port: port, token: token}
 }
 
 // statusError is a non-200 answer.
@@ -141,23 +142,43 @@ func (c *Client) LogsFrom(ctx context.Context, pos LogPos, follow bool, w io.Wri
 // answer ended, or nil when the controller sent none (one from before
 // the status trailer, or a status too large for it): then ask Status.
 func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w io.Writer, skipped func(Skip)) (LogPos, *Status, error) {
+	return c.logsFrom(ctx, nil, pos, follow, w, skipped)
+}
+
+func logsPath(pos LogPos, follow bool) string {
+	path := "/v1/logs?offset=" + strconv.FormatInt(pos.Offset, 10)
+	if pos.Generation != "" {
+		path += "&generation=" + url.QueryEscape(pos.Generation)
+	}
+	if follow {
+		path += "&follow=1"
+	}
+	return path
+}
+
+// logsAnswer asks for the log from pos with the token.
+func (c *Client) logsAnswer(ctx context.Context, pos LogPos, follow bool) (*loophttp.Answer, error) {
+	resp, err := c.send(ctx, "GET", logsPath(pos, follow), true)
+	var se *statusError
+	switch {
+	case errors.As(err, &se) && se.code == loophttp.StatusConflict:
+		return nil, &GenerationError{Want: pos.Generation, Have: se.generation}
+	case errors.As(err, &se) && se.code == loophttp.StatusRangeNotSatisfiable:
+		return nil, &OffsetError{Offset: pos.Offset, Generation: se.generation}
+	}
+	return resp, err
+}
+
+// logsFrom copies the log answer resp (to a request from pos; nil: asked
+// for here) to w, and follows the log across rotations by more requests,
+// with the token.
+func (c *Client) logsFrom(ctx context.Context, resp *loophttp.Answer, pos LogPos, follow bool, w io.Writer, skipped func(Skip)) (LogPos, *Status, error) {
 	for {
-		path := "/v1/logs?offset=" + strconv.FormatInt(pos.Offset, 10)
-		if pos.Generation != "" {
-			path += "&generation=" + url.QueryEscape(pos.Generation)
-		}
-		if follow {
-			path += "&follow=1"
-		}
-		resp, err := c.send(ctx, "GET", path, true)
-		var se *statusError
-		switch {
-		case errors.As(err, &se) && se.code == loophttp.StatusConflict:
-			return pos, nil, &GenerationError{Want: pos.Generation, Have: se.generation}
-		case errors.As(err, &se) && se.code == loophttp.StatusRangeNotSatisfiable:
-			return pos, nil, &OffsetError{Offset: pos.Offset, Generation: se.generation}
-		case err != nil:
-			return pos, nil, err
+		if resp == nil {
+			var err error
+			if resp, err = c.logsAnswer(ctx, pos, follow); err != nil {
+				return pos, nil, err
+			}
 		}
 		if g := resp.Header[strings.ToLower(headerGeneration)]; g != "" {
 			pos.Generation = g
@@ -184,6 +205,7 @@ func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w 
 			skipped(Skip{From: pos.Generation, To: next, Generations: gap, Bytes: n})
 		}
 		pos = LogPos{Generation: next, Offset: at}
+		resp = nil
 	}
 }
 

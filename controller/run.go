@@ -57,6 +57,7 @@ type server struct {
 	done        chan struct{}                           // closed when serve returns
 	exited      chan struct{}                           // closed once the agent's end is recorded
 	stopOnce    sync.Once
+	signed      nonceLedger // nonces of the signed requests taken
 	stopDone    chan struct{}
 	drainMu     sync.Mutex
 	mu          sync.Mutex // guards st, stopping, killAt, killGrace, killed, the status file and the two below

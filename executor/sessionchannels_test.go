@@ -2,12 +2,25 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/records"
 )
+
+// launchStarted launches a session on f that prints "started" and
+// sleeps.
+func launchStarted(t *testing.T, f *launchFixture) *records.Session {
+	t.Helper()
+	_, s, err := f.exec.Launch(context.Background(), LaunchOptions{Profile: "web", Command: []string{"sh", "-c", "echo started; exec sleep 60"}})
+	if err != nil || s.State != records.SessionRunning {
+		t.Fatalf("launch: %+v, %v", s, err)
+	}
+	return s
+}
 
 // `session show`, `session logs` and `session stop` each cost one
 // connection and one channel: the log's answer brings the status with
@@ -15,10 +28,7 @@ import (
 func TestSessionOpsOneChannelEach(t *testing.T) {
 	f := newLaunchFixture(t, sshtest.WithLogLevel("DEBUG1"))
 	ctx := context.Background()
-	_, s, err := f.exec.Launch(ctx, LaunchOptions{Profile: "web", Command: []string{"sh", "-c", "echo started; exec sleep 60"}})
-	if err != nil || s.State != records.SessionRunning {
-		t.Fatalf("launch: %+v, %v", s, err)
-	}
+	s := launchStarted(t, f)
 	asked := func(mark int) [2]int {
 		log := f.srv.Log()[mark:]
 		return [2]int{strings.Count(log, "Connection from"), strings.Count(log, "server_input_channel_open: ctype")}
@@ -49,5 +59,38 @@ func TestSessionOpsOneChannelEach(t *testing.T) {
 		if op.name == "stop" && got.State == records.SessionRunning {
 			t.Fatalf("session stop left it %s", got.State)
 		}
+	}
+}
+
+// A controller that takes no more signed requests (as one from before
+// them takes none) is still shown, followed and stopped: each operation
+// proves it by health and uses the token.
+func TestSessionOpsFallBackWhenSignedRefused(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	s := launchStarted(t, f)
+	a, err := f.exec.attachSession(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		_, err := a.ctrl.StatusSigned(ctx)
+		if errors.Is(err, controller.ErrSignedRefused) {
+			break
+		}
+		if err != nil || i == 2000 {
+			t.Fatalf("signed status %d: %v; want a refusal once the controller has taken its fill", i, err)
+		}
+	}
+	a.Close()
+	if got, err := f.exec.RefreshSession(ctx, s.ID); err != nil || got.State != records.SessionRunning {
+		t.Fatalf("session show: %+v, %v", got, err)
+	}
+	var out strings.Builder
+	if _, err := f.exec.ShowLogs(ctx, s.ID, LogOptions{}, &out); err != nil || !strings.Contains(out.String(), "started\n") {
+		t.Fatalf("session logs: %v, printed %q", err, out.String())
+	}
+	if got, err := f.exec.StopSession(ctx, s.ID); err != nil || got.State == records.SessionRunning {
+		t.Fatalf("session stop: %+v, %v", got, err)
 	}
 }

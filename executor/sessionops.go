@@ -121,8 +121,15 @@ func (e *NoTokenError) Error() string {
 // errControllerGone marks a controller that is provably not running.
 var errControllerGone = errors.New("controller is not running")
 
-// liveness is prove, then the controller's status.
+// liveness is the controller's status by a signed request, which proves
+// it in the same exchange; when that does not answer, prove, then the
+// status.
 func (e *Executor) liveness(ctx context.Context, a *attach) (controller.Status, error) {
+	if a.ctrl != nil {
+		if st, err := a.ctrl.StatusSigned(ctx); err == nil {
+			return st, nil
+		}
+	}
 	if err := e.prove(ctx, a); err != nil {
 		return controller.Status{}, err
 	}
@@ -260,24 +267,41 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 	}
 	var view *logview.Writer
 	var st controller.Status
-	err := e.prove(ctx, a)
-	size := int64(-1)
-	if err == nil && o.wantsSize() {
-		st, err = a.ctrl.Status(ctx)
-		size = st.LogBytes
+	skipped := func(sk controller.Skip) {
+		if o.Notice != nil {
+			o.Notice(noticeSkip(a.s.ID, sk))
+		}
+		if o.Skipped != nil {
+			o.Skipped(sk)
+		}
 	}
-	if err == nil {
-		pos.Offset, view = o.view(w, size)
+	var end *controller.Status
+	err, asked := controller.ErrUnproved, true // asked: a proved controller was asked for the log
+	if a.ctrl != nil && !o.wantsSize() {
+		// One signed request proves the controller in its answer's head,
+		// before any of the log is shown; one that proves nothing is
+		// proved or found gone as below.
+		pos.Offset, view = o.view(w, -1)
 		pos.Generation = o.Generation
-		var end *controller.Status
-		pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view, func(sk controller.Skip) {
-			if o.Notice != nil {
-				o.Notice(noticeSkip(a.s.ID, sk))
+		pos, end, err = a.ctrl.LogsThenStatusSigned(ctx, pos, o.Follow, view, skipped)
+	}
+	if errors.Is(err, controller.ErrUnproved) {
+		err, asked = e.prove(ctx, a), false
+		size := int64(-1)
+		if err == nil && o.wantsSize() {
+			st, err = a.ctrl.Status(ctx)
+			size = st.LogBytes
+		}
+		if err == nil {
+			if view == nil {
+				pos.Offset, view = o.view(w, size)
+				pos.Generation = o.Generation
 			}
-			if o.Skipped != nil {
-				o.Skipped(sk)
-			}
-		})
+			pos, end, err = a.ctrl.LogsThenStatus(ctx, pos, o.Follow, view, skipped)
+			asked = true
+		}
+	}
+	if asked {
 		if err == nil {
 			st, err = a.endStatus(ctx, end)
 		}
@@ -357,6 +381,14 @@ func (e *Executor) StopSession(ctx context.Context, prefix string) (*records.Ses
 // from what it left on the host.
 func (e *Executor) stopAttached(ctx context.Context, a *attach) (*records.Session, error) {
 	s := a.s
+	if a.ctrl != nil {
+		// A signed stop proves the controller as it stops it; one that
+		// does not answer is proved (or found gone) as below.
+		if st, err := a.ctrl.StopSigned(ctx); err == nil {
+			s, err = e.recordFinal(ctx, a.s.ID, st, lostNoEnd)
+			return s, a.linkErr(err, "stopping", "it may not have stopped", fmt.Sprintf("`kandev-exec session show %s` once the host answers", a.s.ID))
+		}
+	}
 	err := e.prove(ctx, a) // Stop answers with the status
 	var noToken *NoTokenError
 	switch {

@@ -190,10 +190,15 @@ func (w *Response) SetHeader(name, value string) {
 func (w *Response) JSON(code int, v any) {
 	var b bytes.Buffer
 	_ = json.NewEncoder(&b).Encode(v)
-	w.SetHeader("Content-Type", "application/json")
-	w.SetHeader("Content-Length", strconv.Itoa(b.Len()))
+	w.Raw(code, "application/json", b.Bytes())
+}
+
+// Raw answers code with body b of type contentType.
+func (w *Response) Raw(code int, contentType string, b []byte) {
+	w.SetHeader("Content-Type", contentType)
+	w.SetHeader("Content-Length", strconv.Itoa(len(b)))
 	w.writeHead(code)
-	w.write(b.Bytes())
+	w.write(b)
 }
 
 // Error answers code with {"error": msg}.

@@ -24,6 +24,7 @@ type Relay struct {
 	accepted atomic.Int64 // connections accepted since the last Accepted
 
 	mu     sync.Mutex
+	trace  *trace       // non-nil while tracing
 	ln     net.Listener // nil while refusing
 	conns  map[net.Conn]struct{}
 	frozen chan struct{} // non-nil while frozen; closed by Thaw
@@ -190,9 +191,9 @@ func (r *Relay) handle(c net.Conn) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r.pipe(up, c, stop, fail)
+		r.pipe(up, c, true, stop, fail)
 	}()
-	r.pipe(c, up, stop, fail)
+	r.pipe(c, up, false, stop, fail)
 	wg.Wait()
 }
 
@@ -203,7 +204,7 @@ type chunk struct {
 
 // pipe copies src to dst. A reader stamps each chunk with its due time and a writer waits for it,
 // so a delay shifts the stream in time instead of slowing it down. EOF is passed on as a half-close.
-func (r *Relay) pipe(dst, src net.Conn, stop chan struct{}, fail func()) {
+func (r *Relay) pipe(dst, src net.Conn, up bool, stop chan struct{}, fail func()) {
 	chunks := make(chan chunk, 64)
 	go func() {
 		defer close(chunks)
@@ -212,6 +213,7 @@ func (r *Relay) pipe(dst, src net.Conn, stop chan struct{}, fail func()) {
 			buf := make([]byte, relayChunk)
 			n, err := src.Read(buf)
 			if n > 0 {
+				r.record(up, n)
 				due := time.Now().Add(time.Duration(r.delay.Load()))
 				if rate := r.rate.Load(); rate > 0 {
 					if last.After(due) {

@@ -1,0 +1,254 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// rawSigned sends a signed request with the given headers straight to
+// port, as whatever captured them could, and returns the answer's code.
+func rawSigned(t *testing.T, method, path string, port int, h http.Header) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctxFor(t, 10*time.Second), method, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	req.Header = h.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// impostor listens where a controller was recorded, answering every
+// request with a plausible status and a made-up proof, and keeps what it
+// was sent.
+func impostor(t *testing.T) (port int, seen func() []http.Header) {
+	var mu sync.Mutex
+	var got []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("X-Proof", strings.Repeat("0", 64))
+		io.WriteString(w, `{"session_id":"sess-1","state":"stopped"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().(*net.TCPAddr).Port, func() []http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+// Whatever listens on the recorded port instead of the controller is
+// believed in nothing, never sees the token, and what it captured stops
+// nothing: not the controller on its own port (a stale port record
+// pointing at the impostor), for the signature names the port it was
+// sent to.
+func TestSignedStopImpostorLearnsNothingReusable(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	port, seen := impostor(t)
+	fake := NewClient(nil, port, s.req.Token)
+	ctx := ctxFor(t, 10*time.Second)
+	if _, err := fake.StopSigned(ctx); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("StopSigned answered by an impostor: %v, want ErrNotOurs", err)
+	}
+	if _, err := fake.StatusSigned(ctx); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("StatusSigned answered by an impostor: %v, want ErrNotOurs", err)
+	}
+	got := seen()
+	if len(got) != 2 {
+		t.Fatalf("impostor saw %d requests, want 2", len(got))
+	}
+	for _, h := range got {
+		for k, v := range h {
+			if strings.Contains(strings.Join(v, ","), s.req.Token) || k == "Authorization" {
+				t.Fatalf("impostor saw %s: %q", k, v)
+			}
+		}
+	}
+	if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, got[0]); code != http.StatusUnauthorized {
+		t.Fatalf("captured stop replayed to the controller: HTTP %d, want 401", code)
+	}
+	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, got[1]); code != http.StatusUnauthorized {
+		t.Fatalf("captured status replayed to the controller: HTTP %d, want 401", code)
+	}
+	stillRunning(t, s, "after the replays")
+}
+
+// A signed request is taken once: replayed to its controller, or to
+// another session's (another token), it does nothing.
+func TestSignedStopReplayDoesNothing(t *testing.T) {
+	t.Parallel()
+	s, other := startRunning(t), startRunning(t)
+	nonce := NewNonce()
+	h := http.Header{}
+	h.Set(headerNonce, nonce)
+	h.Set(headerSignature, requestSignature(s.req.Token, "GET", "/v1/status", s.resp.Port, nonce))
+	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, h); code != http.StatusOK {
+		t.Fatalf("signed status: HTTP %d, want 200", code)
+	}
+	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, h); code != http.StatusUnauthorized {
+		t.Fatalf("replayed signed status: HTTP %d, want 401", code)
+	}
+	h.Set(headerSignature, requestSignature(s.req.Token, "POST", "/v1/stop", s.resp.Port, nonce))
+	if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, h); code != http.StatusUnauthorized {
+		t.Fatalf("a stop signed with a taken nonce: HTTP %d, want 401", code)
+	}
+	stop := http.Header{}
+	stop.Set(headerNonce, NewNonce())
+	stop.Set(headerSignature, requestSignature(s.req.Token, "POST", "/v1/stop", s.resp.Port, stop.Get(headerNonce)))
+	if code := rawSigned(t, "POST", "/v1/stop", other.resp.Port, stop); code != http.StatusUnauthorized {
+		t.Fatalf("stop signed for another session: HTTP %d, want 401", code)
+	}
+	if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, stop); code != http.StatusOK {
+		t.Fatalf("signed stop: HTTP %d, want 200", code)
+	}
+	ctx := ctxFor(t, 10*time.Second)
+	stillRunning(t, other, "the other session, after a stop signed for another")
+	if st, err := s.c.Status(ctx); err != nil || st.State != StateStopped {
+		t.Fatalf("after its signed stop: %+v, %v", st, err)
+	}
+}
+
+// countingConn counts the requests written on it.
+type countingConn struct {
+	net.Conn
+	mu       *sync.Mutex
+	requests *int
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	*c.requests += strings.Count(string(p), " HTTP/1.1\r\n")
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// startRunning starts a controller whose agent sleeps, once it runs.
+func startRunning(t *testing.T) *session {
+	s := start(t, newRequest(t, "sleep 30"))
+	waitState(t, s, StateRunning)
+	return s
+}
+
+// stillRunning fails unless s's agent runs, asked with the token.
+func stillRunning(t *testing.T, s *session, when string) {
+	t.Helper()
+	if st, err := s.c.Status(ctxFor(t, 10*time.Second)); err != nil || st.State != StateRunning {
+		t.Fatalf("%s: %+v, %v; want it running", when, st, err)
+	}
+}
+
+// countingClient is a client of s counting the requests it sends: count
+// returns how many since it was last called.
+func countingClient(s *session) (*Client, func() int) {
+	var mu sync.Mutex
+	requests := 0
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countingConn{Conn: c, mu: &mu, requests: &requests}, err
+	}
+	return NewClient(dial, s.resp.Port, s.req.Token), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := requests
+		requests = 0
+		return n
+	}
+}
+
+// A signed status and a signed stop are one request each, proved by
+// their answer, where health then the token took two.
+func TestSignedOpsOneRequestEach(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	c, count := countingClient(s)
+	ctx := ctxFor(t, 10*time.Second)
+	st, err := c.StatusSigned(ctx)
+	if err != nil || st.State != StateRunning || st.SessionID != s.req.SessionID {
+		t.Fatalf("StatusSigned: %+v, %v", st, err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("StatusSigned sent %d requests, want 1", n)
+	}
+	if st, err = c.StopSigned(ctx); err != nil || st.State != StateStopped {
+		t.Fatalf("StopSigned: %+v, %v", st, err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("StopSigned sent %d requests, want 1", n)
+	}
+}
+
+// A wrong token signs nothing the controller takes, and is told so as a
+// refusal (the caller falls back to health), never as an answer.
+func TestSignedWrongTokenRefused(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	wrong := NewClient(nil, s.resp.Port, s.req.Token+"x")
+	if _, err := wrong.StopSigned(ctxFor(t, 10*time.Second)); !errors.Is(err, ErrSignedRefused) {
+		t.Fatalf("StopSigned with a wrong token: %v, want ErrSignedRefused", err)
+	}
+	stillRunning(t, s, "after a wrongly signed stop")
+}
+
+// A log whose answer's head does not prove the controller shows nothing
+// of it: an impostor's "log" is never written out, and the caller may
+// prove the controller and ask again.
+func TestSignedLogsShowNothingUnproved(t *testing.T) {
+	t.Parallel()
+	port, seen := impostor(t)
+	var out strings.Builder
+	_, _, err := NewClient(nil, port, "s3cr3t").LogsThenStatusSigned(ctxFor(t, 10*time.Second), LogPos{}, false, &out, nil)
+	if !errors.Is(err, ErrUnproved) || out.Len() != 0 {
+		t.Fatalf("logs from an impostor: %v, wrote %q; want ErrUnproved and nothing", err, out.String())
+	}
+	if got := seen(); len(got) != 1 || got[0].Get("Authorization") != "" {
+		t.Fatalf("impostor saw %v", got)
+	}
+}
+
+// The controller's own log by a signed request, in one request, with the
+// status the answer ends with; its nonce is not taken again.
+func TestSignedLogsOneRequest(t *testing.T) {
+	t.Parallel()
+	s := start(t, newRequest(t, "echo hello"))
+	waitState(t, s, StateExited)
+	c, count := countingClient(s)
+	var out strings.Builder
+	pos, st, err := c.LogsThenStatusSigned(ctxFor(t, 10*time.Second), LogPos{}, false, &out, nil)
+	if err != nil || st == nil || st.State != StateExited || !strings.Contains(out.String(), "hello\n") || pos.Offset != int64(out.Len()) {
+		t.Fatalf("signed logs: %+v %+v %v\n%s", pos, st, err, out.String())
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("signed logs sent %d requests, want 1", n)
+	}
+}
+
+// A controller remembers a bounded number of nonces: past it, a signed
+// request is refused (the caller falls back to health and the token),
+// never taken without its replay being refused.
+func TestSignedLedgerFullRefuses(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	ctx := ctxFor(t, 60*time.Second)
+	for i := range maxSigned {
+		if _, err := s.c.StatusSigned(ctx); err != nil {
+			t.Fatalf("signed status %d: %v", i, err)
+		}
+	}
+	if _, err := s.c.StopSigned(ctx); !errors.Is(err, ErrSignedRefused) {
+		t.Fatalf("signed stop past the ledger: %v, want ErrSignedRefused", err)
+	}
+	stillRunning(t, s, "by the token, after a refused signed stop")
+}
