@@ -48,10 +48,10 @@ func TestBenchReuse(t *testing.T) {
 		{run: func(h string) { sh(t, fmt.Sprintf("ssh -F %s %s true", f.cfg, h)) }},
 		{run: func(h string) { sh(t, fmt.Sprintf("ssh -F %s %s true", reuseCfg, h)) }},
 	}
-	rtRounds(1, variants) // warm: the helper found, both kinds of master started
+	rtRounds(f.relay, 1, variants) // warm: the helper found, both kinds of master started
 	const n = 7
 	f.relay.Delay(oneWay)
-	r := rtRounds(n, variants)
+	r := rtRounds(f.relay, n, variants)
 	exec, execReused, ssh, sshReused := r[0], r[1], r[2], r[3]
 
 	fmt.Printf("\nconnection reuse, medians of %d rounds, RTT %s added by the relay\n", n, 2*oneWay)
