@@ -21,8 +21,9 @@ import (
 // the next request to the same helper, on the same connection. The apply
 // proves every directory again on the host whatever carries it, so
 // nothing of the proof depends on this; a conversation is reused only
-// for the host record it was dialled for, unchanged, and while it and
-// its link are alive. Otherwise the apply dials again.
+// for the host record it was dialled for, unchanged, and while neither
+// it nor its link is known to have ended. Otherwise the apply dials
+// again.
 
 // listRoots lists roots in a new conversation with the helper, all the
 // requests sent at once; each root's listing, or the failure the helper
@@ -151,11 +152,23 @@ func (k *keptConns) take(h *records.Host) (*hostConn, *remote.Conversation) {
 	}
 	kc.timer.Stop()
 	rec, err := json.Marshal(h)
-	if err != nil || !bytes.Equal(rec, kc.rec) || kc.hc.lost() || kc.hc.helper == nil || kc.cv.Ended() {
+	if err != nil || !bytes.Equal(rec, kc.rec) || kc.hc.knownLost() || kc.hc.helper == nil || kc.cv.Ended() {
 		kc.close()
 		return nil, nil
 	}
 	return kc.hc, kc.cv
+}
+
+// knownLost: the link is already known dead (the watchdog's verdict, the
+// connection closed), asked without a keepalive's round trip of its own:
+// a link that died since is found by the apply's request itself.
+func (hc *hostConn) knownLost() bool {
+	select {
+	case <-hc.c.Done():
+		return true
+	default:
+		return hc.wd.Err() != nil
+	}
 }
 
 // close ends the conversation's input (its helper exits) and the

@@ -20,9 +20,9 @@ import (
 )
 
 // A reclaim's apply goes over the connection its plan dialled: it dials
-// nothing. When the host record changed in between, or the helper that
-// listed is gone, the apply dials again. Either way the directory is
-// proven and removed on the host.
+// nothing. When the host record changed in between, the helper that
+// listed is gone or its link closed, the apply dials again. Either way
+// the directory is proven and removed on the host.
 func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
@@ -35,6 +35,7 @@ func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 	}{
 		{"unchanged host", func() {}, 0},
 		{"the listing's helper gone", func() { f.killListingHelper(t, "far") }, 1},
+		{"the listing's link closed", func() { f.closeListingLink(t, "far") }, 1},
 		{"host record changed", func() {
 			if _, err := f.exec.CordonHost(ctx, "far", "maintenance"); err != nil {
 				t.Fatal(err)
@@ -63,6 +64,17 @@ func TestReclaimApplyReusesThePlansConnection(t *testing.T) {
 			t.Errorf("%s: the apply dialled %d times, want %d", c.name, got, c.dials)
 		}
 	}
+}
+
+// closeListingLink closes the connection kept for host's apply, and waits
+// for the client to have seen it end.
+func (f *launchFixture) closeListingLink(t *testing.T, host string) {
+	t.Helper()
+	f.exec.kept.mu.Lock()
+	c := f.exec.kept.m[host].hc.c
+	f.exec.kept.mu.Unlock()
+	c.Close()
+	<-c.Done()
 }
 
 // killListingHelper kills the helper serving the reclaim listing kept

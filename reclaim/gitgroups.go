@@ -49,6 +49,15 @@ func (g *gitGroups) run(cmd *exec.Cmd) error {
 	return cmd.Wait()
 }
 
+// settled waits until no git is between its fork and its exec: a child
+// of this helper in that window is a copy of the helper, holding every
+// descriptor the helper holds (such as the lock of a directory another
+// worker proves) until the exec closes them.
+func (g *gitGroups) settled() {
+	g.starting.Lock()
+	g.starting.Unlock()
+}
+
 // own reports whether pid is one of the proof's git processes, or one
 // such a git started: in a group of theirs, and the child of this helper
 // or of another process of that group (so never a process that took the

@@ -72,10 +72,15 @@ func (h *host) inUse(ctx context.Context, dir, ran string, ev *Evidence) (users 
 	}
 	sealed := sealedControllers(dir, ran)
 	for _, p := range found {
+		if p = h.afterExec(p, dir, ev); p.hidden == "" && len(p.holds) == 0 {
+			continue
+		}
 		if p.hidden != "" {
 			// The kernel hides an exiting process: once it has ended
-			// (a zombie too) it holds nothing.
-			if running(p.pid) && !h.gits.own(p.pid) {
+			// (a zombie too) it holds nothing. Asked before whether it
+			// runs, so that a git ending meanwhile is not left over as
+			// a stranger's.
+			if !h.gits.own(p.pid) && running(p.pid) {
 				users = append(users, fmt.Sprintf("pid %d (%s), which cannot be inspected: %s", p.pid, printable(p.comm), p.hidden))
 			}
 			continue

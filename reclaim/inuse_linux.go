@@ -49,6 +49,18 @@ func processesUsing(_ context.Context, dir string, uid int, ids inodes) ([]holde
 	return out, ""
 }
 
+// afterExec is p as it is once no git of this helper is between fork and
+// exec: a child of this helper found then holds what the helper held
+// (its descriptors, its working directory) and is inspected again. What
+// it holds after that is its own.
+func (h *host) afterExec(p holder, dir string, ev *Evidence) holder {
+	if ppid, _, ok := procGroup(p.pid); !ok || ppid != os.Getpid() {
+		return p
+	}
+	h.gits.settled()
+	return inspectProc(p.pid, dir, inodesOf(ev))
+}
+
 func procPath(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }
 
 // ownedBy: the process's real or effective uid is uid.

@@ -42,6 +42,19 @@ func scratchOf(name string) string {
 	return ""
 }
 
+// oldScratchID is the random part an older helper gave its scratch
+// repositories (os.MkdirTemp's decimal digits), which it never locked.
+var oldScratchID = ascii.Word{First: ascii.Digits, Rest: ascii.Digits, Max: 10}
+
+// oldScratchOf is the id of the older helper's scratch repository a name
+// is (.proof-<digits>): "" for any other.
+func oldScratchOf(name string) string {
+	if rest, ok := strings.CutPrefix(name, ".proof-"); ok && oldScratchID.MatchString(rest) {
+		return rest
+	}
+	return ""
+}
+
 func scratchPaths(root, id string) (dir, lock string) {
 	dir = filepath.Join(root, ".proof-"+id)
 	return dir, dir + ".lock"
@@ -122,6 +135,8 @@ func sweepScratch(ctx context.Context, root string, uid int) {
 	for _, e := range entries {
 		if id := scratchOf(e.Name()); id != "" {
 			ids[id] = true
+		} else if id := oldScratchOf(e.Name()); id != "" && e.IsDir() {
+			sweepOldScratch(ctx, root, id, uid)
 		}
 	}
 	for id := range ids {
@@ -135,6 +150,29 @@ func sweepScratch(ctx context.Context, root string, uid int) {
 		}
 		removeScratch(dir, lockPath, l)
 	}
+}
+
+// sweepOldScratch removes an older helper's scratch repository under the
+// same rule, locked as .proof-<digits>.lock against another sweep. The
+// older helper took no lock, so one it still fetches into is told by its
+// processes: the repository goes only when no process of the login user
+// uses it, nor one that cannot be inspected. An older helper between two
+// of its gits then fails its fetch, which keeps its directory.
+func sweepOldScratch(ctx context.Context, root, id string, uid int) {
+	dir, lockPath := scratchPaths(root, id)
+	if !privateOrAbsent(dir, uid, true) || !privateOrAbsent(lockPath, uid, false) {
+		return
+	}
+	l, err := fsx.Acquire(ctx, lockPath, fsx.LockOptions{What: "scratch repository", Path: dir})
+	if err != nil {
+		return
+	}
+	if users, unknown := processesUsing(ctx, dir, uid, inodes{}); len(users) > 0 || unknown != "" {
+		_ = os.Remove(lockPath)
+		l.Release()
+		return
+	}
+	removeScratch(dir, lockPath, l)
 }
 
 // privateOrAbsent: path is absent, or passes the ownership check.

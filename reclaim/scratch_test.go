@@ -141,7 +141,8 @@ func TestScratchOfALiveCallIsKept(t *testing.T) {
 }
 
 // Only the names a call makes are a scratch repository's: never an older
-// helper's .proof-<digits>, nor anything else that starts alike.
+// helper's .proof-<digits> (swept by a rule of its own), nor anything
+// else that starts alike.
 func TestScratchNames(t *testing.T) {
 	for name, want := range map[string]string{
 		".proof-0123456789abcdef":             "0123456789abcdef",
@@ -157,6 +158,14 @@ func TestScratchNames(t *testing.T) {
 	} {
 		if got := scratchOf(name); got != want {
 			t.Errorf("scratchOf(%q) = %q, want %q", name, got, want)
+		}
+	}
+	for name, want := range map[string]string{
+		".proof-1234567890": "1234567890", ".proof-7": "7", ".proof-12345678901": "",
+		".proof-0123456789abcdef": "", ".proof-12.lock": "", ".proof-": "", ".proof--1": "",
+	} {
+		if got := oldScratchOf(name); got != want {
+			t.Errorf("oldScratchOf(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
