@@ -138,25 +138,52 @@ func (e *Executor) ListTasks(ctx context.Context, host string) ([]*records.Task,
 }
 
 // ListSessions returns sessions, newest first, optionally of one task.
+// A start time is kept to the second, so sessions of one task started in
+// the same second are ordered as the task records them (a stop and a
+// resume often fall in one second), and ties across tasks by task ID, so
+// the order is the same on every call.
 func (e *Executor) ListSessions(ctx context.Context, taskPrefix string) ([]*records.Session, error) {
-	taskID := ""
+	var tasks []*records.Task
 	if taskPrefix != "" {
 		t, _, err := e.GetTask(ctx, taskPrefix)
 		if err != nil {
 			return nil, err
 		}
-		taskID = t.ID
+		tasks = []*records.Task{t}
+	} else {
+		var err error
+		if tasks, _, err = records.List[records.Task](ctx, e.cfg.Store, records.KindTask); err != nil {
+			return nil, err
+		}
 	}
 	ss, _, err := records.List[records.Session](ctx, e.cfg.Store, records.KindSession)
 	if err != nil {
 		return nil, err
 	}
+	// nth is a session's place in its task's list of sessions.
+	nth := map[string]int{}
+	for _, t := range tasks {
+		for i, id := range t.Sessions {
+			nth[id] = i
+		}
+	}
 	out := make([]*records.Session, 0, len(ss))
 	for _, s := range ss {
-		if taskID == "" || s.TaskID == taskID {
+		if taskPrefix == "" || s.TaskID == tasks[0].ID {
 			out = append(out, s)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case !a.StartedAt.Equal(b.StartedAt):
+			return a.StartedAt.After(b.StartedAt)
+		case a.TaskID != b.TaskID:
+			return a.TaskID < b.TaskID
+		case nth[a.ID] != nth[b.ID]:
+			return nth[a.ID] > nth[b.ID]
+		}
+		return a.ID < b.ID
+	})
 	return out, nil
 }
