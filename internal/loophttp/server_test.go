@@ -257,15 +257,7 @@ func TestPoolKeepsOneConnection(t *testing.T) {
 		t.Fatalf("two requests dialled %d connections, want 1", n)
 	}
 	// The server closes the idle connection at its read deadline.
-	for {
-		srv.mu.Lock()
-		n := len(srv.conns)
-		srv.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitConnsClosed(srv)
 	get("GET")
 	if n := dials.Load(); n != 2 {
 		t.Fatalf("after the server closed the kept connection: %d dials, want 2", n)
@@ -287,19 +279,25 @@ func TestPoolNeverRedialsAuthorization(t *testing.T) {
 	}
 	io.Copy(io.Discard, a.Body)
 	a.Body.Close()
-	for {
-		srv.mu.Lock()
-		n := len(srv.conns)
-		srv.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitConnsClosed(srv)
 	if _, err := p.Do(context.Background(), "GET", "/v1/status", map[string]string{"Authorization": "Bearer x"}); err == nil {
 		t.Fatal("a bearer request on a closed kept connection succeeded")
 	}
 	if n := dials.Load(); n != 1 {
 		t.Fatalf("a bearer request was dialled again: %d dials, want 1", n)
+	}
+}
+
+// waitConnsClosed returns once srv holds no connection (it closes an idle
+// one at its read deadline).
+func waitConnsClosed(srv *Server) {
+	for {
+		srv.mu.Lock()
+		n := len(srv.conns)
+		srv.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
