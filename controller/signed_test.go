@@ -252,3 +252,82 @@ func TestSignedLedgerFullRefuses(t *testing.T) {
 	}
 	stillRunning(t, s, "by the token, after a refused signed stop")
 }
+
+// A signature names the method and path it was made for: a fresh status
+// signature sent as a stop is refused and stops nothing.
+func TestSignedStatusSignatureIsNoStop(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	h := http.Header{}
+	h.Set(headerNonce, NewNonce())
+	h.Set(headerSignature, requestSignature(s.req.Token, "GET", "/v1/status", s.resp.Port, h.Get(headerNonce)))
+	if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, h); code != http.StatusUnauthorized {
+		t.Fatalf("a status signature sent as a stop: HTTP %d, want 401", code)
+	}
+	stillRunning(t, s, "after a status signature sent as a stop")
+}
+
+// A genuine proved answer, replayed by whatever holds the port to a new
+// request, proves nothing: the proof names the nonce it answered.
+func TestSignedAnswerReplayNotOurs(t *testing.T) {
+	t.Parallel()
+	s := startRunning(t)
+	resp, body := genuineAnswer(t, s, "/v1/status")
+	proof := resp.Header.Get(headerProof)
+	if resp.StatusCode != http.StatusOK || proof == "" {
+		t.Fatalf("genuine signed status: HTTP %d, proof %q", resp.StatusCode, proof)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(headerProof, proof)
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	fake := NewClient(nil, srv.Listener.Addr().(*net.TCPAddr).Port, s.req.Token)
+	if _, err := fake.StatusSigned(ctxFor(t, 10*time.Second)); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("replayed genuine answer: %v, want ErrNotOurs", err)
+	}
+}
+
+// A genuine proved log head, replayed by whatever holds the port to a new
+// request, proves nothing and none of its log is written out.
+func TestSignedLogsHeadReplayUnproved(t *testing.T) {
+	t.Parallel()
+	s := start(t, newRequest(t, "echo hello"))
+	waitState(t, s, StateExited)
+	resp, body := genuineAnswer(t, s, "/v1/logs")
+	proof, gen := resp.Header.Get(headerProof), resp.Header.Get(headerGeneration)
+	if resp.StatusCode != http.StatusOK || proof == "" || !strings.Contains(string(body), "hello") {
+		t.Fatalf("genuine signed logs: HTTP %d, proof %q, %q", resp.StatusCode, proof, body)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(headerProof, proof)
+		w.Header().Set(headerGeneration, gen)
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	var out strings.Builder
+	fake := NewClient(nil, srv.Listener.Addr().(*net.TCPAddr).Port, s.req.Token)
+	if _, _, err := fake.LogsThenStatusSigned(ctxFor(t, 10*time.Second), LogPos{}, false, &out, nil); !errors.Is(err, ErrUnproved) || out.Len() != 0 {
+		t.Fatalf("replayed genuine log head: %v, wrote %q; want ErrUnproved and nothing", err, out.String())
+	}
+}
+
+// genuineAnswer is s's controller's own answer to a fresh signed GET of
+// path, as a listener on the path between could capture it.
+func genuineAnswer(t *testing.T, s *session, path string) (*http.Response, []byte) {
+	t.Helper()
+	nonce := NewNonce()
+	req, _ := http.NewRequestWithContext(ctxFor(t, 10*time.Second), "GET", fmt.Sprintf("http://127.0.0.1:%d%s", s.resp.Port, path), nil)
+	req.Header.Set(headerNonce, nonce)
+	req.Header.Set(headerSignature, requestSignature(s.req.Token, "GET", path, s.resp.Port, nonce))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}

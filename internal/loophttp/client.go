@@ -40,7 +40,8 @@ type pconn struct {
 
 // Do sends one request (without a body) and reads the answer's head.
 // Body must be closed; ctx ending closes the connection. A kept
-// connection the server has closed meanwhile is replaced by a fresh one.
+// connection the server has closed meanwhile is replaced by a fresh one,
+// unless the request carries Authorization.
 func (p *Pool) Do(ctx context.Context, method, target string, header map[string]string) (*Answer, error) {
 	p.mu.Lock()
 	pc := p.idle
@@ -48,7 +49,10 @@ func (p *Pool) Do(ctx context.Context, method, target string, header map[string]
 	p.mu.Unlock()
 	if pc != nil {
 		a, answered, err := p.roundTrip(ctx, pc, method, target, header)
-		if err == nil || answered || ctx.Err() != nil {
+		// A request carrying the token is never resent on a fresh
+		// connection: whatever holds the port now may not be the
+		// server, and the caller proves it first.
+		if err == nil || answered || ctx.Err() != nil || header["Authorization"] != "" {
 			return a, err
 		}
 	}

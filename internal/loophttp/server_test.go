@@ -257,17 +257,47 @@ func TestPoolKeepsOneConnection(t *testing.T) {
 		t.Fatalf("two requests dialled %d connections, want 1", n)
 	}
 	// The server closes the idle connection at its read deadline.
+	waitConnsClosed(srv)
+	get("GET")
+	if n := dials.Load(); n != 2 {
+		t.Fatalf("after the server closed the kept connection: %d dials, want 2", n)
+	}
+}
+
+// A request carrying Authorization whose kept connection fails without
+// an answer is not sent again on a fresh one: the error comes back.
+func TestPoolNeverRedialsAuthorization(t *testing.T) {
+	addr, srv := serveOn(t, 500*time.Millisecond, logLike)
+	var dials atomic.Int32
+	p := &Pool{Addr: addr, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	a, err := p.Do(context.Background(), "GET", "/v1/status", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, a.Body)
+	a.Body.Close()
+	waitConnsClosed(srv)
+	if _, err := p.Do(context.Background(), "GET", "/v1/status", map[string]string{"Authorization": "Bearer x"}); err == nil {
+		t.Fatal("a bearer request on a closed kept connection succeeded")
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("a bearer request was dialled again: %d dials, want 1", n)
+	}
+}
+
+// waitConnsClosed returns once srv holds no connection (it closes an idle
+// one at its read deadline).
+func waitConnsClosed(srv *Server) {
 	for {
 		srv.mu.Lock()
 		n := len(srv.conns)
 		srv.mu.Unlock()
 		if n == 0 {
-			break
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	get("GET")
-	if n := dials.Load(); n != 2 {
-		t.Fatalf("after the server closed the kept connection: %d dials, want 2", n)
 	}
 }
