@@ -20,11 +20,13 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(HELPER) ./cmd/kandev-exec-helper
 
 # The whole suite against real sshd, race detector on, plus short fuzzing.
+# Four tests at a time in a package: the transcripts mostly wait on their
+# servers (a third of their time is CPU), so two cores carry four.
 test:
 	$(GO) vet ./...
 	$(GO) vet -tags bench ./internal/bench/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -parallel 4 -timeout 25m ./...
 	@for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' profiles/*_test.go 2>/dev/null | sed 's/func //'); do \
 	  echo "fuzz $$t (5s)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 5s ./profiles/ || exit 1; done
 
