@@ -83,7 +83,9 @@ type ReclaimOptions struct {
 }
 
 // ReclaimPlan lists every root of every host asked for and decides,
-// touching nothing. Rows are sorted by host, then path.
+// touching nothing; with o.Confirmed, each listing also removes what it
+// can prove alone, and those rows come back applied (reclaimfused.go).
+// Rows are sorted by host, then path.
 func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]ReclaimRow, error) {
 	progress := o.Progress
 	if progress == nil {
@@ -107,7 +109,11 @@ func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]Reclaim
 	}
 	rows := []ReclaimRow{}
 	for i, h := range hosts {
-		progress(fmt.Sprintf("Listing %s on %s", joinRoots(roots[i]), h.Name))
+		step := fmt.Sprintf("Listing %s on %s", joinRoots(roots[i]), h.Name)
+		if o.Confirmed != nil {
+			step += ", removing the old orphans it proves safe"
+		}
+		progress(step)
 		got, err := e.listHost(ctx, h, roots[i], view, o)
 		if err != nil {
 			rows = append(rows, ReclaimRow{Host: h.Name, Action: ReclaimFailed, Err: err})
