@@ -22,7 +22,11 @@ import (
 // the host takes only orphans unchanged for reclaim.ListedMinAge, and
 // leaves every younger one to the second request, whose fresh records
 // keep a live task's directory. The records are read for the listing
-// once the host is connected, so the turn is the listing's alone.
+// once the host is connected, so the turn is the listing's alone; the
+// hour assumes it is shorter than that (a machine asleep for an hour
+// between the read and the listing is not covered, as a record written
+// after the second read is not covered today: the host's in-use check
+// is what holds those).
 
 // ConfirmedApply makes ReclaimPlan apply with its listing what the
 // rows it returns would be applied to: Saved (--plan FILE, nil without)
