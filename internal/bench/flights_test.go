@@ -93,3 +93,15 @@ func traced(relay *sshtest.Relay, what string, run func()) {
 	}
 	fmt.Printf("\n%s: %d flights, %d up\n%s", what, len(fl), up, sshtest.FormatFlights(fl))
 }
+
+// answered counts the upward flights a downward one follows: the round
+// trips a command waited for.
+func answered(fl []sshtest.Flight) int {
+	n := 0
+	for i := 1; i < len(fl); i++ {
+		if fl[i-1].Up && !fl[i].Up {
+			n++
+		}
+	}
+	return n
+}

@@ -167,6 +167,16 @@ func TestBenchReclaim(t *testing.T) {
 	}
 	k10 := measure(10, runs10, reclaim)
 	p10 := measure(10, runs10, func(h string, _ int) func() { return rmrf(h) })
+	// The flights one run of each sent that the other side answered: its
+	// round trips, counted whatever else the machine is doing.
+	waits := func(run func(h string, n int) func()) int {
+		setup(relayed, 10)()
+		relay.Trace()
+		run(relayed, 10)()
+		return answered(relay.Flights())
+	}
+	fmt.Printf("\nflights answered, 10 dirs: kandev-exec reclaim --apply %d, ssh host rm -rf %d\n",
+		waits(reclaim), waits(func(h string, _ int) func() { return rmrf(h) }))
 	if runs1000 == 0 {
 		fmt.Printf("\nreclaim, 10 clean task directories, medians of %d rounds, RTT %s added by the relay\n", runs10, 2*oneWay)
 		fmt.Printf("%-40s %12s %12s %12s\n", "", "direct", "+25ms/way", "round trips")
