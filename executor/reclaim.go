@@ -76,11 +76,16 @@ type ReclaimOptions struct {
 	// IncludeUncheckable: paths of directories that are no git checkout
 	// to plan for removal all the same.
 	IncludeUncheckable []string
-	Progress           func(string)
+	// Confirmed: the apply follows with nothing asked between, so the
+	// listing carries what it can of it (reclaimfused.go).
+	Confirmed *ConfirmedApply
+	Progress  func(string)
 }
 
 // ReclaimPlan lists every root of every host asked for and decides,
-// touching nothing. Rows are sorted by host, then path.
+// touching nothing; with o.Confirmed, each listing also removes what it
+// can prove alone, and those rows come back applied (reclaimfused.go).
+// Rows are sorted by host, then path.
 func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]ReclaimRow, error) {
 	progress := o.Progress
 	if progress == nil {
@@ -94,14 +99,22 @@ func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]Reclaim
 	if err != nil {
 		return nil, err
 	}
-	rows := []ReclaimRow{}
-	for _, h := range hosts {
-		roots, err := e.rootsOf(ctx, h)
-		if err != nil {
+	// Every host's roots first: a failure here, before any listing, is
+	// not one after a confirmed listing removed something.
+	roots := make([][]string, len(hosts))
+	for i, h := range hosts {
+		if roots[i], err = e.rootsOf(ctx, h); err != nil {
 			return nil, err
 		}
-		progress(fmt.Sprintf("Listing %s on %s", joinRoots(roots), h.Name))
-		got, err := e.listHost(ctx, h, roots, view, o.OlderThan)
+	}
+	rows := []ReclaimRow{}
+	for i, h := range hosts {
+		step := fmt.Sprintf("Listing %s on %s", joinRoots(roots[i]), h.Name)
+		if o.Confirmed != nil {
+			step += ", removing the old orphans it proves safe"
+		}
+		progress(step)
+		got, err := e.listHost(ctx, h, roots[i], view, o)
 		if err != nil {
 			rows = append(rows, ReclaimRow{Host: h.Name, Action: ReclaimFailed, Err: err})
 			continue
@@ -227,13 +240,24 @@ func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*hostCon
 // one listing) and plans its entries, every root in one round trip where
 // the helper is cached (listRoots). A root the helper refuses (not the
 // login user's alone, say /tmp) is one failed row of its own: the other
-// roots are still listed, and planned.
-func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, olderThan time.Duration) ([]ReclaimRow, error) {
+// roots are still listed, and planned. Confirmed, the records are read
+// again once connected, and the listing removes what it can by itself
+// (reclaimfused.go): those rows come back applied.
+func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, o ReclaimOptions) ([]ReclaimRow, error) {
 	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	cv, listings, err := hc.listRoots(ctx, roots)
+	var apply *reclaim.ListApply
+	if o.Confirmed != nil {
+		if view, err = e.localView(ctx); err != nil {
+			hc.Close()
+			return nil, err
+		}
+		afterConfirmedView()
+		apply = o.Confirmed.listApply(h.Name, view, o.OlderThan, o.MinSize)
+	}
+	cv, listings, err := hc.listRoots(ctx, roots, apply)
 	if err != nil {
 		hc.Close()
 		return nil, err
@@ -247,20 +271,26 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 			rows = append(rows, ReclaimRow{Host: h.Name, Path: filepath.Join(root, "tasks"), Root: root, Action: ReclaimFailed, Err: err})
 			continue
 		}
-		if seen[l.Root] {
-			continue
+		if !seen[l.Root] {
+			seen[l.Root] = true
+			for i, r := range reclaim.Plan(l, view, o.OlderThan) {
+				row := planRow(h.Name, l.Root, r)
+				row.Running = orphansOf(l.Entries[i], view)
+				rows = append(rows, row)
+			}
 		}
-		seen[l.Root] = true
-		for i, r := range reclaim.Plan(l, view, olderThan) {
-			row := planRow(h.Name, l.Root, r)
-			row.Running = orphansOf(l.Entries[i], view)
-			rows = append(rows, row)
-		}
+		rows = withApplied(rows, h.Name, l.Root, l.Applied) // a later listing's results are the newer
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
-	if slices.ContainsFunc(rows, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }) {
+	switch {
+	case slices.ContainsFunc(rows, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }):
 		e.kept.keep(hc, cv) // for the apply that may follow (reclaimconn.go)
-	} else {
+	case apply != nil:
+		// Applied, and nothing to follow: the answer is in hand, so the
+		// helper's exit is not waited for (its input ends, it exits).
+		cv.CloseInput()
+		hc.Close()
+	default:
 		cv.Finish(probeTimeout)
 		hc.Close()
 	}
@@ -273,7 +303,7 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 func planRow(host, root string, r reclaim.Row) ReclaimRow {
 	row := ReclaimRow{Host: host, Path: r.Path, TaskID: r.TaskID, Bytes: r.Bytes, AgeSeconds: r.AgeSeconds,
 		Action: string(r.Action), Reason: string(r.Reason), Detail: r.Detail, Root: root, Dir: r.Dir, Identity: r.Identity, Holds: r.Holds}
-	if r.Action == reclaim.Remove && r.Dir != r.TaskID {
+	if r.Action == reclaim.Remove && !reclaim.NamedAfterItsTask(r) {
 		row.Action, row.Reason = string(reclaim.Keep), string(reclaim.ForeignMarker)
 		row.Detail = fmt.Sprintf("its marker names task %s, but the directory is %s: kandev-exec names every directory after its task", r.TaskID, r.Dir)
 	}

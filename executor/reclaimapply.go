@@ -14,7 +14,8 @@ import (
 // identity, and removes it only if the proof allows. Local phases are
 // read again first: a task that became live since the plan keeps its
 // directory; an archived task's directory is removed under its claim.
-// Every plan row comes back with what was done.
+// Every plan row comes back with what was done; a row its listing
+// applied already (ConfirmedApply) is left as it is.
 func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress func(string)) ([]ReclaimRow, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -30,8 +31,8 @@ func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress
 	for i := range out {
 		r := &out[i]
 		switch {
-		case r.Action == ReclaimFailed:
-			continue
+		case r.Action == ReclaimFailed, r.Action == ReclaimRemoved, r.Action == ReclaimSkipped:
+			continue // failed, or applied already with its listing (reclaimfused.go)
 		case r.Action != string(reclaim.Remove):
 			r.Action = ReclaimSkipped
 			continue

@@ -29,10 +29,10 @@ import (
 // requests sent at once; each root's listing, or the failure the helper
 // reported for that root alone, comes back in order. An error is the
 // host's as a whole: the conversation is then over.
-func (hc *hostConn) listRoots(ctx context.Context, roots []string) (*remote.Conversation, []rootListing, error) {
+func (hc *hostConn) listRoots(ctx context.Context, roots []string, apply *reclaim.ListApply) (*remote.Conversation, []rootListing, error) {
 	var first []byte
 	for _, root := range roots {
-		b, err := protocol.EncodeRequest(protocol.OpReclaimList, reclaim.ListRequest{Root: root})
+		b, err := protocol.EncodeRequest(protocol.OpReclaimList, reclaim.ListRequest{Root: root, Apply: apply})
 		if err != nil {
 			return nil, nil, err
 		}

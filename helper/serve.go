@@ -64,7 +64,7 @@ var handlers = map[string]handler{
 	}),
 	protocol.OpReclaimProve: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Prove(ctx, r) }),
 	protocol.OpReclaimApply: op(func(ctx context.Context, r reclaim.Request) (any, error) { return reclaim.Apply(ctx, r) }),
-	protocol.OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.List(ctx, r) }),
+	protocol.OpReclaimList:  op(func(ctx context.Context, r reclaim.ListRequest) (any, error) { return reclaim.ListAndApply(ctx, r) }),
 	protocol.OpHelperPrune: op(func(ctx context.Context, r reclaim.HelpersRequest) (any, error) {
 		return reclaim.PruneHelpers(ctx, r)
 	}),

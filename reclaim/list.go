@@ -18,12 +18,17 @@ import (
 type ListRequest struct {
 	Root        string `json:"root"` // absolute or ~-prefixed
 	Parallelism int    `json:"parallelism,omitempty"`
+	// Apply: remove, once listed, what it selects (listapply.go).
+	Apply *ListApply `json:"apply,omitempty"`
 }
 
 // Listing is every entry under <root>/tasks/, sorted by name.
 type Listing struct {
 	Root    string  `json:"root"` // physical, as the checks resolved it
 	Entries []Entry `json:"entries"`
+	// Applied: with ListRequest.Apply, one result per directory it
+	// tried to remove.
+	Applied []Result `json:"applied,omitempty"`
 }
 
 // Entry is one name under tasks/ as found: never probed with git, never

@@ -68,7 +68,10 @@ are stopped first, each only once the host proves it again as session stop
 does (its pid at the start time listed, its argv naming the session
 directory, the marker still this installation's), then the directory is
 decided; what cannot be proved is left running, and said.
---apply asks first on a terminal and needs --yes without one. With
+--apply asks first on a terminal and needs --yes without one. With --yes
+the listing itself removes the orphans unchanged for an hour that no agent
+runs in, each proven the same; the rest follows once the local records
+are read again (a task recorded meanwhile keeps its directory). With
 --plan FILE (the output of reclaim --json) only what that plan marked for
 removal, as it saw it, is removed. --include-uncheckable PATH removes a
 directory the plan keeps as not_a_checkout all the same, after saying
@@ -144,8 +147,15 @@ func reclaimRun(ctx context.Context, o *Options) error {
 			fmt.Fprintf(o.IO.ErrOut, "• %s\n", s)
 		}
 	}
+	var confirmed *executor.ConfirmedApply
+	if o.Apply && o.Yes && len(o.IncludeUncheckable) == 0 {
+		// Nothing is asked between plan and apply: the listing carries
+		// what it can of the apply. A path named to include is checked
+		// against the plan first (checkIncluded), so not then.
+		confirmed = &executor.ConfirmedApply{Saved: saved, Task: o.Task}
+	}
 	rows, err := ex.ReclaimPlan(ctx, executor.ReclaimOptions{Host: o.Host, OlderThan: o.OlderThan, MinSize: int64(o.MinSize),
-		IncludeUncheckable: o.IncludeUncheckable, Progress: progress})
+		IncludeUncheckable: o.IncludeUncheckable, Confirmed: confirmed, Progress: progress})
 	if err != nil {
 		return err
 	}

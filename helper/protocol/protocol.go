@@ -23,7 +23,7 @@ import (
 
 // protocol is a string so that a test can build a helper of another
 // protocol with -ldflags -X; Protocol parses it.
-var protocol = "5"
+var protocol = "6"
 
 // Protocol is the version of this protocol. Bump it whenever a request or
 // answer changes shape or meaning.
@@ -47,7 +47,7 @@ const (
 	OpSessionsProbe   = "sessions-probe"   // SessionsRequest -> SessionsReport: many sessions, one call
 	OpReclaimProve    = "reclaim-prove"    // reclaim.Request -> reclaim.Report: proof only, nothing touched
 	OpReclaimApply    = "reclaim-apply"    // reclaim.Request -> reclaim.Report: proof again, then removal
-	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing
+	OpReclaimList     = "reclaim-list"     // reclaim.ListRequest -> reclaim.Listing, and with Apply its removals
 	OpHelperPrune     = "helper-prune"     // reclaim.HelpersRequest -> reclaim.HelpersReport: old helper versions
 	// OpRelay connects to a port of the host's loopback; after its answer
 	// the rest of the helper's stdin and stdout are that connection's

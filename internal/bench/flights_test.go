@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
@@ -45,15 +46,62 @@ func TestBenchFlights(t *testing.T) {
 		if c.what != "kandev-exec session stop S" {
 			c.run() // warm
 		}
-		f.relay.Trace()
-		c.run()
-		fl := f.relay.Flights()
-		up := 0
-		for _, x := range fl {
-			if x.Up {
-				up++
-			}
-		}
-		fmt.Printf("\n%s: %d flights, %d up\n%s", c.what, len(fl), up, sshtest.FormatFlights(fl))
+		traced(f.relay, c.what, c.run)
 	}
+}
+
+// TestBenchReclaimFlights prints every flight of `reclaim --apply --yes`
+// of 10 clean directories through the relay, after a warm run, next to
+// `ssh host rm -rf` of the same directories: where reclaim's round trips
+// go (connection setup, the listing, the apply, anything else).
+func TestBenchReclaimFlights(t *testing.T) {
+	f := newFixture(t, sshtest.WithLoginUser())
+	f.ownRoots(t)
+	e, h := f.env, relayed
+	var res struct {
+		Task struct{ ID string } `json:"task"`
+	}
+	json.Unmarshal([]byte(e.run("task", "launch", "--profile", h, "--follow", "--json", "--", "true")), &res)
+	template := filepath.Join(e.root(h), "tasks", res.Task.ID)
+	f.relay.Delay(oneWay)
+	defer f.relay.Delay(0)
+	var dirs []string
+	for _, c := range []struct {
+		what string
+		run  func()
+	}{
+		{"ssh host rm -rf, 10 dirs", func() { sh(t, fmt.Sprintf("ssh -F %s %s rm -rf %s", f.cfg, h, strings.Join(dirs, " "))) }},
+		{"kandev-exec reclaim --apply --yes, 10 dirs", func() { e.run("reclaim", "--host", h, "--apply", "--yes", "--json") }},
+	} {
+		dirs = orphans(t, template, e.root(h), 10)
+		c.run() // warm
+		dirs = orphans(t, template, e.root(h), 10)
+		traced(f.relay, c.what, c.run)
+	}
+}
+
+// traced prints the flights of run through relay.
+func traced(relay *sshtest.Relay, what string, run func()) {
+	relay.Trace()
+	run()
+	fl := relay.Flights()
+	up := 0
+	for _, x := range fl {
+		if x.Up {
+			up++
+		}
+	}
+	fmt.Printf("\n%s: %d flights, %d up\n%s", what, len(fl), up, sshtest.FormatFlights(fl))
+}
+
+// answered counts the upward flights a downward one follows: the round
+// trips a command waited for.
+func answered(fl []sshtest.Flight) int {
+	n := 0
+	for i := 1; i < len(fl); i++ {
+		if fl[i-1].Up && !fl[i].Up {
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,102 @@
+package reclaim
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// A confirmed reclaim (--apply --yes, no question between plan and
+// apply) lists and removes in one call: its listing request carries
+// ListApply, and once a root is listed the host plans it (Plan, with the
+// caller's records) and removes, each proven as Apply proves it, the
+// orphans that need nothing more of the caller: no task here claims them,
+// no agent in them is to be stopped first, nothing of an earlier removal
+// is to be finished. Everything else the plan removes is left to a
+// request of its own, which the caller sends once it has read its
+// records again.
+//
+// Why an orphan changed within ListedMinAge is left too: a task recorded
+// after the caller read its records would look like an orphan here (its
+// marker names a task the records sent do not hold), and the caller
+// reads its records again before that second request to catch it. A
+// launch records its task before it makes the task's directory, so such
+// a directory was made after the records were read, within this call's
+// one turn: it has changed within ListedMinAge, far longer than a turn.
+
+// ListApply asks a listing to remove what the caller's plan would
+// remove and this call can prove alone.
+type ListApply struct {
+	// View: the caller's records, read once it was connected.
+	View LocalView `json:"view"`
+	// OlderThanSeconds and MinBytes are the plan's --older-than and
+	// --min-size.
+	OlderThanSeconds int64 `json:"older_than_seconds,omitempty"`
+	MinBytes         int64 `json:"min_bytes,omitempty"`
+	// Restricted: only the directories Only names may go, each as that
+	// entry's Identity (when set) says the saved plan saw it.
+	Restricted bool         `json:"restricted,omitempty"`
+	Only       []PlannedDir `json:"only,omitempty"`
+	// Task: only the directory whose marker names this task.
+	Task string `json:"task,omitempty"`
+}
+
+// PlannedDir is a directory a saved plan marked for removal.
+type PlannedDir struct {
+	Path     string    `json:"path"`
+	Identity *Identity `json:"identity,omitempty"`
+}
+
+// ListedMinAge: a listing's own removal takes only orphans unchanged for
+// this long (see above); younger ones wait for the caller's second look.
+const ListedMinAge = time.Hour
+
+// ListAndApply lists req.Root and, when req.Apply asks, removes what it
+// selects (Listing.Applied: one result per directory it tried).
+func ListAndApply(ctx context.Context, req ListRequest) (*Listing, error) {
+	l, err := List(ctx, req)
+	if err != nil || req.Apply == nil {
+		return l, err
+	}
+	a := req.Apply
+	var targets []Target
+	for i, r := range Plan(*l, a.View, time.Duration(a.OlderThanSeconds)*time.Second) {
+		if t, ok := a.target(l.Root, l.Entries[i], r); ok {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return l, nil
+	}
+	rep, err := Apply(ctx, Request{Targets: targets, Parallelism: req.Parallelism})
+	if err != nil {
+		return nil, err
+	}
+	l.Applied = rep.Results
+	return l, nil
+}
+
+// target is the removal of e, planned as r, when this call may try it.
+func (a *ListApply) target(root string, e Entry, r Row) (Target, bool) {
+	switch {
+	case r.Action != Remove || r.Reason != Orphan: // an archived task: under its claim, taken by the caller
+	case !NamedAfterItsTask(r), len(e.Running) > 0: // agents: stopped, proven, first
+	case r.Bytes < a.MinBytes, r.AgeSeconds < int64(ListedMinAge/time.Second):
+	case a.Task != "" && r.TaskID != a.Task:
+	default:
+		id := r.Identity
+		if a.Restricted {
+			i := slices.IndexFunc(a.Only, func(p PlannedDir) bool { return p.Path == r.Path })
+			if i < 0 || a.Only[i].Identity == nil {
+				return Target{}, false
+			}
+			id = a.Only[i].Identity
+		}
+		return Target{Root: root, Dir: r.Dir, InstallationID: a.View.InstallationID, TaskID: r.TaskID, Identity: id, Enabled: true}, true
+	}
+	return Target{}, false
+}
+
+// NamedAfterItsTask: kandev-exec names every directory after its task,
+// so a marker naming another was copied or renamed by hand.
+func NamedAfterItsTask(r Row) bool { return r.Dir == r.TaskID }
