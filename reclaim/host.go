@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,8 @@ type host struct {
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
 	gits         gitGroups    // those running now, for the in-use check (gitgroups.go)
 
+	proofProcs *procsOnce // the process table for the proofs of the batch being proven
+
 	mountsOnce sync.Once
 	mounts     []string
 	mountsErr  error
@@ -107,24 +110,63 @@ func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
 	defer cancel()
 	defer h.scratch.removeAll()
 	rep := &Report{Results: make([]Result, len(req.Targets))}
-	forEach(len(req.Targets), parallelism(req.Parallelism), func(i int) {
-		t := req.Targets[i]
-		if ctx.Err() != nil {
-			rep.Results[i] = timedOut(t, apply)
-			return
-		}
+	par := parallelism(req.Parallelism)
+	for start := 0; start < len(req.Targets); start += batchSize {
+		end := min(start+batchSize, len(req.Targets))
+		h.proofProcs = &procsOnce{}
 		if apply {
-			rep.Results[i] = h.apply(ctx, t)
-		} else {
-			rep.Results[i] = h.prove(ctx, t)
+			h.applyBatch(ctx, req.Targets[start:end], rep.Results[start:end], par)
+			continue
 		}
-	})
+		forEach(end-start, par, func(i int) {
+			t := req.Targets[start+i]
+			if ctx.Err() != nil {
+				rep.Results[start+i] = timedOut(t, false)
+				return
+			}
+			rep.Results[start+i] = h.prove(ctx, t)
+		})
+	}
 	rep.GitProcesses = h.gitRuns.Load()
 	return rep
 }
 
+// batchSize is how many directories share one reading of the process
+// table for their proofs' in-use checks, and, in an apply, one more for
+// their removals' rechecks: reading every process of the host costs as
+// much as proving a few directories, and a thousand directories should
+// not read it two thousand times.
+const batchSize = 64
+
+// applyBatch proves each of targets again and renames each one the
+// proof allows to its trash name, then reads the process table once and
+// rechecks and removes each renamed one (finishRemoval). The table is
+// read after every rename of the batch, so each directory's recheck
+// still sees every process that could have reached it by its task's
+// name, as when it was read once per directory; results[i] is
+// targets[i]'s.
+func (h *host) applyBatch(ctx context.Context, targets []Target, results []Result, par int) {
+	started := make([]*removal, len(targets))
+	forEach(len(targets), par, func(i int) {
+		if ctx.Err() != nil {
+			results[i] = timedOut(targets[i], true)
+			return
+		}
+		results[i], started[i] = h.apply(ctx, targets[i])
+	})
+	if !slices.ContainsFunc(started, func(rm *removal) bool { return rm != nil }) {
+		return
+	}
+	procs := readProcs(ctx, h.uid)
+	forEach(len(targets), par, func(i int) {
+		if rm := started[i]; rm != nil {
+			results[i] = applied(rm.r, h.finishRemoval(ctx, procs, rm))
+		}
+	})
+}
+
 func newHost(probeSeconds int) *host {
-	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout}
+	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout, proofProcs: &procsOnce{}}
 	if probeSeconds > 0 {
 		h.probeTimeout = time.Duration(probeSeconds) * time.Second
 	}
