@@ -61,9 +61,11 @@ type devIno struct{ dev, ino uint64 }
 // holding is what v holds of dir: by its name, or among ids.
 func (v procView) holding(dir string, ids inodes) holder {
 	p := holder{pid: v.pid, comm: v.comm, hidden: v.hidden}
+	below := dir + "/" // under, without making it for each file
 	for _, f := range v.held {
-		if under(f.path, dir) || f.hasID && ids.has(f.id.dev, f.id.ino) {
-			p.holds = append(p.holds, hold{what: f.what, path: strings.TrimSuffix(f.path, " (deleted)")})
+		path := strings.TrimSuffix(f.path, " (deleted)")
+		if path == dir || strings.HasPrefix(path, below) || f.hasID && ids.has(f.id.dev, f.id.ino) {
+			p.holds = append(p.holds, hold{what: f.what, path: path})
 		}
 	}
 	return p
