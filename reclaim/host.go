@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,59 +109,9 @@ func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
 	defer cancel()
 	defer h.scratch.removeAll()
 	rep := &Report{Results: make([]Result, len(req.Targets))}
-	par := parallelism(req.Parallelism)
-	for start := 0; start < len(req.Targets); start += batchSize {
-		end := min(start+batchSize, len(req.Targets))
-		h.proofProcs = &procsOnce{}
-		if apply {
-			h.applyBatch(ctx, req.Targets[start:end], rep.Results[start:end], par)
-			continue
-		}
-		forEach(end-start, par, func(i int) {
-			t := req.Targets[start+i]
-			if ctx.Err() != nil {
-				rep.Results[start+i] = timedOut(t, false)
-				return
-			}
-			rep.Results[start+i] = h.prove(ctx, t)
-		})
-	}
+	h.runBatches(ctx, req.Targets, rep.Results, parallelism(req.Parallelism), apply)
 	rep.GitProcesses = h.gitRuns.Load()
 	return rep
-}
-
-// batchSize is how many directories share one reading of the process
-// table for their proofs' in-use checks, and, in an apply, one more for
-// their removals' rechecks: reading every process of the host costs as
-// much as proving a few directories, and a thousand directories should
-// not read it two thousand times.
-const batchSize = 64
-
-// applyBatch proves each of targets again and renames each one the
-// proof allows to its trash name, then reads the process table once and
-// rechecks and removes each renamed one (finishRemoval). The table is
-// read after every rename of the batch, so each directory's recheck
-// still sees every process that could have reached it by its task's
-// name, as when it was read once per directory; results[i] is
-// targets[i]'s.
-func (h *host) applyBatch(ctx context.Context, targets []Target, results []Result, par int) {
-	started := make([]*removal, len(targets))
-	forEach(len(targets), par, func(i int) {
-		if ctx.Err() != nil {
-			results[i] = timedOut(targets[i], true)
-			return
-		}
-		results[i], started[i] = h.apply(ctx, targets[i])
-	})
-	if !slices.ContainsFunc(started, func(rm *removal) bool { return rm != nil }) {
-		return
-	}
-	procs := readProcs(ctx, h.uid)
-	forEach(len(targets), par, func(i int) {
-		if rm := started[i]; rm != nil {
-			results[i] = applied(rm.r, h.finishRemoval(ctx, procs, rm))
-		}
-	})
 }
 
 func newHost(probeSeconds int) *host {
