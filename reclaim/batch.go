@@ -18,7 +18,11 @@ const batchSize = 64
 // removals of one batch run while the next batch is proven, so that the
 // proof's git processes and the removal's system calls overlap; one
 // batch at most is being removed, so at most two batches' locks are
-// held.
+// held. A helper killed meanwhile leaves the renamed directories whole
+// under their trash names (nothing is emptied before its recheck), and
+// the next apply proves each in full, git included, as any interrupted
+// removal the CLI kept no report for (trash.go); a call whose time runs
+// out gives each its name back (finishRemoval).
 func (h *host) runBatches(ctx context.Context, targets []Target, results []Result, par int, apply bool) {
 	var removing sync.WaitGroup
 	defer removing.Wait()

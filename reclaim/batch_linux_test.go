@@ -117,3 +117,29 @@ func TestApplyBatchRechecksAfterEveryRename(t *testing.T) {
 	}
 	wantResult(t, rep.Results[1], Remove, Removed, "")
 }
+
+// A call whose time runs out once a batch's directories were renamed,
+// before their removal, gives each its name back, whole: no removal
+// starts after the call's time.
+func TestApplyTimeOutAfterRenameGivesNameBack(t *testing.T) {
+	root := newRoot(t)
+	targets := copies(t, root, 2)
+	// The second directory's lock is held past the call's time, so the
+	// batch's removals begin only once it ran out.
+	hold, err := taskdir.LockTaskDir(t.Context(), targets[1].Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	before := snapshot(t, root)
+	rep, err := Apply(context.Background(), Request{Targets: targets, Parallelism: 1, TimeoutSeconds: 3, ProbeTimeoutSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantResult(t, rep.Results[0], Fail, Failed, TimedOut)
+	if !strings.Contains(rep.Results[0].Detail, "before "+targets[0].Path()+" was removed") {
+		t.Fatalf("detail %q", rep.Results[0].Detail)
+	}
+	wantResult(t, rep.Results[1], Fail, Failed, Busy)
+	onlyRemoved(t, before, snapshot(t, root), "")
+}

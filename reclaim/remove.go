@@ -100,21 +100,27 @@ func (h *host) startRemoval(t Target, ev *Evidence) (*removal, error) {
 	if err != nil {
 		return nil, stepError(err)
 	}
-	trash := trashName(t.Dir)
-	err = sameDir(tasks, t.Dir, ev.Identity)
-	if _, serr := tasks.lstat(trash); err == nil && !errors.Is(serr, unix.ENOENT) {
-		err = fmt.Errorf("%s is in the way of the removal", filepath.Join(tasks.path, trash))
-	}
-	if err == nil {
-		if rerr := unix.Renameat(tasks.fd(), t.Dir, tasks.fd(), trash); rerr != nil {
-			err = fmt.Errorf("rename %s to %s: %w", t.Path(), trash, rerr)
-		}
-	}
-	if err != nil {
+	if err := renameToTrash(tasks, t, ev.Identity); err != nil {
 		tasks.close()
 		return nil, stepError(err)
 	}
 	return &removal{t: t, ev: ev, tasks: tasks, release: func() {}}, nil
+}
+
+// renameToTrash renames tasks/<dir>, when it is the directory proven
+// (want) and its trash name is free, to that name.
+func renameToTrash(tasks *dirFD, t Target, want Identity) error {
+	trash := trashName(t.Dir)
+	if err := sameDir(tasks, t.Dir, want); err != nil {
+		return err
+	}
+	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("%s is in the way of the removal", filepath.Join(tasks.path, trash))
+	}
+	if err := unix.Renameat(tasks.fd(), t.Dir, tasks.fd(), trash); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", t.Path(), trash, err)
+	}
+	return nil
 }
 
 // finishRemoval rechecks the renamed directory against procs, a reading
