@@ -29,38 +29,48 @@ func (h *host) prove(ctx context.Context, t Target) Result {
 	return result(t, ev, Decide(t, ev))
 }
 
-func (h *host) apply(ctx context.Context, t Target) Result {
+// apply proves t again and, when the proof allows its removal, starts
+// it (startRemoval): the removal returned, which the caller finishes,
+// holds the directory's lock. Otherwise the result is final.
+func (h *host) apply(ctx context.Context, t Target) (Result, *removal) {
 	if v, early := decideEarly(t); early {
-		return applied(result(t, Evidence{}, v), nil)
+		return applied(result(t, Evidence{}, v), nil), nil
 	}
 	// An earlier removal cut short is finished first.
 	tev := h.gatherTrash(ctx, t)
 	if !tev.Absent {
 		r := result(t, tev, Decide(planless(t), tev))
 		if r.Action != Remove {
-			return applied(r, nil)
+			return applied(r, nil), nil
 		}
 		if ctx.Err() != nil {
-			return timedOut(t, true)
+			return timedOut(t, true), nil
 		}
 		if err := h.removeTrash(ctx, t, &tev); err != nil {
-			return applied(r, err)
+			return applied(r, err), nil
 		}
 	}
 	ev, release := h.gatherDir(ctx, t, true)
-	defer release()
 	r := result(t, ev, Decide(t, ev))
 	if ev.Absent && !tev.Absent {
 		r.Detail = fmt.Sprintf("finished the interrupted removal of %s", t.Path())
 		r.Bytes, r.AgeSeconds, r.TaskID = tev.Bytes, tev.AgeSeconds, markerTask(tev)
 	}
 	if r.Action != Remove || ev.Absent {
-		return applied(r, nil)
+		release()
+		return applied(r, nil), nil
 	}
 	if ctx.Err() != nil {
-		return timedOut(t, true)
+		release()
+		return timedOut(t, true), nil
 	}
-	return applied(r, h.removeDir(ctx, t, &ev))
+	rm, err := h.startRemoval(t, &ev)
+	if err != nil {
+		release()
+		return applied(r, err), nil
+	}
+	rm.r, rm.release = r, release
+	return Result{}, rm
 }
 
 // decideEarly answers what needs no disk: a target not enabled, or a
@@ -169,7 +179,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	tr := h.walk(d, &ev)
 	d.close()
 	if h.probeTree(ctx, t, path, tr, &ev) {
-		ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, path, &ev)
+		ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, path, &ev)
 	}
 	return ev, release
 }

@@ -76,6 +76,8 @@ type host struct {
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
 	gits         gitGroups    // those running now, for the in-use check (gitgroups.go)
 
+	proofProcs *procsOnce // the process table for the proofs of the batch being proven
+
 	mountsOnce sync.Once
 	mounts     []string
 	mountsErr  error
@@ -107,24 +109,13 @@ func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
 	defer cancel()
 	defer h.scratch.removeAll()
 	rep := &Report{Results: make([]Result, len(req.Targets))}
-	forEach(len(req.Targets), parallelism(req.Parallelism), func(i int) {
-		t := req.Targets[i]
-		if ctx.Err() != nil {
-			rep.Results[i] = timedOut(t, apply)
-			return
-		}
-		if apply {
-			rep.Results[i] = h.apply(ctx, t)
-		} else {
-			rep.Results[i] = h.prove(ctx, t)
-		}
-	})
+	h.runBatches(ctx, req.Targets, rep.Results, parallelism(req.Parallelism), apply)
 	rep.GitProcesses = h.gitRuns.Load()
 	return rep
 }
 
 func newHost(probeSeconds int) *host {
-	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout}
+	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout, proofProcs: &procsOnce{}}
 	if probeSeconds > 0 {
 		h.probeTimeout = time.Duration(probeSeconds) * time.Second
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -35,6 +36,79 @@ type holder struct {
 type hold struct {
 	what string // "working directory", "root directory", "open file", "mapped file"
 	path string
+}
+
+// procView is one process as a reading of the process table saw it:
+// every file it holds (its working and root directory, open and mapped
+// files), or why it could not be inspected.
+type procView struct {
+	pid    int
+	comm   string
+	hidden string
+	held   []heldFile
+}
+
+// heldFile is one file a process holds: by the name it has it, and,
+// where the system tells, by what that name led to when it was read.
+type heldFile struct {
+	what, path string
+	id         devIno
+	hasID      bool
+}
+
+type devIno struct{ dev, ino uint64 }
+
+// holding is what v holds of dir: by its name, or among ids.
+func (v procView) holding(dir string, ids inodes) holder {
+	p := holder{pid: v.pid, comm: v.comm, hidden: v.hidden}
+	below := dir + "/" // under, without making it for each file
+	for _, f := range v.held {
+		path := strings.TrimSuffix(f.path, " (deleted)")
+		if path == dir || strings.HasPrefix(path, below) || f.hasID && ids.has(f.id.dev, f.id.ino) {
+			p.holds = append(p.holds, hold{what: f.what, path: path})
+		}
+	}
+	return p
+}
+
+// procTable is one reading of the login user's processes (readProcs),
+// asked about many directories: each is looked up in it by its names and
+// inodes, instead of reading every process again for each. It tells
+// about a directory only what ran when it was read, so a removal reads
+// it after renaming the directories it rechecks (applyBatch).
+type procTable struct {
+	procs   []procView
+	unknown string // why the processes could not be listed
+}
+
+// using lists the processes of t holding something of dir, or ids, and
+// those that could not be inspected.
+func (t *procTable) using(dir string, ids inodes) ([]holder, string) {
+	var out []holder
+	for _, v := range t.procs {
+		if p := v.holding(dir, ids); p.hidden != "" || len(p.holds) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out, t.unknown
+}
+
+// processesUsing reads the process table now and looks dir up in it.
+func processesUsing(ctx context.Context, dir string, uid int, ids inodes) ([]holder, string) {
+	return readProcs(ctx, uid).using(dir, ids)
+}
+
+// procsOnce is a process table read when first asked, by the proof's
+// own in-use check of each directory of a batch: that check only spares
+// the removal's, which reads the table again after the renames.
+type procsOnce struct {
+	once sync.Once
+	t    *procTable
+}
+
+func (p *procsOnce) get(ctx context.Context, uid int) *procTable {
+	p.once.Do(func() { p.t = readProcs(ctx, uid) })
+	return p.t
 }
 
 // inodes are the entries of a directory as its proof walked them, so
@@ -66,7 +140,14 @@ func (ids inodes) has(dev, ino uint64) bool {
 // name before the removal renamed it); unknown says why the host cannot
 // tell.
 func (h *host) inUse(ctx context.Context, dir, ran string, ev *Evidence) (users []string, unknown string) {
-	found, unknown := processesUsing(ctx, dir, h.uid, inodesOf(ev))
+	return h.inUseBy(readProcs(ctx, h.uid), dir, ran, ev)
+}
+
+// inUseBy is inUse as procs, read before, saw the processes; whether
+// one found there still runs, and what a child of this helper holds once
+// it exec'd, is asked now.
+func (h *host) inUseBy(procs *procTable, dir, ran string, ev *Evidence) (users []string, unknown string) {
+	found, unknown := procs.using(dir, inodesOf(ev))
 	if len(found) == 0 {
 		return nil, unknown
 	}

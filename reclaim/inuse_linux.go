@@ -20,33 +20,33 @@ import (
 // ssh-agent, which makes itself unreadable and works in /.
 var opaque = map[string]bool{"sshd": true, "sshd-session": true, "ssh-agent": true}
 
-// processesUsing reads /proc: the working and root directory, open
-// descriptors and mapped files of each process of uid, below dir by
-// their name or among ids by their device and inode.
-func processesUsing(_ context.Context, dir string, uid int, ids inodes) ([]holder, string) {
+// readProcs reads /proc once: the working and root directory, open
+// descriptors and mapped files of each process of uid, each by its name
+// and, where it leads to a file, by that file's device and inode.
+func readProcs(_ context.Context, uid int) *procTable {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, fmt.Sprintf("cannot list the processes: %v", err)
+		return &procTable{unknown: fmt.Sprintf("cannot list the processes: %v", err)}
 	}
 	self := os.Getpid()
 	mine := ancestors(self)
-	var out []holder
+	t := &procTable{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self || !ownedBy(pid, uid) {
 			continue
 		}
-		p := inspectProc(pid, dir, ids)
+		v := viewProc(pid)
 		// The init process, and the connection this helper serves,
 		// were there before any task.
-		if p.hidden != "" && (pid == 1 || mine[pid] || opaque[p.comm]) {
+		if v.hidden != "" && (pid == 1 || mine[pid] || opaque[v.comm]) {
 			continue
 		}
-		if p.hidden != "" || len(p.holds) > 0 {
-			out = append(out, p)
+		if v.hidden != "" || len(v.held) > 0 {
+			t.procs = append(t.procs, v)
 		}
 	}
-	return out, ""
+	return t
 }
 
 // afterExec is p as it is once no git of this helper is between fork and
@@ -79,56 +79,52 @@ func ownedBy(pid, uid int) bool {
 	return false
 }
 
-// inspectProc finds what pid holds of dir. A process that went away
-// meanwhile holds nothing.
-func inspectProc(pid int, dir string, ids inodes) holder {
-	p := holder{pid: pid}
+// inspectProc finds what pid holds of dir, now.
+func inspectProc(pid int, dir string, ids inodes) holder { return viewProc(pid).holding(dir, ids) }
+
+// viewProc reads what pid holds. A process that went away meanwhile
+// holds nothing.
+func viewProc(pid int) procView {
+	v := procView{pid: pid}
 	if b, err := os.ReadFile(procPath(pid, "comm")); err == nil {
-		p.comm = strings.TrimSuffix(string(b), "\n")
+		v.comm = strings.TrimSuffix(string(b), "\n")
 	}
 	hide := func(err error) bool {
 		if errors.Is(err, fs.ErrPermission) {
-			p.hidden = err.Error()
+			v.hidden = err.Error()
 			return true
 		}
 		return false
 	}
-	held := func(what, path string) {
-		p.holds = append(p.holds, hold{what: what, path: strings.TrimSuffix(path, " (deleted)")})
-	}
-	// link is a /proc link of pid: what it names, by path or, for a path
-	// elsewhere, by what the link leads to.
+	// link is a /proc link of pid: what it names, and what it leads to.
+	// A name that is no path (a pipe, a socket) is no file of a directory.
 	link := func(what, name string) error {
 		target, err := os.Readlink(procPath(pid, name))
-		switch {
-		case err != nil:
+		if err != nil || !strings.HasPrefix(target, "/") {
 			return err
-		case under(target, dir):
-			held(what, target)
-		case strings.HasPrefix(target, "/"):
-			if st, ok := statOf(procPath(pid, name)); ok && ids.has(st.dev, st.ino) {
-				held(what, target)
-			}
 		}
+		f := heldFile{what: what, path: target}
+		f.id, f.hasID = statOf(procPath(pid, name))
+		v.held = append(v.held, f)
 		return nil
 	}
 	for _, l := range [][2]string{{"cwd", "working directory"}, {"root", "root directory"}} {
 		if hide(link(l[1], l[0])) {
-			return p
+			return v
 		}
 	}
 	fds, err := os.ReadDir(procPath(pid, "fd"))
 	if hide(err) {
-		return p
+		return v
 	}
 	for _, fd := range fds {
 		if hide(link("open file", "fd/"+fd.Name())) {
-			return p
+			return v
 		}
 	}
 	maps, err := os.ReadFile(procPath(pid, "maps"))
 	if hide(err) {
-		return p
+		return v
 	}
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(maps))
@@ -141,12 +137,11 @@ func inspectProc(pid int, dir string, ids inodes) holder {
 		}
 		if path := strings.TrimLeft(f[5], " "); !seen[path] {
 			seen[path] = true
-			if under(path, dir) || mapsInode(ids, f[3], f[4]) {
-				held("mapped file", path)
-			}
+			id, ok := mapsID(f[3], f[4])
+			v.held = append(v.held, heldFile{what: "mapped file", path: path, id: id, hasID: ok})
 		}
 	}
-	return p
+	return v
 }
 
 // running: pid is a process that has not ended (a zombie has).
@@ -192,8 +187,6 @@ func statFields(pid int) []string {
 	return strings.Fields(string(b[i+1:]))
 }
 
-type devIno struct{ dev, ino uint64 }
-
 // statOf is what a /proc link leads to (a process that went away, or a
 // descriptor closed meanwhile, leads nowhere).
 func statOf(p string) (devIno, bool) {
@@ -204,15 +197,17 @@ func statOf(p string) (devIno, bool) {
 	return devIno{uint64(st.Dev), st.Ino}, true
 }
 
-// mapsInode: a maps line's device ("major:minor", hex) and inode are
-// among ids.
-func mapsInode(ids inodes, dev, ino string) bool {
+// mapsID is a maps line's device ("major:minor", hex) and inode.
+func mapsID(dev, ino string) (devIno, bool) {
 	maj, min, ok := strings.Cut(dev, ":")
 	if !ok {
-		return false
+		return devIno{}, false
 	}
 	ma, err1 := strconv.ParseUint(maj, 16, 32)
 	mi, err2 := strconv.ParseUint(min, 16, 32)
 	n, err3 := strconv.ParseUint(ino, 10, 64)
-	return err1 == nil && err2 == nil && err3 == nil && ids.has(unix.Mkdev(uint32(ma), uint32(mi)), n)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return devIno{}, false
+	}
+	return devIno{unix.Mkdev(uint32(ma), uint32(mi)), n}, true
 }

@@ -28,23 +28,24 @@ func (h *host) afterExec(p holder, _ string, _ *Evidence) holder { return p }
 // process needs telling apart as the proof's own.
 func procGroup(int) (ppid, pgid int, ok bool) { return 0, 0, false }
 
-// processesUsing asks lsof (there is no /proc here) what the processes
-// of uid hold: working and root directories, open and mapped files.
-// Without lsof nothing can be told, and the caller keeps the directory.
-func processesUsing(ctx context.Context, dir string, uid int, _ inodes) ([]holder, string) {
+// readProcs asks lsof (there is no /proc here) what the processes of
+// uid hold: working and root directories, open and mapped files, by
+// name. Without lsof nothing can be told, and the caller keeps the
+// directory.
+func readProcs(ctx context.Context, uid int) *procTable {
 	lsof, err := exec.LookPath("lsof")
 	if err != nil {
 		lsof = "/usr/sbin/lsof"
 		if _, err := os.Stat(lsof); err != nil {
-			return nil, "this host has no lsof to tell which processes use it"
+			return &procTable{unknown: "this host has no lsof to tell which processes use it"}
 		}
 	}
 	out, err := exec.CommandContext(ctx, lsof, "-nP", "-w", "-u", strconv.Itoa(uid), "-F", "pcfn").Output()
 	if err != nil && len(out) == 0 {
-		return nil, fmt.Sprintf("lsof failed: %v", err)
+		return &procTable{unknown: fmt.Sprintf("lsof failed: %v", err)}
 	}
 	self := os.Getpid()
-	var found []holder
+	var found []procView
 	what := ""
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -56,7 +57,7 @@ func processesUsing(ctx context.Context, dir string, uid int, _ inodes) ([]holde
 		v := line[1:]
 		if line[0] == 'p' {
 			pid, _ := strconv.Atoi(v)
-			found = append(found, holder{pid: pid})
+			found = append(found, procView{pid: pid})
 			continue
 		}
 		if len(found) == 0 {
@@ -72,16 +73,16 @@ func processesUsing(ctx context.Context, dir string, uid int, _ inodes) ([]holde
 				what = "open file"
 			}
 		case 'n':
-			if cur.pid != self && under(v, dir) {
-				cur.holds = append(cur.holds, hold{what: what, path: v})
+			if cur.pid != self {
+				cur.held = append(cur.held, heldFile{what: what, path: v})
 			}
 		}
 	}
-	var using []holder
+	t := &procTable{}
 	for _, p := range found {
-		if len(p.holds) > 0 {
-			using = append(using, p)
+		if len(p.held) > 0 {
+			t.procs = append(t.procs, p)
 		}
 	}
-	return using, ""
+	return t
 }

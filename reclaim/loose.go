@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -87,13 +88,24 @@ func (s *stores) check(ctx context.Context, objects string) error {
 }
 
 // checkStore hashes each loose object in the objects directory, until
-// the call's time runs out.
+// the call's time runs out. Only the fan-out directories it lists are
+// read (a small repository has a few of the 256).
 func checkStore(ctx context.Context, objects string) error {
-	for i := range 256 {
+	top, err := os.ReadDir(objects)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range top {
+		fan := t.Name()
+		if len(fan) != 2 || strings.Trim(fan, "0123456789abcdef") != "" {
+			continue // no fan-out directory git would read
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("hashing the loose objects of %s: the call's time ran out", objects)
 		}
-		fan := fmt.Sprintf("%02x", i)
 		ents, err := os.ReadDir(filepath.Join(objects, fan))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

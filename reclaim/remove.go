@@ -74,37 +74,84 @@ func (e *keptError) Error() string { return e.v.Detail }
 // that name, emptied and removed, and then both names are stat'ed to
 // prove it gone. A refusal after the rename gives it its name back.
 func (h *host) removeDir(ctx context.Context, t Target, ev *Evidence) error {
+	rm, err := h.startRemoval(t, ev)
+	if err != nil {
+		return err
+	}
+	return h.finishRemoval(ctx, readProcs(ctx, h.uid), rm)
+}
+
+// removal is a directory renamed to its trash name by startRemoval,
+// waiting for its recheck and removal (finishRemoval): r is the proof's
+// result, release drops the directory's lock.
+type removal struct {
+	t       Target
+	ev      *Evidence
+	tasks   *dirFD
+	r       Result
+	release func()
+}
+
+// startRemoval checks tasks/<dir> again (the directory the proof, ev,
+// saw) and renames it to its trash name: from then on nothing reaches it
+// by its task's name.
+func (h *host) startRemoval(t Target, ev *Evidence) (*removal, error) {
 	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
 	if err != nil {
-		return stepError(err)
+		return nil, stepError(err)
 	}
-	defer tasks.close()
+	if err := renameToTrash(tasks, t, ev.Identity); err != nil {
+		tasks.close()
+		return nil, stepError(err)
+	}
+	return &removal{t: t, ev: ev, tasks: tasks, release: func() {}}, nil
+}
+
+// renameToTrash renames tasks/<dir>, when it is the directory proven
+// (want) and its trash name is free, to that name.
+func renameToTrash(tasks *dirFD, t Target, want Identity) error {
 	trash := trashName(t.Dir)
-	if err := sameDir(tasks, t.Dir, ev.Identity); err != nil {
-		return stepError(err)
+	if err := sameDir(tasks, t.Dir, want); err != nil {
+		return err
 	}
 	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
-		return stepError(fmt.Errorf("%s is in the way of the removal", filepath.Join(tasks.path, trash)))
+		return fmt.Errorf("%s is in the way of the removal", filepath.Join(tasks.path, trash))
 	}
 	if err := unix.Renameat(tasks.fd(), t.Dir, tasks.fd(), trash); err != nil {
-		return stepError(fmt.Errorf("rename %s to %s: %w", t.Path(), trash, err))
+		return fmt.Errorf("rename %s to %s: %w", t.Path(), trash, err)
 	}
-	if err := h.recheck(ctx, tasks, trash, t, ev); err != nil {
+	return nil
+}
+
+// finishRemoval rechecks the renamed directory against procs, a reading
+// of the process table begun after the rename, then empties and removes
+// it; a refusal, or the call's time running out first, gives it its
+// name back. The directory's lock is released once done.
+func (h *host) finishRemoval(ctx context.Context, procs *procTable, rm *removal) error {
+	defer rm.release()
+	defer rm.tasks.close()
+	t, tasks, trash := rm.t, rm.tasks, trashName(rm.t.Dir)
+	err := h.recheck(tasks, procs, trash, t, rm.ev)
+	if err == nil && ctx.Err() != nil {
+		err = &keptError{Verdict{Action: Fail, Reason: TimedOut, Detail: fmt.Sprintf("the call's time ran out before %s was removed", t.Path())}}
+	}
+	if err != nil {
 		if rerr := renameNoReplace(tasks.fd(), trash, t.Dir); rerr != nil {
 			err.v.Detail += fmt.Sprintf("; it could not get its name back (%v), so it stays at %s", rerr, filepath.Join(tasks.path, trash))
 		}
 		return err
 	}
-	return h.emptyAndRemove(tasks, trash, t.Dir, ev)
+	return h.emptyAndRemove(tasks, trash, t.Dir, rm.ev)
 }
 
 // recheck refuses the removal of tasks/<name>, proven as ev, when a
-// process works in it or it changed since the proof began. Done once it
-// can no longer be reached by its task's name, so nothing that goes by
-// that name gets in between the check and the removal.
-func (h *host) recheck(ctx context.Context, tasks *dirFD, name string, t Target, ev *Evidence) *keptError {
+// process works in it (as procs, read after the rename, saw them) or it
+// changed since the proof began. Done once it can no longer be reached
+// by its task's name, so nothing that goes by that name gets in between
+// the check and the removal.
+func (h *host) recheck(tasks *dirFD, procs *procTable, name string, t Target, ev *Evidence) *keptError {
 	path := filepath.Join(tasks.path, name)
-	users, unknown := h.inUse(ctx, path, t.Path(), ev)
+	users, unknown := h.inUseBy(procs, path, t.Path(), ev)
 	switch {
 	case len(users) > 0:
 		return &keptError{Verdict{Action: Fail, Reason: InUse, Detail: fmt.Sprintf("%s is in use by %s; the removal waits for them to end", t.Path(), examples(users))}}

@@ -53,7 +53,7 @@ func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
 	case !h.probeTree(ctx, t, path, tr, &ev):
 		return ev
 	}
-	ev.InUse, ev.InUseUnknown = h.inUse(ctx, path, t.Path(), &ev)
+	ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, t.Path(), &ev)
 	return ev
 }
 
@@ -95,7 +95,7 @@ func (h *host) removeTrash(ctx context.Context, t Target, ev *Evidence) error {
 	}
 	defer tasks.close()
 	name := trashName(t.Dir)
-	if err := h.recheck(ctx, tasks, name, t, ev); err != nil {
+	if err := h.recheck(tasks, readProcs(ctx, h.uid), name, t, ev); err != nil {
 		return err
 	}
 	return h.emptyAndRemove(tasks, name, t.Dir, ev)
