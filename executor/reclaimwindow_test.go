@@ -203,3 +203,53 @@ func (f *launchFixture) twoRootsOfOrphans(t *testing.T) (first, second string) {
 	f.root = root1
 	return first, second
 }
+
+// Each host's listing carries the records as read once that host is
+// connected, not as read for the first: a task recorded while an
+// earlier host was listed (its directory on the later host old, so the
+// hour does not hold it) is no orphan to the later host's listing, which
+// keeps its directory.
+func TestConfirmedReclaimReadsTheRecordsAgainForEachHost(t *testing.T) {
+	f := newLaunchFixture(t)
+	ctx := context.Background()
+	root2 := filepath.Join(filepath.Dir(f.root), "zroot")
+	if err := os.MkdirAll(filepath.Join(root2, "tasks"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root2, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	late := filepath.Join(root2, "tasks", "tlate00000000")
+	if err := os.Rename(f.orphanDir(t, "tlate00000000", 0), late); err != nil {
+		t.Fatal(err)
+	}
+	backdate(t, late, 48*time.Hour)
+	if _, _, err := f.exec.AddHost(ctx, AddHostOptions{Name: "zeta", HostName: "127.0.0.1", Port: f.srv.Port(), User: f.srv.User(),
+		IdentityFiles: []string{f.srv.UserKeyPath}, IdentitiesOnly: true, WorkdirRoot: root2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.exec.TrustHost(ctx, TrustOptions{Name: "zeta", AcceptNew: true}); err != nil {
+		t.Fatal(err)
+	}
+	recorded := false
+	afterConfirmedView = func() {
+		if !recorded { // prod's turn: zeta is listed after it
+			recorded = true
+			createRecord(t, f.open(t), records.KindTask, "tlate00000000",
+				&records.Task{ID: "tlate00000000", Host: "zeta", Profile: "web", Phase: records.PhaseAllocating, TaskDir: late, Root: root2})
+		}
+	}
+	defer func() { afterConfirmedView = func() {} }()
+	rows, err := f.exec.ReclaimPlan(ctx, ReclaimOptions{Confirmed: &ConfirmedApply{}})
+	afterConfirmedView = func() {}
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rows, func(r ReclaimRow) bool { return r.Path == late })
+	if i < 0 || rows[i].Host != "zeta" || rows[i].Action != ReclaimKeep {
+		t.Errorf("the directory of a task recorded during prod's turn, on zeta: %+v, want kept", rows)
+	}
+	if _, err := os.Stat(filepath.Join(late, ".git")); err != nil {
+		t.Errorf("zeta's listing removed the directory of a task recorded before it: %v", err)
+	}
+}
