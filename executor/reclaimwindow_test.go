@@ -82,7 +82,8 @@ func TestConfirmedReclaimKeepsLaterRootsYoungerThanTheRead(t *testing.T) {
 // the conversation, and the answers already read (with what they
 // removed) were thrown away: a removal no row reported. The listing now
 // stops between directories when cancelled and answers, so every
-// removal made is a row.
+// removal made is a row, and the apply that cannot follow gives the
+// rows back with its error.
 func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 	f := newLaunchFixture(t)
 	first, second := f.twoRootsOfOrphans(t)
@@ -115,6 +116,18 @@ func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(second, ".git")); err != nil {
 		t.Errorf("%s, whose proof was interrupted: %v", second, err)
+	}
+	// The apply after it cannot start (its records cannot be read under
+	// a cancelled context), and still gives back what the listing did.
+	applied, err := f.exec.ApplyReclaim(ctx, rows, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the apply after the interrupt: %v, want it cancelled", err)
+	}
+	if i := slices.IndexFunc(applied, func(r ReclaimRow) bool { return r.Path == first }); i < 0 || applied[i].Action != ReclaimRemoved {
+		t.Errorf("the interrupted apply's rows lost %s's removal: %+v", first, applied)
+	}
+	if slices.ContainsFunc(applied, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }) {
+		t.Errorf("the interrupted apply left rows planned, as if still to come: %+v", applied)
 	}
 }
 
