@@ -87,23 +87,20 @@ func TestConfirmedReclaimKeepsLaterRootsYoungerThanTheRead(t *testing.T) {
 func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 	f := newLaunchFixture(t)
 	first, second := f.twoRootsOfOrphans(t)
-	stallUpstream(t, second)
+	asked := stallUpstream(t, second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	removed := make(chan struct{})
 	go func() {
-		defer close(removed)
-		for ctx.Err() == nil {
-			if _, err := os.Stat(first); errors.Is(err, os.ErrNotExist) {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // polls the host's side effect: no event says it
+		select {
+		case <-asked: // the second root's proof waits on its upstream: the first root is done
+			cancel()
+		case <-ctx.Done():
 		}
 	}()
 	rows, err := f.exec.ReclaimPlan(ctx, ReclaimOptions{Host: "prod", Confirmed: &ConfirmedApply{}})
-	cancel()
-	<-removed
+	if ctx.Err() == nil {
+		t.Fatalf("the second root's proof never asked its upstream: %+v, %v", rows, err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +129,16 @@ func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 }
 
 // stallUpstream points dir's origin at a server that accepts and never
-// answers, and keeps dir unchanged for two days.
-func stallUpstream(t *testing.T, dir string) {
+// answers, and keeps dir unchanged for two days; the channel closes at
+// its first connection.
+func stallUpstream(t *testing.T, dir string) <-chan struct{} {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	asked := make(chan struct{})
 	go func() {
 		var held []net.Conn
 		defer func() {
@@ -152,13 +151,16 @@ func stallUpstream(t *testing.T, dir string) {
 			if err != nil {
 				return
 			}
-			held = append(held, c)
+			if held = append(held, c); len(held) == 1 {
+				close(asked)
+			}
 		}
 	}()
 	if out, err := exec.Command("git", "-C", dir, "remote", "set-url", "origin", "http://"+ln.Addr().String()+"/app.git").CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	backdate(t, dir, 48*time.Hour)
+	return asked
 }
 
 // stopControllers stands for a finished agent's controller having
