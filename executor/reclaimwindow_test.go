@@ -81,9 +81,9 @@ func TestConfirmedReclaimKeepsLaterRootsYoungerThanTheRead(t *testing.T) {
 // Ctrl-C while a later root's removal waits on its upstream used to end
 // the conversation, and the answers already read (with what they
 // removed) were thrown away: a removal no row reported. The listing now
-// stops between directories when cancelled and answers, so every
-// removal made is a row, and the apply that cannot follow gives the
-// rows back with its error.
+// stops when cancelled (the proof it runs, and the listings sent behind
+// it) and answers, so every removal made is a row, and the apply that
+// cannot follow gives the rows back with its error.
 func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 	f := newLaunchFixture(t)
 	first, second := f.twoRootsOfOrphans(t)
@@ -113,6 +113,12 @@ func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(second, ".git")); err != nil {
 		t.Errorf("%s, whose proof was interrupted: %v", second, err)
+	}
+	// The host stopped the second root's proof and answered: its row says
+	// so, rather than the host's conversation killed with it unanswered
+	// (and whatever the helper did after that unknown).
+	if i := slices.IndexFunc(rows, func(r ReclaimRow) bool { return r.Path == second }); i < 0 || rows[i].Action != ReclaimSkipped {
+		t.Errorf("%s, whose proof the interrupt stopped: %+v, want the host's answer (skipped)", second, rows)
 	}
 	// The apply after it cannot start (its records cannot be read under
 	// a cancelled context), and still gives back what the listing did.
