@@ -25,11 +25,12 @@ import (
 // monotonic clock, so a root walked late (an earlier root's removals
 // waited on an upstream) is only listed. Every younger orphan, and every
 // root walked late, goes to the second request, whose fresh records keep
-// a live task's directory. The hour then covers only what no clock here
-// measures: the transit and a step of the host's wall clock (a record
+// a live task's directory. The hour then covers only what neither clock
+// measures: the request's way from its encoding here to the helper (the
+// bootstrap's check, and the helper's upload where it is not cached:
+// minutes at worst) and a step of the host's wall clock (a record
 // written after the second read is not covered by either path: the
-// host's in-use check is what holds those). The records are read once
-// the host is connected, so the bootstrap is not counted in.
+// host's in-use check is what holds those).
 
 // ConfirmedApply makes ReclaimPlan apply with its listing what the
 // rows it returns would be applied to: Saved (--plan FILE, nil without)

@@ -30,8 +30,9 @@ import (
 // time since this request came in). A root walked later (an earlier
 // root's removals took their time, or the host was slow) is only
 // listed, and its removals go to the second request. The hour then only
-// has to cover what neither clock measures: the request's transit and a
-// step of the host's wall clock. A directory changed in the host's
+// has to cover what neither clock measures: the request's way here (the
+// bootstrap, an upload of the helper) and a step of the host's wall
+// clock. A directory changed in the host's
 // future counts as changed now, so young.
 
 // ListApply asks a listing to remove what the caller's plan would
