@@ -115,11 +115,10 @@ func (e *Executor) ReclaimPlan(ctx context.Context, o ReclaimOptions) ([]Reclaim
 		}
 		progress(step)
 		got, err := e.listHost(ctx, h, roots[i], view, o)
+		rows = append(rows, got...) // what the roots listed before a failure removed, too
 		if err != nil {
 			rows = append(rows, ReclaimRow{Host: h.Name, Action: ReclaimFailed, Err: err})
-			continue
 		}
-		rows = append(rows, got...)
 	}
 	includeUncheckable(rows, o.IncludeUncheckable)
 	for i := range rows {
@@ -242,46 +241,30 @@ func (e *Executor) connectHelper(ctx context.Context, h *records.Host) (*hostCon
 // login user's alone, say /tmp) is one failed row of its own: the other
 // roots are still listed, and planned. Confirmed, the records are read
 // again once connected, and the listing removes what it can by itself
-// (reclaimfused.go): those rows come back applied.
+// (reclaimfused.go): those rows come back applied, and, should the
+// conversation end part way, with the error.
 func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string, view reclaim.LocalView, o ReclaimOptions) ([]ReclaimRow, error) {
 	hc, err := e.connect(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	var apply *reclaim.ListApply
+	var read time.Time
 	if o.Confirmed != nil {
 		if view, err = e.localView(ctx); err != nil {
 			hc.Close()
 			return nil, err
 		}
+		read = confirmedViewRead()
 		afterConfirmedView()
 		apply = o.Confirmed.listApply(h.Name, view, o.OlderThan, o.MinSize)
 	}
-	cv, listings, err := hc.listRoots(ctx, roots, apply)
+	cv, listings, err := hc.listRoots(ctx, roots, apply, read)
+	rows := listedRows(h.Name, roots[:len(listings)], listings, view, o.OlderThan)
 	if err != nil {
 		hc.Close()
-		return nil, err
+		return rows, err
 	}
-	var rows []ReclaimRow
-	seen := map[string]bool{}
-	for i, root := range roots {
-		l := listings[i].listing
-		if err := listings[i].err; err != nil {
-			err = fmt.Errorf("listing %s on %s: %w", root, h.Name, err)
-			rows = append(rows, ReclaimRow{Host: h.Name, Path: filepath.Join(root, "tasks"), Root: root, Action: ReclaimFailed, Err: err})
-			continue
-		}
-		if !seen[l.Root] {
-			seen[l.Root] = true
-			for i, r := range reclaim.Plan(l, view, o.OlderThan) {
-				row := planRow(h.Name, l.Root, r)
-				row.Running = orphansOf(l.Entries[i], view)
-				rows = append(rows, row)
-			}
-		}
-		rows = withApplied(rows, h.Name, l.Root, l.Applied) // a later listing's results are the newer
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
 	switch {
 	case slices.ContainsFunc(rows, func(r ReclaimRow) bool { return r.Action == ReclaimRemove }):
 		e.kept.keep(hc, cv) // for the apply that may follow (reclaimconn.go)
@@ -295,6 +278,32 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 		hc.Close()
 	}
 	return rows, nil
+}
+
+// listedRows plans each root's listing, with what it removed; a root
+// listed twice (two spellings of one) is planned once.
+func listedRows(host string, roots []string, listings []rootListing, view reclaim.LocalView, olderThan time.Duration) []ReclaimRow {
+	var rows []ReclaimRow
+	seen := map[string]bool{}
+	for i, root := range roots {
+		l := listings[i].listing
+		if err := listings[i].err; err != nil {
+			err = fmt.Errorf("listing %s on %s: %w", root, host, err)
+			rows = append(rows, ReclaimRow{Host: host, Path: filepath.Join(root, "tasks"), Root: root, Action: ReclaimFailed, Err: err})
+			continue
+		}
+		if !seen[l.Root] {
+			seen[l.Root] = true
+			for i, r := range reclaim.Plan(l, view, olderThan) {
+				row := planRow(host, l.Root, r)
+				row.Running = orphansOf(l.Entries[i], view)
+				rows = append(rows, row)
+			}
+		}
+		rows = withApplied(rows, host, l.Root, l.Applied) // a later listing's results are the newer
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
+	return rows
 }
 
 // planRow is a plan row as printed. A candidate whose marker names

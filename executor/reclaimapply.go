@@ -15,14 +15,22 @@ import (
 // read again first: a task that became live since the plan keeps its
 // directory; an archived task's directory is removed under its claim.
 // Every plan row comes back with what was done; a row its listing
-// applied already (ConfirmedApply) is left as it is.
+// applied already (ConfirmedApply) is left as it is, even when the
+// apply cannot start (the rows come with the error then).
 func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress func(string)) ([]ReclaimRow, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
 	view, err := e.localView(ctx)
 	if err != nil {
-		return nil, err
+		// Interrupted, say: what the listing removed is still to be said.
+		out := slices.Clone(plan)
+		for i := range out {
+			if r := &out[i]; r.Action == string(reclaim.Remove) {
+				r.Action, r.Reason, r.Detail, r.Err = ReclaimFailed, "", err.Error(), err
+			}
+		}
+		return out, err
 	}
 	out := slices.Clone(plan)
 	e.stopAllOrphans(ctx, out, view, progress)

@@ -28,8 +28,15 @@ import (
 // listRoots lists roots in a new conversation with the helper, all the
 // requests sent at once; each root's listing, or the failure the helper
 // reported for that root alone, comes back in order. An error is the
-// host's as a whole: the conversation is then over.
-func (hc *hostConn) listRoots(ctx context.Context, roots []string, apply *reclaim.ListApply) (*remote.Conversation, []rootListing, error) {
+// host's as a whole: the conversation is then over, and the listings
+// come with it that were read before (they may have removed: apply, read
+// at read, makes each listing remove what it proves alone).
+func (hc *hostConn) listRoots(ctx context.Context, roots []string, apply *reclaim.ListApply, read time.Time) (*remote.Conversation, []rootListing, error) {
+	if apply != nil {
+		a := *apply
+		a.ReadAgeMillis = time.Since(read).Milliseconds() // at send: the host counts on from its arrival
+		apply = &a
+	}
 	var first []byte
 	for _, root := range roots {
 		b, err := protocol.EncodeRequest(protocol.OpReclaimList, reclaim.ListRequest{Root: root, Apply: apply})
@@ -51,7 +58,9 @@ func (hc *hostConn) listRoots(ctx context.Context, roots []string, apply *reclai
 				var re *remote.Error
 				switch {
 				case err == nil:
+					afterRootListed(cv)
 				case !errors.As(err, &re):
+					got = got[:i]
 					return err // the conversation ended
 				case re.Code == protocol.CodeProtocol:
 					stale = err // every answer read, so the next helper starts clean
@@ -65,10 +74,14 @@ func (hc *hostConn) listRoots(ctx context.Context, roots []string, apply *reclai
 		if cv != nil {
 			cv.Finish(probeTimeout)
 		}
-		return nil, nil, err
+		return nil, got, err
 	}
 	return cv, got, nil
 }
+
+// afterRootListed runs once a root's listing is read; tests end the
+// conversation there, as a link that drops would.
+var afterRootListed = func(*remote.Conversation) {}
 
 // rootListing is one root's answer: its listing, or what the helper
 // refused about it.

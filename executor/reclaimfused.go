@@ -18,15 +18,19 @@ import (
 // What the second read of the records catches, the one turn gets from
 // the host: a task recorded here after the records were read (another
 // kandev-exec's launch, say) has its directory made after that (a launch
-// records its task before any remote side effect), so within the turn;
-// the host takes only orphans unchanged for reclaim.ListedMinAge, and
-// leaves every younger one to the second request, whose fresh records
-// keep a live task's directory. The records are read for the listing
-// once the host is connected, so the turn is the listing's alone; the
-// hour assumes it is shorter than that (a machine asleep for an hour
-// between the read and the listing is not covered, as a record written
-// after the second read is not covered today: the host's in-use check
-// is what holds those).
+// records its task before any remote side effect). The host takes only
+// orphans unchanged for reclaim.ListedMinAge, and only while the records
+// are at most reclaim.ListedWindow old: the request says how old they
+// were when sent, and the host counts on from its arrival on its own
+// monotonic clock, so a root walked late (an earlier root's removals
+// waited on an upstream) is only listed. Every younger orphan, and every
+// root walked late, goes to the second request, whose fresh records keep
+// a live task's directory. The hour then covers only what neither clock
+// measures: the request's way from its encoding here to the helper (the
+// bootstrap's check, and the helper's upload where it is not cached:
+// minutes at worst) and a step of the host's wall clock (a record
+// written after the second read is not covered by either path: the
+// host's in-use check is what holds those).
 
 // ConfirmedApply makes ReclaimPlan apply with its listing what the
 // rows it returns would be applied to: Saved (--plan FILE, nil without)
@@ -39,6 +43,10 @@ type ConfirmedApply struct {
 // afterConfirmedView runs once a confirmed reclaim read its records for
 // a host's listing; tests make a task appear there.
 var afterConfirmedView = func() {}
+
+// confirmedViewRead is when those records were read; tests make it
+// earlier, as a slow link or a long bootstrap would.
+var confirmedViewRead = time.Now
 
 // listApply is what the listing of host removes by itself.
 func (c *ConfirmedApply) listApply(host string, view reclaim.LocalView, olderThan time.Duration, minSize int64) *reclaim.ListApply {

@@ -52,3 +52,41 @@ func waitFile(t *testing.T, path string) {
 	}
 	t.Fatalf("%s never appeared", path)
 }
+
+// A cancel stops, with the request it reaches, those of its operation
+// sent behind it (a reclaim sends every root's listing at once): a
+// listing queued behind the one interrupted used to be served in full,
+// and remove, after the caller had stopped reading. They are answered as
+// stopped at once; another operation behind them is served as sent.
+func TestServeCancelStopsTheQueuedRequestsOfItsOperation(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tasks", "t-1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	started, queued := filepath.Join(tmp, "started"), filepath.Join(tmp, "queued")
+	send, inW, answers, served := converse(t)
+	send(protocol.OpRunScript, taskdir.RunScriptRequest{Dir: dir, Shell: "/bin/sh",
+		Script: "touch " + started + "; while :; do sleep 1; done"})
+	send(protocol.OpRunScript, taskdir.RunScriptRequest{Dir: dir, Shell: "/bin/sh", Script: "touch " + queued})
+	send(protocol.OpVersion, nil)
+	waitFile(t, started)
+	send(protocol.OpCancel, nil)
+	inW.Close()
+	var res taskdir.RunScriptResult
+	if err := answers.Next(&res, nil); err != nil || res.ExitCode != 128+9 {
+		t.Fatalf("cancelled script: %+v, %v", res, err)
+	}
+	res = taskdir.RunScriptResult{}
+	err := answers.Next(&res, nil)
+	if _, serr := os.Stat(queued); serr == nil {
+		t.Errorf("the script queued behind the cancelled one ran (answer %+v, %v)", res, err)
+	}
+	var v protocol.VersionInfo
+	if err := answers.Next(&v, nil); err != nil || v.Protocol != protocol.Protocol() {
+		t.Fatalf("version after the cancel: %+v, %v", v, err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}

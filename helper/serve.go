@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/helper/protocol"
@@ -131,7 +132,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 				}
 				in.carryOn(err)
 			} else {
-				res, opErr = in.serve(ctx, b, progress)
+				res, opErr = in.serve(ctx, l, progress)
 			}
 			var fail *protocol.Error
 			if opErr != nil {
@@ -152,10 +153,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 }
 
-// requestLine is one line of input, or how the input ended.
+// requestLine is one line of input, or how the input ended: at is when
+// it was read, and cancelled that a cancel came while it waited its turn
+// behind a Cancellable request (the caller was interrupted: it is served
+// as stopped at once).
 type requestLine struct {
-	b   []byte
-	err error
+	b         []byte
+	err       error
+	at        time.Time
+	cancelled bool
 }
 
 // requests reads the helper's input ahead of what it serves.
@@ -176,7 +182,7 @@ func newRequests(r io.Reader) *requests {
 		for {
 			b, err := protocol.ReadLine(br, protocol.MaxRequest)
 			select {
-			case q.lines <- requestLine{b, err}:
+			case q.lines <- requestLine{b: b, err: err, at: time.Now()}:
 			case <-q.done:
 				return
 			}
@@ -234,11 +240,17 @@ func (q *requests) next() requestLine {
 	return l
 }
 
-// serve runs request b, and stops it when a cancel arrives meanwhile and
-// its operation is Cancellable. Other lines are kept for their turn.
-func (q *requests) serve(ctx context.Context, b []byte, progress func(protocol.Progress)) (any, error) {
-	ctx, cancel := context.WithCancel(ctx)
+// serve runs request l, and stops it when a cancel arrives meanwhile and
+// its operation is Cancellable, with the requests of that operation that
+// wait their turn (a reclaim sends one listing per root at once). Other
+// lines are kept for their turn.
+func (q *requests) serve(ctx context.Context, l requestLine, progress func(protocol.Progress)) (any, error) {
+	b := l.b
+	ctx, cancel := context.WithCancel(reclaim.Received(ctx, l.at))
 	defer cancel()
+	if l.cancelled {
+		cancel()
+	}
 	type answer struct {
 		res any
 		err error
@@ -262,6 +274,11 @@ func (q *requests) serve(ctx context.Context, b []byte, progress func(protocol.P
 				q.queued = append(q.queued, l)
 			case protocol.Cancellable(op):
 				cancel()
+				for i := range q.queued {
+					if _, qop, _ := protocol.RequestHead(q.queued[i].b); qop == op {
+						q.queued[i].cancelled = true
+					}
+				}
 			}
 			if l.err != nil && isCancel(l.b) {
 				q.queued = append(q.queued, requestLine{err: l.err}) // the input's end, still to be seen

@@ -21,8 +21,19 @@ import (
 // marker names a task the records sent do not hold), and the caller
 // reads its records again before that second request to catch it. A
 // launch records its task before it makes the task's directory, so such
-// a directory was made after the records were read, within this call's
-// one turn: it has changed within ListedMinAge, far longer than a turn.
+// a directory was made after the records were read. Its age is this
+// host's now, at the walk, less its newest change, so it is at most the
+// time from the read to the walk (plus the clocks' disagreement) only if
+// the walk is soon after the read: the listing removes only while the
+// read is at most ListedWindow old by this host's monotonic clock (the
+// caller's measure of the time up to sending, ReadAgeMillis, plus the
+// time since this request came in). A root walked later (an earlier
+// root's removals took their time, or the host was slow) is only
+// listed, and its removals go to the second request. The hour then only
+// has to cover what neither clock measures: the request's way here (the
+// bootstrap, an upload of the helper) and a step of the host's wall
+// clock. A directory changed in the host's
+// future counts as changed now, so young.
 
 // ListApply asks a listing to remove what the caller's plan would
 // remove and this call can prove alone.
@@ -39,6 +50,8 @@ type ListApply struct {
 	Only       []PlannedDir `json:"only,omitempty"`
 	// Task: only the directory whose marker names this task.
 	Task string `json:"task,omitempty"`
+	// ReadAgeMillis: how long before sending the caller read View.
+	ReadAgeMillis int64 `json:"read_age_ms"`
 }
 
 // PlannedDir is a directory a saved plan marked for removal.
@@ -51,6 +64,30 @@ type PlannedDir struct {
 // this long (see above); younger ones wait for the caller's second look.
 const ListedMinAge = time.Hour
 
+// ListedWindow bounds the age of the records a listing removes with, as
+// the caller and this host measure it (see above).
+const ListedWindow = 2 * time.Minute
+
+type receivedKey struct{}
+
+// Received notes on ctx when the request it serves came in: the helper
+// reads requests ahead of serving them, and a listing's window counts
+// from its arrival.
+func Received(ctx context.Context, at time.Time) context.Context {
+	return context.WithValue(ctx, receivedKey{}, at)
+}
+
+// readAge is how old the caller's records are now: what it measured up
+// to sending, and the time since the request came in (since now, served
+// as it came, without Received).
+func (a *ListApply) readAge(ctx context.Context) time.Duration {
+	at, ok := ctx.Value(receivedKey{}).(time.Time)
+	if !ok {
+		at = time.Now()
+	}
+	return time.Duration(a.ReadAgeMillis)*time.Millisecond + time.Since(at)
+}
+
 // ListAndApply lists req.Root and, when req.Apply asks, removes what it
 // selects (Listing.Applied: one result per directory it tried).
 func ListAndApply(ctx context.Context, req ListRequest) (*Listing, error) {
@@ -59,6 +96,9 @@ func ListAndApply(ctx context.Context, req ListRequest) (*Listing, error) {
 		return l, err
 	}
 	a := req.Apply
+	if a.readAge(ctx) > ListedWindow {
+		return l, nil // walked too long after the read: listed only
+	}
 	var targets []Target
 	for i, r := range Plan(*l, a.View, time.Duration(a.OlderThanSeconds)*time.Second) {
 		if t, ok := a.target(l.Root, l.Entries[i], r); ok {

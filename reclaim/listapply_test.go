@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -43,6 +44,28 @@ func TestListApplyTakesOnlyOldOrphansTheCallerWouldRemove(t *testing.T) {
 		tg, ok := c.a.target("/r", c.e, c.r)
 		if ok != c.taken || ok && (*tg.Identity != *c.id || tg.Dir != c.r.Dir || tg.TaskID != c.r.TaskID || tg.InstallationID != "iours" || !tg.Enabled || tg.Root != "/r") {
 			t.Errorf("%s: taken %v (%+v), want %v", c.name, ok, tg, c.taken)
+		}
+	}
+}
+
+// The records' age a listing removes with counts what the caller
+// measured up to sending and the time since the request came in (the
+// helper reads requests ahead of serving them, so a later root's
+// listing waits its turn): either alone may pass ListedWindow.
+func TestListApplyCountsTheRecordsAgeFromTheirRead(t *testing.T) {
+	window := ListedWindow.Milliseconds()
+	for _, c := range []struct {
+		name     string
+		sent     int64
+		received time.Duration
+	}{
+		{"read long before the send", window + 1, 0},
+		{"waited its turn on the host", 0, ListedWindow + time.Second},
+		{"both together", window / 2, ListedWindow/2 + time.Second},
+	} {
+		ctx := Received(context.Background(), time.Now().Add(-c.received))
+		if got := (&ListApply{ReadAgeMillis: c.sent}).readAge(ctx); got <= ListedWindow {
+			t.Errorf("%s: the records are %s old, within the window (%s)", c.name, got, ListedWindow)
 		}
 	}
 }

@@ -173,18 +173,27 @@ func reclaimRun(ctx context.Context, o *Options) error {
 	fillErrors(rows)
 	if o.Apply {
 		if rows, err = applyPlan(ctx, o, ex, rows, progress); err != nil {
+			if rows != nil { // interrupted, say, after the listing removed
+				_ = printOutput(o, rows)
+			}
 			return err
 		}
 	}
-	if o.JSON {
-		if err := cmdutil.WriteJSON(o.IO.Out, rows); err != nil {
-			return err
-		}
-	} else {
-		printRows(o.IO.Out, rows)
-		printSummary(o.IO, rows, o.Apply)
+	if err := printOutput(o, rows); err != nil {
+		return err
 	}
 	return outcome(rows)
+}
+
+// printOutput prints the rows as asked: JSON, or the table and its
+// summary.
+func printOutput(o *Options, rows []executor.ReclaimRow) error {
+	if o.JSON {
+		return cmdutil.WriteJSON(o.IO.Out, rows)
+	}
+	printRows(o.IO.Out, rows)
+	printSummary(o.IO, rows, o.Apply)
+	return nil
 }
 
 // applyPlan shows the plan and asks on a terminal, then applies it.
@@ -208,11 +217,8 @@ func applyPlan(ctx context.Context, o *Options, ex *executor.Executor, rows []ex
 		}
 	}
 	out, err := ex.ApplyReclaim(ctx, rows, progress)
-	if err != nil {
-		return nil, err
-	}
 	fillErrors(out)
-	return out, nil
+	return out, err
 }
 
 // checkIncluded refuses an --include-uncheckable path the plan does not

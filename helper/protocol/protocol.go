@@ -60,9 +60,11 @@ const (
 )
 
 // Cancellable operations stop what they started on the host when the
-// CLI cancels them: they only make or check a task directory, so there
-// is nothing half-done that a later launch does not redo.
-func Cancellable(op string) bool { return op == OpPrepare || op == OpRunScript }
+// CLI cancels them: prepare and run-script only make or check a task
+// directory, so there is nothing half-done that a later launch does not
+// redo; a listing that removes stops between directories, and answers
+// with what it removed, so an interrupted reclaim reports every removal.
+func Cancellable(op string) bool { return op == OpPrepare || op == OpRunScript || op == OpReclaimList }
 
 // Error codes of the protocol itself. The operations add their own, which
 // stay with the package that raises them (taskdir's Code constants, which
