@@ -28,7 +28,7 @@ func (h *host) runBatches(ctx context.Context, targets []Target, results []Resul
 	defer removing.Wait()
 	for start := 0; start < len(targets); start += batchSize {
 		ts, rs := targets[start:min(start+batchSize, len(targets))], results[start:min(start+batchSize, len(targets))]
-		h.proofProcs = &procsOnce{}
+		h.proofProcs = &procsRecent{}
 		if !apply {
 			forEach(len(ts), par, func(i int) {
 				if ctx.Err() != nil {

@@ -76,7 +76,7 @@ type host struct {
 	gitRuns      atomic.Int64 // git processes started, for the benchmark's report
 	gits         gitGroups    // those running now, for the in-use check (gitgroups.go)
 
-	proofProcs *procsOnce // the process table for the proofs of the batch being proven
+	proofProcs *procsRecent // the process table for the proofs of the batch being proven
 
 	mountsOnce sync.Once
 	mounts     []string
@@ -109,13 +109,41 @@ func (h *host) run(ctx context.Context, req Request, apply bool) *Report {
 	defer cancel()
 	defer h.scratch.removeAll()
 	rep := &Report{Results: make([]Result, len(req.Targets))}
-	h.runBatches(ctx, req.Targets, rep.Results, parallelism(req.Parallelism), apply)
+	// A directory named twice is proven once: its second claim would take
+	// over the first's renamed directory while the first still holds it.
+	type named struct{ root, dir string }
+	seen := make(map[named]bool, len(req.Targets))
+	var targets []Target
+	var at []int
+	for i, t := range req.Targets {
+		if seen[named{t.Root, t.Dir}] {
+			rep.Results[i] = namedTwice(t, apply)
+			continue
+		}
+		seen[named{t.Root, t.Dir}] = true
+		targets, at = append(targets, t), append(at, i)
+	}
+	results := make([]Result, len(targets))
+	h.runBatches(ctx, targets, results, parallelism(req.Parallelism), apply)
+	for k, i := range at {
+		rep.Results[i] = results[k]
+	}
 	rep.GitProcesses = h.gitRuns.Load()
 	return rep
 }
 
+// namedTwice is the result of a target the request named before: the
+// first is the one proven, and holds its lock meanwhile.
+func namedTwice(t Target, apply bool) Result {
+	r := Result{Path: t.Path(), Action: Fail, Reason: Busy, Detail: fmt.Sprintf("%s is named twice in one request; only the first is proven", t.Path())}
+	if apply {
+		r.Outcome = Failed
+	}
+	return r
+}
+
 func newHost(probeSeconds int) *host {
-	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout, proofProcs: &procsOnce{}}
+	h := &host{uid: os.Getuid(), probeTimeout: defaultProbeTimeout, proofProcs: &procsRecent{}}
 	if probeSeconds > 0 {
 		h.probeTimeout = time.Duration(probeSeconds) * time.Second
 	}

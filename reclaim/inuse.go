@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -98,16 +99,27 @@ func processesUsing(ctx context.Context, dir string, uid int, ids inodes) ([]hol
 	return readProcs(ctx, uid).using(dir, ids)
 }
 
-// procsOnce is a process table read when first asked, by the proof's
-// own in-use check of each directory of a batch: that check only spares
-// the removal's, which reads the table again after the renames.
-type procsOnce struct {
-	once sync.Once
-	t    *procTable
+// procsRecent is the process table the proofs of a batch share, read
+// again once it is older than proofTableAge: the proof's own in-use
+// check only spares the removal's, which reads the table again after the
+// renames, but a plan that says remove should not rest on a reading
+// taken long before its directory was walked.
+type procsRecent struct {
+	mu sync.Mutex
+	t  *procTable
+	at time.Time
 }
 
-func (p *procsOnce) get(ctx context.Context, uid int) *procTable {
-	p.once.Do(func() { p.t = readProcs(ctx, uid) })
+// proofTableAge bounds how old a proof's reading of the process table
+// may be: a second is a few directories' proofs.
+const proofTableAge = time.Second
+
+func (p *procsRecent) get(ctx context.Context, uid int) *procTable {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.t == nil || time.Since(p.at) > proofTableAge {
+		p.t, p.at = readProcs(ctx, uid), time.Now()
+	}
 	return p.t
 }
 

@@ -99,8 +99,10 @@ func checkStore(ctx context.Context, objects string) error {
 		return err
 	}
 	for _, t := range top {
+		// Upper case counts too: on a case-insensitive filesystem (macOS,
+		// ext4 casefold) git opening objects/ab reads what was made as AB.
 		fan := t.Name()
-		if len(fan) != 2 || strings.Trim(fan, "0123456789abcdef") != "" {
+		if len(fan) != 2 || strings.Trim(strings.ToLower(fan), "0123456789abcdef") != "" {
 			continue // no fan-out directory git would read
 		}
 		if ctx.Err() != nil {
@@ -116,7 +118,7 @@ func checkStore(ctx context.Context, objects string) error {
 		for _, e := range ents {
 			// Anything else (tmp_obj_ files of a write in flight) is no
 			// object git would read.
-			if oid := fan + e.Name(); oidRE.MatchString(oid) {
+			if oid := strings.ToLower(fan + e.Name()); oidRE.MatchString(oid) {
 				if err := checkLoose(filepath.Join(objects, fan, e.Name()), oid); err != nil {
 					return err
 				}
