@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 )
 
 // git status reports what git looks at, and git can be told not to look:
@@ -30,6 +32,20 @@ const gitlinkMode = "160000"
 // lsFilesArgs: every entry of the index, sparse directories expanded,
 // with its mode, object and flags.
 var lsFilesArgs = []string{"ls-files", "-z", "--stage", "-v"}
+
+// indexEntries is the checkout's index as `git ls-files` lists it: read
+// from the file where the reader is sure to read what git would
+// (indexfile.go), else from git. head is the commit status named.
+func (h *host) indexEntries(ctx context.Context, r repo, cfg gitsafe.Config, head string) (map[string]indexEntry, error) {
+	if idx, err := readIndexFile(r.gitDir, cfg, head); err == nil {
+		return idx, nil
+	}
+	out, err := r.git(ctx, h, "", lsFilesArgs...)
+	if err != nil {
+		return nil, err
+	}
+	return parseLsFiles(out)
+}
 
 // parseLsFiles reads "<tag> <mode> <oid> <stage>\t<path>" records.
 func parseLsFiles(out []byte) (map[string]indexEntry, error) {
