@@ -18,7 +18,7 @@ import (
 type indexCase struct {
 	name     string
 	format   string // "sha256" for a repository of that object format
-	setup    func(t *testing.T, dir string)
+	setup    func(t testing.TB, dir string)
 	rewrite  func(t *testing.T, dir string) // run again after each version change
 	want     map[string]byte                // entries the fixture must have made
 	exts     []string                       // extensions the index file must carry
@@ -37,17 +37,17 @@ func indexCases() []indexCase {
 		{name: "unmerged", setup: setupConflict, want: map[string]byte{"f": 'M', "d": 'M', "resolved": 'H'}, exts: []string{"REUC"}},
 		{name: "sha256", format: "sha256", setup: setupFlags, want: map[string]byte{"skip": 'S', "assumed": 'h', "ita": 'H'}},
 		{name: "sha256 unmerged", format: "sha256", setup: setupConflict, want: map[string]byte{"f": 'M', "d": 'M'}},
-		{name: "untracked cache", setup: func(t *testing.T, dir string) {
+		{name: "untracked cache", setup: func(t testing.TB, dir string) {
 			setupPaths(t, dir)
 			gitT(t, dir, "config", "core.untrackedCache", "true")
 			gitT(t, dir, "status", "--porcelain")
 		}, want: map[string]byte{"run.sh": 'H'}, exts: []string{"UNTR"}},
-		{name: "no index", setup: func(*testing.T, string) {}, want: map[string]byte{}},
-		{name: "empty index", setup: func(t *testing.T, dir string) {
+		{name: "no index", setup: func(testing.TB, string) {}, want: map[string]byte{}},
+		{name: "empty index", setup: func(t testing.TB, dir string) {
 			setupPaths(t, dir)
 			gitT(t, dir, "read-tree", "--empty")
 		}, want: map[string]byte{}},
-		{name: "split index", setup: func(t *testing.T, dir string) {
+		{name: "split index", setup: func(t testing.TB, dir string) {
 			setupFlags(t, dir)
 			gitT(t, dir, "update-index", "--split-index")
 		}, rewrite: func(t *testing.T, dir string) {
@@ -57,23 +57,23 @@ func indexCases() []indexCase {
 			gitT(t, dir, "add", "later")
 			// A replaced entry's name is the shared index's: empty here.
 		}, exts: []string{"link"}, declines: `extension "link"|empty path`, parseDeclines: `extension "link"|empty path`},
-		{name: "end of entries", setup: func(t *testing.T, dir string) {
+		{name: "end of entries", setup: func(t testing.TB, dir string) {
 			gitT(t, dir, "config", "index.recordEndOfIndexEntries", "true")
 			setupPaths(t, dir)
 		}, exts: []string{"EOIE"}, declines: "end-of-entries", parseDeclines: "end-of-entries"},
-		{name: "sparse index", setup: func(t *testing.T, dir string) {
+		{name: "sparse index", setup: func(t testing.TB, dir string) {
 			setupSparse(t, dir)
 			gitT(t, dir, "config", "index.sparse", "true")
 			gitT(t, dir, "sparse-checkout", "set", "--cone", "in")
 		}, exts: []string{"sdir"}, declines: "sparse-checkout patterns", parseDeclines: "mode 40000"},
-		{name: "sparse checkout, full index", setup: func(t *testing.T, dir string) {
+		{name: "sparse checkout, full index", setup: func(t testing.TB, dir string) {
 			setupSparse(t, dir)
 			gitT(t, dir, "sparse-checkout", "set", "--no-cone", "/in/")
 		}, want: map[string]byte{"in/a": 'H', "out/b": 'S'}, declines: "sparse-checkout patterns"},
 	}
 }
 
-func setupPaths(t *testing.T, dir string) {
+func setupPaths(t testing.TB, dir string) {
 	for _, p := range []string{"README", "héllo/日本.txt", "with space", "tab\there", "new\nline"} {
 		writeFile(t, filepath.Join(dir, p), p+"\n")
 	}
@@ -96,7 +96,7 @@ func setupPaths(t *testing.T, dir string) {
 	gitT(t, dir, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+longPath())
 }
 
-func setupSparse(t *testing.T, dir string) {
+func setupSparse(t testing.TB, dir string) {
 	for _, p := range []string{"in/a", "out/b", "out/c"} {
 		writeFile(t, filepath.Join(dir, p), p+"\n")
 	}
@@ -107,7 +107,7 @@ func setupSparse(t *testing.T, dir string) {
 // longPath is over 4095 bytes, in components a file system would take.
 func longPath() string { return strings.Repeat(strings.Repeat("d", 200)+"/", 21) + "end" }
 
-func setupFlags(t *testing.T, dir string) {
+func setupFlags(t testing.TB, dir string) {
 	for _, p := range []string{"README", "skip", "assumed", "both"} {
 		writeFile(t, filepath.Join(dir, p), p+"\n")
 	}
@@ -122,7 +122,7 @@ func setupFlags(t *testing.T, dir string) {
 // setupConflict leaves a real merge's conflicts: f changed on both sides
 // (stages 1, 2, 3), d changed here and deleted there (1, 2), and
 // resolved, whose stages the resolve-undo extension keeps.
-func setupConflict(t *testing.T, dir string) {
+func setupConflict(t testing.TB, dir string) {
 	for _, p := range []string{"f", "d", "resolved"} {
 		writeFile(t, filepath.Join(dir, p), "base\n")
 	}
