@@ -3,10 +3,12 @@ package reclaim
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -35,14 +37,20 @@ var lsFilesArgs = []string{"ls-files", "-z", "--stage", "-v"}
 
 // indexEntries is the checkout's index as `git ls-files` lists it: read
 // from the file where the reader is sure to read what git would
-// (indexfile.go), else from git. head is the commit status named.
+// (indexfile.go), else from git. head is the commit status named. Where
+// git fails too, the error gives the reader's reason with git's.
 func (h *host) indexEntries(ctx context.Context, r repo, cfg gitsafe.Config, head string) (map[string]indexEntry, error) {
-	if idx, err := readIndexFile(r.gitDir, cfg, head); err == nil {
+	idx, declined := readIndexFile(r.gitDir, cfg, head)
+	switch {
+	case declined == nil:
 		return idx, nil
+	case errors.Is(declined, errIndexChecksum):
+		return nil, fmt.Errorf("%s does not match its checksum (cut short or edited), and git reads it without checking; see git -C %s status",
+			filepath.Join(r.gitDir.dir, "index"), r.dir)
 	}
 	out, err := r.git(ctx, h, "", lsFilesArgs...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (the index was left to git: %v)", err, declined)
 	}
 	return parseLsFiles(out)
 }

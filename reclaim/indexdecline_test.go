@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/internal/gitsafe"
@@ -162,5 +163,45 @@ func TestIndexHashLen(t *testing.T) {
 		if got != c.want || (err == nil) != (c.want != 0) {
 			t.Errorf("%s: %d, %v; want %d", c.name, got, err, c.want)
 		}
+	}
+}
+
+// Regression: with core.sparseCheckout on and no patterns, git clears
+// skip-worktree from the files present as it reads the index; the file
+// says skip-worktree. So any sparse setting, in any file of the
+// checkout's config, leaves the index to git.
+func TestIndexFileDeclinesSparseSettings(t *testing.T) {
+	for _, c := range []struct{ scope, key string }{
+		{"--local", "core.sparseCheckout"},
+		{"--worktree", "core.sparseCheckout"},
+		{"--local", "core.sparseCheckoutCone"},
+		{"--local", "index.sparse"},
+	} {
+		t.Run(c.scope+" "+c.key, func(t *testing.T) {
+			dir := t.TempDir()
+			gitT(t, dir, "init", "--quiet")
+			setupFlags(t, dir)
+			if c.scope == "--worktree" {
+				gitT(t, dir, "config", "extensions.worktreeConfig", "true")
+			}
+			gitT(t, dir, "config", c.scope, c.key, "true")
+			fromGit, _, err := bothIndexes(t, dir)
+			if err == nil || !strings.Contains(err.Error(), strings.ToLower(c.key)+" is set") {
+				t.Fatalf("reader: %v, want it to decline (%s is set)", err, c.key)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := parseIndex(b, sha1.Size)
+			if err != nil || parsed["skip"].tag != 'S' {
+				t.Fatalf("fixture: the file says skip is %+v (%v), want skip-worktree", parsed["skip"], err)
+			}
+			// Where git reads it otherwise than the file says, this is
+			// why the reader must not answer.
+			if c.key == "core.sparseCheckout" && fromGit["skip"].tag != 'H' {
+				t.Fatalf("fixture: git lists skip as %+v, want it cleared (H)", fromGit["skip"])
+			}
+		})
 	}
 }

@@ -16,12 +16,14 @@ import (
 
 // The index file read here instead of by a `git ls-files` per checkout
 // (half the git processes of a clean directory's proof). It is the
-// agent's file, so the reader answers only when it reads exactly what
-// git would list: anything it does not know the way git does (a split
-// or sparse index, a required extension, a layout git reads by offsets
-// it keeps, a checksum that does not match, any odd field) is an error,
-// and the caller asks git instead, as before. Where git itself would
-// fail, that run fails and the proof ends unknown.
+// agent's file, so the reader answers only when it reads what git would
+// list: anything it does not know the way git does (a split or sparse
+// index, sparse-checkout settings, a required extension, a layout git
+// reads by offsets it keeps, any odd field) is an error, and the caller
+// asks git instead, as before. Where git itself would fail, that run
+// fails and the proof ends unknown. A checksum that does not match ends
+// it unknown at once: git does not check it, and reads a file cut short
+// as whatever its bytes say (errIndexChecksum).
 
 // Index layout: a 12-byte header ("DIRC", version, entry count), the
 // entries, the extensions, the hash of all that.
@@ -41,6 +43,15 @@ const (
 	eoieFromEnd = 4 + 4 + 4 + 20
 )
 
+// errIndexChecksum: the file is not what git wrote, and what git would
+// make of it is not worth asking.
+var errIndexChecksum = errors.New("index checksum mismatch")
+
+// sparseKeys change what git reads from an index with no sparse-checkout
+// patterns: core.sparseCheckout alone makes it clear skip-worktree from
+// the files present, and a sparse index needs all three.
+var sparseKeys = map[string]bool{"core.sparsecheckout": true, "core.sparsecheckoutcone": true, "index.sparse": true}
+
 // indexModes are the modes git writes for the entries it compares;
 // anything else (a sparse directory's 040000 among them) is git's to
 // read.
@@ -57,6 +68,11 @@ func readIndexFile(g gitDir, cfg gitsafe.Config, head string) (map[string]indexE
 	}
 	if head != "" && len(head) != 2*hashLen {
 		return nil, fmt.Errorf("HEAD %s is not a %d-byte hash", head, hashLen)
+	}
+	for _, e := range cfg {
+		if sparseKeys[e.Key()] {
+			return nil, fmt.Errorf("%s is set (%s)", e.Key(), e.Where)
+		}
 	}
 	// With sparse-checkout patterns git may collapse a full index into
 	// sparse directories as it reads it, and list their trees' entries.
@@ -122,7 +138,7 @@ func parseIndex(b []byte, hashLen int) (map[string]indexEntry, error) {
 		h := objectHash(2 * hashLen)
 		h.Write(body)
 		if !bytes.Equal(h.Sum(nil), sum) {
-			return nil, errors.New("index checksum mismatch")
+			return nil, errIndexChecksum
 		}
 	}
 	if n := len(b) - hashLen - eoieFromEnd; n >= indexHeaderLen && string(b[n:n+4]) == "EOIE" {

@@ -65,10 +65,16 @@ func indexCases() []indexCase {
 			setupSparse(t, dir)
 			gitT(t, dir, "config", "index.sparse", "true")
 			gitT(t, dir, "sparse-checkout", "set", "--cone", "in")
-		}, exts: []string{"sdir"}, declines: "sparse-checkout patterns", parseDeclines: "mode 40000"},
+		}, exts: []string{"sdir"}, declines: "index.sparse is set", parseDeclines: "mode 40000"},
 		{name: "sparse checkout, full index", setup: func(t testing.TB, dir string) {
 			setupSparse(t, dir)
 			gitT(t, dir, "sparse-checkout", "set", "--no-cone", "/in/")
+		}, want: map[string]byte{"in/a": 'H', "out/b": 'S'}, declines: `core.sparsecheckout is set \(.*config.worktree:`},
+		// Patterns apply where your own config turns sparse checkout on.
+		{name: "sparse-checkout patterns, no setting", setup: func(t testing.TB, dir string) {
+			setupSparse(t, dir)
+			writeFile(t, filepath.Join(dir, ".git", "info", "sparse-checkout"), "/in/\n")
+			gitT(t, dir, "update-index", "--skip-worktree", "out/b")
 		}, want: map[string]byte{"in/a": 'H', "out/b": 'S'}, declines: "sparse-checkout patterns"},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -23,16 +24,9 @@ func gitProcesses(t *testing.T, root string) (Result, int64) {
 // verdict is git's.
 func TestProveIndexNotReadAsksGit(t *testing.T) {
 	for name, mutate := range map[string]func(t *testing.T, dir string){
-		"checksum mismatch": func(t *testing.T, dir string) {
-			p := filepath.Join(dir, ".git", "index")
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[len(b)-1] ^= 1
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		"core.sparseCheckout in config.worktree": func(t *testing.T, dir string) {
+			gitT(t, dir, "config", "extensions.worktreeConfig", "true")
+			gitT(t, dir, "config", "--worktree", "core.sparseCheckout", "true")
 		},
 		"split index": func(t *testing.T, dir string) { gitT(t, dir, "update-index", "--split-index") },
 		"sparse-checkout patterns": func(t *testing.T, dir string) {
@@ -97,8 +91,10 @@ func TestIndexEntriesCorruptIndexFails(t *testing.T) {
 			cfg, _ := g.config()
 			h := newHost(30)
 			idx, err := h.indexEntries(context.Background(), newRepo(dir, g, cfg), cfg, "")
-			if err == nil || !strings.Contains(err.Error(), "git ls-files") {
-				t.Fatalf("entries %v, error %v; want git ls-files' failure", idx, err)
+			// Git's failure, and why the reader left it to git.
+			want := regexp.MustCompile(`(?s)^git ls-files .*\(the index was left to git: (index shorter than its header|index header 4449524300000005)\)$`)
+			if err == nil || !want.MatchString(err.Error()) {
+				t.Fatalf("entries %v, error %v; want git ls-files' failure and the reader's reason", idx, err)
 			}
 			if n := h.gitRuns.Load(); n != 1 {
 				t.Fatalf("%d git processes, want the one git ls-files", n)
@@ -110,6 +106,44 @@ func TestIndexEntriesCorruptIndexFails(t *testing.T) {
 // Regression: the directory with a corrupt index is kept, unknown.
 func TestApplyCorruptIndexKept(t *testing.T) {
 	keptFor(t, ProbeFailed, "index file", func(t *testing.T, dir, _, _ string) { corruptIndex(t, dir, true) })
+}
+
+// Regression: an index whose checksum does not match (a write cut short,
+// or an edit) keeps the directory, unknown, without asking git, which
+// does not check the checksum and reads a file cut short as whatever its
+// bytes say.
+func TestApplyIndexChecksumMismatchKept(t *testing.T) {
+	for name, mutate := range map[string]func(b []byte) []byte{
+		"trailer flipped": func(b []byte) []byte { b[len(b)-1] ^= 1; return b },
+		"cut short":       func(b []byte) []byte { return b[:len(b)-7] },
+	} {
+		t.Run(name, func(t *testing.T) {
+			bare, _ := origin(t)
+			root := newRoot(t)
+			dir := prepared(t, root, "t-1", "task-1", bare)
+			indexPath := filepath.Join(dir, ".git", "index")
+			b, err := os.ReadFile(indexPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(indexPath, mutate(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, runs := gitProcesses(t, root)
+			wantResult(t, r, Skip, "", ProbeFailed)
+			for _, w := range []string{indexPath + " does not match its checksum", "see git -C " + dir + " status"} {
+				if !strings.Contains(r.Detail, w) {
+					t.Fatalf("detail %q does not name %q", r.Detail, w)
+				}
+			}
+			if runs != 1 {
+				t.Fatalf("%d git processes, want the one git status", runs)
+			}
+			before := snapshot(t, root)
+			wantResult(t, apply(t, plainT1(root, bare))[0], Skip, Skipped, ProbeFailed)
+			onlyRemoved(t, before, snapshot(t, root), "")
+		})
+	}
 }
 
 // The flags that hide an edit from git status are read in every index
