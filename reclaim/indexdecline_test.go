@@ -205,3 +205,34 @@ func TestIndexFileDeclinesSparseSettings(t *testing.T) {
 		})
 	}
 }
+
+// A HEAD whose length is not the repository's hash says the reader's
+// idea of the object format is wrong: the index is left to git.
+func TestIndexFileDeclinesHeadOfAnotherHash(t *testing.T) {
+	for _, c := range []struct {
+		format string
+		hexLen int // the HEAD of the other format
+	}{{"sha1", 64}, {"sha256", 40}} {
+		t.Run(c.format, func(t *testing.T) {
+			dir := t.TempDir()
+			gitT(t, dir, "init", "--quiet", "--object-format="+c.format)
+			setupFlags(t, dir)
+			g, err := findGitDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := g.config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := gitT(t, dir, "rev-parse", "HEAD")
+			if _, err := readIndexFile(g, cfg, head); err != nil {
+				t.Fatalf("fixture: the reader declines the real HEAD: %v", err)
+			}
+			other := strings.Repeat("a", c.hexLen)
+			if idx, err := readIndexFile(g, cfg, other); err == nil || !strings.Contains(err.Error(), "is not a") {
+				t.Fatalf("reader with HEAD %s: %v, %v; want it to decline", other, idx, err)
+			}
+		})
+	}
+}
