@@ -22,7 +22,7 @@ import (
 // reads by offsets it keeps, any odd field) is an error, and the caller
 // asks git instead, as before. Where git itself would fail, that run
 // fails and the proof ends unknown. A checksum that does not match ends
-// it unknown at once: git does not check it, and reads a file cut short
+// it unknown at once: git does not check it, and may read a file cut short
 // as whatever its bytes say (errIndexChecksum).
 
 // Index layout: a 12-byte header ("DIRC", version, entry count), the

@@ -110,7 +110,7 @@ func TestApplyCorruptIndexKept(t *testing.T) {
 
 // Regression: an index whose checksum does not match (a write cut short,
 // or an edit) keeps the directory, unknown, without asking git, which
-// does not check the checksum and reads a file cut short as whatever its
+// does not check the checksum and may read a file cut short as whatever its
 // bytes say.
 func TestApplyIndexChecksumMismatchKept(t *testing.T) {
 	for name, mutate := range map[string]func(b []byte) []byte{
