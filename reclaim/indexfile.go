@@ -60,7 +60,8 @@ var indexModes = map[uint32]bool{0o100644: true, 0o100755: true, 0o120000: true,
 // readIndexFile is the index of the checkout whose gitdir is g as `git
 // ls-files -s -v` lists it, read from the file. cfg is the repository's
 // configuration, head the commit status named (its length is the hash's).
-// An error says why the file is git's to read.
+// An error says why the file is git's to read; errIndexChecksum, that it
+// is no one's.
 func readIndexFile(g gitDir, cfg gitsafe.Config, head string) (map[string]indexEntry, error) {
 	hashLen, err := indexHashLen(cfg, filepath.Join(g.common, "config"))
 	if err != nil {
@@ -69,26 +70,37 @@ func readIndexFile(g gitDir, cfg gitsafe.Config, head string) (map[string]indexE
 	if head != "" && len(head) != 2*hashLen {
 		return nil, fmt.Errorf("HEAD %s is not a %d-byte hash", head, hashLen)
 	}
+	sparse := sparseSetting(g, cfg)
+	b, err := fsx.ReadFileMax(filepath.Join(g.dir, "index"), maxGitFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && sparse == nil:
+		return map[string]indexEntry{}, nil // no index yet: git lists nothing
+	case err != nil:
+		return nil, errors.Join(sparse, err)
+	case sparse != nil && len(b) >= indexHeaderLen+hashLen && checkSum(b, hashLen) != nil:
+		return nil, errIndexChecksum // never git's to read, sparse or not
+	case sparse != nil:
+		return nil, sparse
+	}
+	return parseIndex(b, hashLen)
+}
+
+// sparseSetting says why git, sparse checkout on, may read the index
+// otherwise than the file says (nil: it will not).
+func sparseSetting(g gitDir, cfg gitsafe.Config) error {
 	for _, e := range cfg {
 		if sparseKeys[e.Key()] {
-			return nil, fmt.Errorf("%s is set (%s)", e.Key(), e.Where)
+			return fmt.Errorf("%s is set (%s)", e.Key(), e.Where)
 		}
 	}
 	// With sparse-checkout patterns git may collapse a full index into
 	// sparse directories as it reads it, and list their trees' entries.
 	for _, d := range g.dirs() {
 		if ok, err := exists(filepath.Join(d, "info", "sparse-checkout")); err != nil || ok {
-			return nil, errors.Join(err, errors.New("the checkout has sparse-checkout patterns"))
+			return errors.Join(err, errors.New("the checkout has sparse-checkout patterns"))
 		}
 	}
-	b, err := fsx.ReadFileMax(filepath.Join(g.dir, "index"), maxGitFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]indexEntry{}, nil // no index yet: git lists nothing
-	}
-	if err != nil {
-		return nil, err
-	}
-	return parseIndex(b, hashLen)
+	return nil
 }
 
 // indexHashLen is the byte length of the repository's object ids: SHA-1
@@ -132,15 +144,10 @@ func parseIndex(b []byte, hashLen int) (map[string]indexEntry, error) {
 	if string(b[:4]) != "DIRC" || version < 2 || version > 4 {
 		return nil, fmt.Errorf("index header %x", b[:8])
 	}
-	body, sum := b[:len(b)-hashLen], b[len(b)-hashLen:]
-	// All zero: written with index.skipHash, which git accepts.
-	if !isZero(sum) {
-		h := objectHash(2 * hashLen)
-		h.Write(body)
-		if !bytes.Equal(h.Sum(nil), sum) {
-			return nil, errIndexChecksum
-		}
+	if err := checkSum(b, hashLen); err != nil {
+		return nil, err
 	}
+	body := b[:len(b)-hashLen]
 	if n := len(b) - hashLen - eoieFromEnd; n >= indexHeaderLen && string(b[n:n+4]) == "EOIE" {
 		return nil, errors.New("index with an end-of-entries extension")
 	}
@@ -159,6 +166,21 @@ func parseIndex(b []byte, hashLen int) (map[string]indexEntry, error) {
 		return nil, err
 	}
 	return idx, nil
+}
+
+// checkSum: b ends in the hash of the rest, or in zeros (written with
+// index.skipHash, which git accepts).
+func checkSum(b []byte, hashLen int) error {
+	body, sum := b[:len(b)-hashLen], b[len(b)-hashLen:]
+	if isZero(sum) {
+		return nil
+	}
+	h := objectHash(2 * hashLen)
+	h.Write(body)
+	if !bytes.Equal(h.Sum(nil), sum) {
+		return errIndexChecksum
+	}
+	return nil
 }
 
 func isZero(b []byte) bool {

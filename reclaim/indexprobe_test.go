@@ -113,20 +113,28 @@ func TestApplyCorruptIndexKept(t *testing.T) {
 // does not check the checksum and may read a file cut short as whatever its
 // bytes say.
 func TestApplyIndexChecksumMismatchKept(t *testing.T) {
-	for name, mutate := range map[string]func(b []byte) []byte{
-		"trailer flipped": func(b []byte) []byte { b[len(b)-1] ^= 1; return b },
-		"cut short":       func(b []byte) []byte { return b[:len(b)-7] },
+	for _, c := range []struct {
+		name   string
+		sparse bool // sparse checkout on, which leaves a sound index to git
+		mutate func(b []byte) []byte
+	}{
+		{"trailer flipped", false, func(b []byte) []byte { b[len(b)-1] ^= 1; return b }},
+		{"cut short", false, func(b []byte) []byte { return b[:len(b)-7] }},
+		{"cut short, sparse checkout on", true, func(b []byte) []byte { return b[:len(b)-7] }},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			bare, _ := origin(t)
 			root := newRoot(t)
 			dir := prepared(t, root, "t-1", "task-1", bare)
+			if c.sparse {
+				gitT(t, dir, "config", "core.sparseCheckout", "true")
+			}
 			indexPath := filepath.Join(dir, ".git", "index")
 			b, err := os.ReadFile(indexPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(indexPath, mutate(b), 0o644); err != nil {
+			if err := os.WriteFile(indexPath, c.mutate(b), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			r, runs := gitProcesses(t, root)
