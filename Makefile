@@ -19,6 +19,10 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(HELPER) ./cmd/kandev-exec-helper
 
+# The packages whose fuzz targets make test runs briefly and make fuzz at length:
+# the profile resolver, and the index reader on reclaim's deletion path.
+FUZZ_PKGS = profiles reclaim
+
 # The whole suite against real sshd, race detector on, plus short fuzzing.
 # Four tests at a time in a package: the transcripts mostly wait on their
 # servers (a third of their time is CPU), so two cores carry four.
@@ -27,12 +31,12 @@ test:
 	$(GO) vet -tags bench ./internal/bench/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	CGO_ENABLED=1 $(GO) test -race -count=1 -parallel 4 -timeout 25m ./...
-	@for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' profiles/*_test.go 2>/dev/null | sed 's/func //'); do \
-	  echo "fuzz $$t (5s)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 5s ./profiles/ || exit 1; done
+	@for p in $(FUZZ_PKGS); do for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$p/*_test.go 2>/dev/null | sed 's/func //'); do \
+	  echo "fuzz $$p $$t (5s)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 5s ./$$p/ || exit 1; done; done
 
 fuzz:
-	@for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' profiles/*_test.go | sed 's/func //'); do \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 2m ./profiles/ || exit 1; done
+	@for p in $(FUZZ_PKGS); do for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$p/*_test.go | sed 's/func //'); do \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 2m ./$$p/ || exit 1; done; done
 
 # The main job, end to end, against a throwaway local sshd.
 demo:

@@ -30,10 +30,10 @@ type Request struct {
 // Report answers a Request, one result per target in the same order.
 type Report struct {
 	Results []Result `json:"results"`
-	// GitProcesses is how many git processes the call ran: two per
-	// checkout (more where a ref is not exactly a remote tip) plus three
-	// per distinct remote URL (its fetch), whatever the count of
-	// directories sharing it.
+	// GitProcesses is how many git processes the call ran: one per
+	// checkout (two where its index is left to git ls-files, more where a
+	// ref is not exactly a remote tip) plus three per distinct remote URL
+	// (its fetch), whatever the count of directories sharing it.
 	GitProcesses int64 `json:"git_processes"`
 }
 

@@ -1,14 +1,18 @@
 package reclaim
 
 import (
+	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 )
 
 // git status reports what git looks at, and git can be told not to look:
@@ -30,6 +34,26 @@ const gitlinkMode = "160000"
 // lsFilesArgs: every entry of the index, sparse directories expanded,
 // with its mode, object and flags.
 var lsFilesArgs = []string{"ls-files", "-z", "--stage", "-v"}
+
+// indexEntries is the checkout's index as `git ls-files` lists it: read
+// from the file where the reader is sure to read what git would
+// (indexfile.go), else from git. head is the commit status named. Where
+// git fails too, the error gives the reader's reason with git's.
+func (h *host) indexEntries(ctx context.Context, r repo, cfg gitsafe.Config, head string) (map[string]indexEntry, error) {
+	idx, declined := readIndexFile(r.gitDir, cfg, head)
+	switch {
+	case declined == nil:
+		return idx, nil
+	case errors.Is(declined, errIndexChecksum):
+		return nil, fmt.Errorf("%s does not match its checksum (cut short or edited), and git reads it without checking; see git -C %s status",
+			filepath.Join(r.gitDir.dir, "index"), r.dir)
+	}
+	out, err := r.git(ctx, h, "", lsFilesArgs...)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the index was left to git: %v)", err, declined)
+	}
+	return parseLsFiles(out)
+}
 
 // parseLsFiles reads "<tag> <mode> <oid> <stage>\t<path>" records.
 func parseLsFiles(out []byte) (map[string]indexEntry, error) {

@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// The git side of the proof: per checkout, the gitdir read directly
-// (gitdir.go, internal/gitsafe), one `git status` and one `git ls-files`
+// The git side of the proof: per checkout, the gitdir and its index
+// read directly (gitdir.go, indexfile.go, internal/gitsafe), one `git
+// status`, and a `git ls-files` only where the index is git's to read
 // (index.go), each upstream fetched once per call (fetch.go), and, only
 // when a local ref or reflog entry is not exactly a remote tip, a `git
 // cat-file` and a `git rev-list` (pushed.go), then the patch-id and
@@ -182,11 +183,7 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 		return err
 	}
 	p.Head, p.Changed, p.Unmerged, p.Untracked, p.Ignored = st.head, st.changed, st.unmerged, st.untracked, st.ignored
-	out, err := r.git(ctx, h, "", lsFilesArgs...)
-	if err != nil {
-		return err
-	}
-	idx, err := parseLsFiles(out)
+	idx, err := h.indexEntries(ctx, r, cfg, st.head)
 	if err != nil {
 		return err
 	}
