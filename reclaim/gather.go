@@ -154,7 +154,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 		rel, err := taskdir.LockTaskDir(ctx, path)
 		var te *taskdir.Error
 		if errors.As(err, &te) && te.Code == taskdir.CodeBusy {
-			ev.Busy = te.Message
+			ev.Busy = fmt.Sprintf("%s is locked by %s, which works on it (a preparation, a script or another removal); the next apply tries again", path, lockHolder(path))
 			return ev, release
 		}
 		if err != nil {

@@ -97,11 +97,7 @@ func (h *host) lockTrash(ctx context.Context, path string, ev *Evidence) (releas
 	var te *taskdir.Error
 	switch {
 	case errors.As(err, &te) && te.Code == taskdir.CodeBusy:
-		who := "another process"
-		if hd := taskdir.LockHolder(path); hd != nil {
-			who = fmt.Sprintf("pid %d (%s) since %s", hd.PID, hd.Command, hd.Since.UTC().Format(time.RFC3339))
-		}
-		ev.Busy = fmt.Sprintf("%s, what an earlier removal left, is locked by %s, which works on it; the next apply finishes it if that one does not", path, who)
+		ev.Busy = fmt.Sprintf("%s, what an earlier removal left, is locked by %s, which works on it; the next apply finishes it if that one does not", path, lockHolder(path))
 		return release, false
 	case err != nil:
 		if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
@@ -115,6 +111,16 @@ func (h *host) lockTrash(ctx context.Context, path string, ev *Evidence) (releas
 		return release, true
 	}
 	return rel, false
+}
+
+// lockHolder names the process holding the lock of the directory at
+// path, as its note says.
+func lockHolder(path string) string {
+	hd := taskdir.LockHolder(path)
+	if hd == nil {
+		return "another process"
+	}
+	return fmt.Sprintf("pid %d (%s) since %s", hd.PID, hd.Command, hd.Since.UTC().Format(time.RFC3339))
 }
 
 // inspect reads what is at <root>/tasks/<name> (below a checked tasks/)

@@ -3,57 +3,15 @@ package reclaim
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
-
-// stallingUpstream is a repository URL whose server accepts and never
-// answers: a proof fetching it waits until let is called (which drops
-// every connection, so the fetch fails). asked closes at its first
-// connection.
-func stallingUpstream(t *testing.T) (url string, asked <-chan struct{}, let func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	first := make(chan struct{})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if held = append(held, c); len(held) == 1 {
-				close(first)
-			}
-			mu.Unlock()
-		}
-	}()
-	var once sync.Once
-	let = func() {
-		once.Do(func() {
-			ln.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range held {
-				c.Close()
-			}
-		})
-	}
-	t.Cleanup(let)
-	return "http://" + ln.Addr().String() + "/app.git", first, let
-}
 
 // withoutLocks is a snapshot without the task directories' lock files,
 // which taking a lock makes.
@@ -75,8 +33,8 @@ func withoutLocks(s map[string]bool) map[string]bool {
 func TestApplyLeavesALeftoverAnotherApplyWorksOn(t *testing.T) {
 	root := newRoot(t)
 	targets := copies(t, root, 2)
-	url, asked, let := stallingUpstream(t)
-	targets[1].Upstreams = []Upstream{{Path: ".", URL: url}}
+	stall := sshtest.NewStall(t)
+	targets[1].Upstreams = []Upstream{{Path: ".", URL: "http://" + stall.Addr() + "/app.git"}}
 	first := make(chan *Report, 1)
 	go func() {
 		rep, err := Apply(context.Background(), Request{Targets: targets, Parallelism: 1, ProbeTimeoutSeconds: 120})
@@ -86,7 +44,7 @@ func TestApplyLeavesALeftoverAnotherApplyWorksOn(t *testing.T) {
 		first <- rep
 	}()
 	select {
-	case <-asked:
+	case <-stall.Asked():
 	case <-time.After(time.Minute):
 		t.Fatal("the first apply's proof of t-1 never asked its upstream")
 	}
@@ -102,7 +60,7 @@ func TestApplyLeavesALeftoverAnotherApplyWorksOn(t *testing.T) {
 	}
 	onlyRemoved(t, before, snapshot(t, root), "")
 
-	let()
+	stall.Let()
 	rep := <-first
 	if rep == nil {
 		t.FailNow()
