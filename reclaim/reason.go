@@ -40,6 +40,7 @@ const (
 	NotPrivate          Reason = "not_private"          // an owner or mode on the path lets another user change it
 	NoMarker            Reason = "no_marker"            // no readable .kandev/owner.json: not provably ours
 	ForeignMarker       Reason = "foreign_marker"       // the marker names another installation or task
+	UnmarkedLeftover    Reason = "unmarked_leftover"    // named as an interrupted removal's leftover, with no marker: nothing proves whose it is
 	ChangedSincePlan    Reason = "changed_since_plan"   // device and inode differ from the earlier proof
 	MountPoint          Reason = "mount_point"          // another filesystem or a bind mount inside it
 	NotACheckout        Reason = "not_a_checkout"       // its top is not a git checkout: nothing proves the files are saved
