@@ -75,10 +75,10 @@ func removeListed(d *dirFD, m manifest, j, end int, re *removeError) bool {
 // fail: d is then read again and what is new removed, a few times at
 // most, before rmdir is tried again; one that failed is not tried twice.
 func rmdirEmptied(parent, d *dirFD, name string, failed map[string]bool, re *removeError) bool {
-	if failed == nil {
+	err := unix.Unlinkat(parent.fd(), name, unix.AT_REMOVEDIR)
+	if notEmpty(err) && failed == nil {
 		failed = map[string]bool{}
 	}
-	err := unix.Unlinkat(parent.fd(), name, unix.AT_REMOVEDIR)
 	for try := 0; notEmpty(err) && try < 3 && removeListing(d, failed, re); try++ {
 		err = unix.Unlinkat(parent.fd(), name, unix.AT_REMOVEDIR)
 	}
