@@ -47,13 +47,16 @@ func (h *host) apply(ctx context.Context, t Target) (Result, *removal) {
 		r.Detail = fmt.Sprintf("finished the interrupted removal of %s", t.Path())
 		r.Bytes, r.AgeSeconds, r.TaskID = tev.Bytes, tev.AgeSeconds, markerTask(tev)
 	}
+	if ctx.Err() != nil && !ev.Absent && r.Action != Fail {
+		// The call ended (its time, or a cancel) during the proof: a
+		// check it cut short is no verdict to keep or remove by, and no
+		// removal starts; a failure found is reported as it is.
+		release()
+		return stopped(ctx, t, true), nil
+	}
 	if r.Action != Remove || ev.Absent {
 		release()
 		return applied(r, nil), nil
-	}
-	if ctx.Err() != nil {
-		release()
-		return timedOut(t, true), nil
 	}
 	rm, err := h.startRemoval(t, &ev)
 	if err != nil {

@@ -64,6 +64,7 @@ const (
 	RemoveFailed Reason = "remove_failed" // a removal step failed; the detail names the paths
 	StillPresent Reason = "still_present" // the directory is still there after the removal
 	TimedOut     Reason = "timed_out"     // the call's time ran out before this directory was done
+	Cancelled    Reason = "cancelled"     // the caller interrupted the call (Ctrl-C) before this directory was done
 	// InUse: a process works in it (its working or root directory, an
 	// open or mapped file below it), or one of the login user's that
 	// could be cannot be inspected.

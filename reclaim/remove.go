@@ -125,15 +125,16 @@ func renameToTrash(tasks *dirFD, t Target, want Identity) error {
 
 // finishRemoval rechecks the renamed directory against procs, a reading
 // of the process table begun after the rename, then empties and removes
-// it; a refusal, or the call's time running out first, gives it its
-// name back. The directory's lock is released once done.
+// it; a refusal, or the call ending first (its time ran out, or the
+// caller interrupted it), gives it its name back. The directory's lock
+// is released once done.
 func (h *host) finishRemoval(ctx context.Context, procs *procTable, rm *removal) error {
 	defer rm.release()
 	defer rm.tasks.close()
 	t, tasks, trash := rm.t, rm.tasks, trashName(rm.t.Dir)
 	err := h.recheck(tasks, procs, trash, t, rm.ev)
 	if err == nil && ctx.Err() != nil {
-		err = &keptError{Verdict{Action: Fail, Reason: TimedOut, Detail: fmt.Sprintf("the call's time ran out before %s was removed", t.Path())}}
+		err = &keptError{stopVerdict(ctx, t.Path(), "removed")}
 	}
 	if err != nil {
 		if rerr := renameNoReplace(tasks.fd(), trash, t.Dir); rerr != nil {

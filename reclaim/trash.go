@@ -186,7 +186,7 @@ func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result
 		return tev, applied(r, nil), true
 	}
 	if ctx.Err() != nil {
-		return tev, timedOut(t, true), true
+		return tev, stopped(ctx, t, true), true
 	}
 	err := h.removeTrash(ctx, t, &tev)
 	var ke *keptError
