@@ -105,7 +105,11 @@ func (hc *hostConn) applyIn(ctx context.Context, cv *remote.Conversation, req re
 	if err := cv.Send(protocol.OpReclaimApply, req); err != nil {
 		return err
 	}
-	return cv.Next(0, rep, nil)
+	err := cv.Next(0, rep, nil)
+	if err == nil {
+		cv.Finish(0) // answered, all done on the host: its exit is not waited for
+	}
+	return err
 }
 
 // keptFor bounds how long a listing's connection waits for its apply (a
