@@ -94,8 +94,9 @@ type rootListing struct {
 // is one, else in a new one. Either way the call follows ctx: when it
 // ends (Ctrl-C, a task's claim lost), the helper is asked to stop, and
 // answers with what it removed (protocol.Cancellable). The input stays
-// open until that answer, for the cancel; the helper exits once Finish
-// closes it.
+// open until that answer, for the cancel; once answered, everything is
+// done on the host, and the command ends without waiting for the
+// helper's exit (a round trip).
 func (hc *hostConn) applyIn(ctx context.Context, cv *remote.Conversation, req reclaim.Request, rep *reclaim.Report) error {
 	if cv == nil {
 		return hc.call(ctx, hc.host.WorkdirRoot, protocol.OpReclaimApply, req, rep)
