@@ -282,6 +282,8 @@ func (fx *fixture) cmds() map[string]func(ts *testscript.TestScript, neg bool, a
 		"dropfield": cmdDropField,
 		"holdclaim": cmdHoldClaim,
 		"backdate":  cmdBackdate,
+		"stallhttp": fx.cmdStallHTTP,
+		"unstall":   cmdUnstall,
 		"freeport":  cmdFreePort,
 		"httpget":   cmdHTTPGet,
 		"server":    fx.cmdServer,

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/reclaim"
@@ -51,5 +52,16 @@ func TestPlanRowKeepsAMarkerNamingAnotherDirectory(t *testing.T) {
 	r = planRow("h", "/r", reclaim.Row{Path: "/r/tasks/tabc", Dir: "tabc", TaskID: "tabc", Action: reclaim.Remove, Reason: reclaim.Orphan})
 	if r.Action != ReclaimRemove || r.Root != "/r" || r.Dir != "tabc" {
 		t.Fatalf("got %+v", r)
+	}
+}
+
+// A leftover named as an interrupted removal's but with no marker
+// names no task: the plan keeps it as what it is, with what to run, and
+// never as a marker naming another task.
+func TestPlanRowKeepsAnUnmarkedLeftoverAsOne(t *testing.T) {
+	l := reclaim.Listing{Root: "/r", Entries: []reclaim.Entry{{Name: ".reclaim.tabc", Dir: "tabc", Interrupted: true, OnlyDirs: true, AgeSeconds: 1 << 20}}}
+	r := planRow("h", "/r", reclaim.Plan(l, reclaim.LocalView{InstallationID: "i"}, 0)[0])
+	if r.Action != ReclaimKeep || r.Reason != string(reclaim.UnmarkedLeftover) || !strings.Contains(r.Detail, "`find /r/tasks/.reclaim.tabc -type d -empty -delete`") {
+		t.Fatalf("got %s %s: %s", r.Action, r.Reason, r.Detail)
 	}
 }

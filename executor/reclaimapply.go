@@ -16,7 +16,9 @@ import (
 // directory; an archived task's directory is removed under its claim.
 // Every plan row comes back with what was done; a row its listing
 // applied already (ConfirmedApply) is left as it is, even when the
-// apply cannot start (the rows come with the error then).
+// apply cannot start (the rows come with the error then). Interrupted
+// (ctx ended), the helper is asked to stop, and the rows come with what
+// it answered, and ctx's error.
 func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress func(string)) ([]ReclaimRow, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -58,7 +60,7 @@ func (e *Executor) ApplyReclaim(ctx context.Context, plan []ReclaimRow, progress
 		progress(fmt.Sprintf("Removing %d directories on %s", len(byHost[host]), host))
 		e.applyHost(ctx, host, out, byHost[host], view)
 	}
-	return out, nil
+	return out, ctx.Err()
 }
 
 // applyHost applies the rows idx of host: archived tasks claimed first,

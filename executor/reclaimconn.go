@@ -92,7 +92,11 @@ type rootListing struct {
 
 // applyIn sends the apply in cv, the listing's conversation, when there
 // is one, else in a new one. Either way the call follows ctx: when it
-// ends (a task's claim lost), the helper's command ends with it.
+// ends (Ctrl-C, a task's claim lost), the helper is asked to stop, and
+// answers with what it removed (protocol.Cancellable). The input stays
+// open until that answer, for the cancel; once answered, everything is
+// done on the host, and the command ends without waiting for the
+// helper's exit (a round trip).
 func (hc *hostConn) applyIn(ctx context.Context, cv *remote.Conversation, req reclaim.Request, rep *reclaim.Report) error {
 	if cv == nil {
 		return hc.call(ctx, hc.host.WorkdirRoot, protocol.OpReclaimApply, req, rep)
@@ -102,8 +106,11 @@ func (hc *hostConn) applyIn(ctx context.Context, cv *remote.Conversation, req re
 	if err := cv.Send(protocol.OpReclaimApply, req); err != nil {
 		return err
 	}
-	cv.CloseInput() // the last request: the helper exits once it has answered
-	return cv.Next(0, rep, nil)
+	err := cv.Next(0, rep, nil)
+	if err == nil {
+		cv.Finish(0) // answered, all done on the host: its exit is not waited for
+	}
+	return err
 }
 
 // keptFor bounds how long a listing's connection waits for its apply (a

@@ -116,9 +116,11 @@ func TestConfirmedReclaimInterruptedReportsEarlierRootsRemovals(t *testing.T) {
 	}
 	// The host stopped the second root's proof and answered: its row says
 	// so, rather than the host's conversation killed with it unanswered
-	// (and whatever the helper did after that unknown).
-	if i := slices.IndexFunc(rows, func(r ReclaimRow) bool { return r.Path == second }); i < 0 || rows[i].Action != ReclaimSkipped {
-		t.Errorf("%s, whose proof the interrupt stopped: %+v, want the host's answer (skipped)", second, rows)
+	// (and whatever the helper did after that unknown). The proof cut
+	// short is no skip: it failed, cancelled, to be proven again.
+	if i := slices.IndexFunc(rows, func(r ReclaimRow) bool { return r.Path == second }); i < 0 ||
+		rows[i].Action != ReclaimFailed || rows[i].Reason != string(reclaim.Cancelled) {
+		t.Errorf("%s, whose proof the interrupt stopped: %+v, want the host's answer (failed, cancelled)", second, rows)
 	}
 	// The apply after it cannot start (its records cannot be read under
 	// a cancelled context), and still gives back what the listing did.

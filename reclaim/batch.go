@@ -22,7 +22,8 @@ const batchSize = 64
 // under their trash names (nothing is emptied before its recheck), and
 // the next apply proves each in full, git included, as any interrupted
 // removal the CLI kept no report for (trash.go); a call whose time runs
-// out gives each its name back (finishRemoval).
+// out, or that the caller cancels, gives each its name back
+// (finishRemoval); what is not yet proven is not started.
 func (h *host) runBatches(ctx context.Context, targets []Target, results []Result, par int, apply bool) {
 	var removing sync.WaitGroup
 	defer removing.Wait()
@@ -32,7 +33,7 @@ func (h *host) runBatches(ctx context.Context, targets []Target, results []Resul
 		if !apply {
 			forEach(len(ts), par, func(i int) {
 				if ctx.Err() != nil {
-					rs[i] = timedOut(ts[i], false)
+					rs[i] = stopped(ctx, ts[i], false)
 					return
 				}
 				rs[i] = h.prove(ctx, ts[i])
@@ -68,7 +69,7 @@ func (h *host) startBatch(ctx context.Context, targets []Target, results []Resul
 	started := make([]*removal, len(targets))
 	forEach(len(targets), par, func(i int) {
 		if ctx.Err() != nil {
-			results[i] = timedOut(targets[i], true)
+			results[i] = stopped(ctx, targets[i], true)
 			return
 		}
 		results[i], started[i] = h.apply(ctx, targets[i])

@@ -217,13 +217,12 @@ func checkShape(t Target) (Verdict, bool) {
 }
 
 // checkMarker proves the directory is this installation's (and, when
-// given, this task's). An interrupted removal whose marker is already
-// gone holds nothing but empty directories: that loses nothing.
+// given, this task's).
 func checkMarker(t Target, ev Evidence, dir string) (Verdict, bool) {
 	m := ev.Marker
 	switch {
-	case m == nil && ev.Interrupted && ev.OnlyDirs && ev.MarkerDetail == "":
-		return Verdict{}, false
+	case m == nil && ev.Interrupted && ev.MarkerDetail == "":
+		return skip(UnmarkedLeftover, unmarkedLeftoverDetail(filepath.Join(t.Root, tasksDir, trashName(t.Dir)), ev.OnlyDirs)), true
 	case m == nil && ev.MarkerDetail != "":
 		return skip(NoMarker, ev.MarkerDetail), true
 	case m == nil:
@@ -305,6 +304,21 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 		return skip(UnpushedCommits, d), true
 	}
 	return Verdict{}, false
+}
+
+// unmarkedLeftoverDetail says why the leftover at path, named as an
+// interrupted removal's but without a marker, is kept, and what to do.
+// A removal takes the marker last, so its leftover has none only once
+// everything else went: onlyDirs, it holds nothing but empty directories.
+// But anything that can write to tasks/ (the agent can) can make such a
+// name: nothing proves whose it is, so nothing removes it.
+func unmarkedLeftoverDetail(path string, onlyDirs bool) string {
+	if onlyDirs {
+		return fmt.Sprintf("%s looks like what an earlier removal left once its marker went: it holds only empty directories, but with no %s/%s nothing proves whose it is, so it is kept; check it and remove it by hand on the host (`find %s -type d -empty -delete` removes only empty directories)",
+			path, metaDir, markerFile, path)
+	}
+	return fmt.Sprintf("%s is named as an earlier removal's leftover but has no %s/%s, so nothing proves whose it is and it is kept; look at what it holds on the host (`ls -laR %s`) and remove it by hand once it is not needed",
+		path, metaDir, markerFile, path)
 }
 
 func skip(r Reason, detail string) Verdict { return Verdict{Action: Skip, Reason: r, Detail: detail} }

@@ -76,8 +76,8 @@ func decideCases() []decideCase {
 		{"interrupted removal, more there, not a checkout", base, Evidence{Interrupted: true, Marker: ours("task-1")}, Skip, NotACheckout, ".reclaim.t-1"},
 		{"interrupted removal, more there, clean checkout", base, Evidence{Interrupted: true, Marker: ours("task-1"), Checkouts: []Checkout{{Path: "."}}}, Remove, "", "interrupted"},
 		{"interrupted removal, in use", base, Evidence{Interrupted: true, LeftAsRemoved: true, Marker: ours("task-1"), InUse: []string{"pid 9 (sh): its working directory ."}}, Fail, InUse, "pid 9"},
-		{"interrupted, marker gone, only directories", base, Evidence{Interrupted: true, OnlyDirs: true}, Remove, "", "interrupted"},
-		{"interrupted, marker gone, files left", base, Evidence{Interrupted: true}, Skip, NoMarker, ""},
+		{"interrupted, marker gone, only directories", base, Evidence{Interrupted: true, OnlyDirs: true}, Skip, UnmarkedLeftover, "it holds only empty directories"},
+		{"interrupted, marker gone, files left", base, Evidence{Interrupted: true}, Skip, UnmarkedLeftover, "nothing proves whose it is"},
 		{"interrupted, another task", base, Evidence{Interrupted: true, Marker: ours("task-2")}, Skip, ForeignMarker, ""},
 		{"in use", base, with(func(ev *Evidence) { ev.InUse = []string{"pid 9 (sleep): its working directory ."} }), Fail, InUse, "pid 9 (sleep)"},
 		{"dirty beats in use", base, with(func(ev *Evidence) {

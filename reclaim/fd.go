@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -18,11 +17,14 @@ import (
 // errMount is an entry that is another filesystem or a bind mount.
 var errMount = errors.New("a mount point")
 
-// dirFD is a directory opened without following a link.
+// dirFD is a directory opened without following a link. It holds the
+// bare descriptor (no os.File: a walk opens every directory of every
+// tree, twice in an apply), so each is closed by its opener.
 type dirFD struct {
-	f    *os.File
-	path string // for messages and the mount table
-	st   unix.Stat_t
+	sys    int
+	path   string // for messages and the mount table
+	st     unix.Stat_t
+	listed bool // read before: the next listing starts over
 }
 
 // openDirPath opens an absolute path whose ancestors were checked (only
@@ -36,7 +38,7 @@ func openDirPath(path string) (*dirFD, error) {
 }
 
 func newDirFD(fd int, path string) (*dirFD, error) {
-	d := &dirFD{f: os.NewFile(uintptr(fd), path), path: path}
+	d := &dirFD{sys: fd, path: path}
 	if err := unix.Fstat(fd, &d.st); err != nil {
 		d.close()
 		return nil, fmt.Errorf("stat %s: %w", path, err)
@@ -44,9 +46,9 @@ func newDirFD(fd int, path string) (*dirFD, error) {
 	return d, nil
 }
 
-func (d *dirFD) fd() int { return int(d.f.Fd()) }
+func (d *dirFD) fd() int { return d.sys }
 
-func (d *dirFD) close() { d.f.Close() }
+func (d *dirFD) close() { unix.Close(d.sys) }
 
 func (d *dirFD) identity() Identity { return Identity{Dev: uint64(d.st.Dev), Ino: uint64(d.st.Ino)} }
 
@@ -85,10 +87,13 @@ func (d *dirFD) open(name string) (*dirFD, error) {
 
 // names lists d's entries from the start.
 func (d *dirFD) names() ([]string, error) {
-	if _, err := d.f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("read %s: %w", d.path, err)
+	if d.listed {
+		if _, err := unix.Seek(d.sys, 0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("read %s: %w", d.path, err)
+		}
 	}
-	n, err := d.f.Readdirnames(-1)
+	d.listed = true
+	n, err := readNames(d.sys)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", d.path, err)
 	}

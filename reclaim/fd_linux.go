@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -41,4 +42,30 @@ func canSeeBindMounts() bool { return !noOpenat2.Load() }
 // (a directory made there since must not be replaced, even empty).
 func renameNoReplace(dir int, from, to string) error {
 	return unix.Renameat2(dir, from, dir, to, unix.RENAME_NOREPLACE)
+}
+
+// direntBufs are getdents buffers, one per listing under way: large
+// enough that most directories come in one read (and the read saying
+// there is no more), reused so that a walk does not allocate one per
+// directory.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readNames lists the directory open at fd from where its offset is,
+// without "." and "..".
+func readNames(fd int) ([]string, error) {
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, *bp)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, err
+		case n <= 0:
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent((*bp)[:n], -1, names)
+	}
 }

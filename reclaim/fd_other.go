@@ -2,7 +2,11 @@
 
 package reclaim
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // openBeneath opens the directory name in parent without following a
 // link. Other systems have no openat2; the device check in dirFD.open
@@ -19,4 +23,16 @@ func canSeeBindMounts() bool { return true }
 // (a directory made there since must not be replaced, even empty).
 func renameNoReplace(dir int, from, to string) error {
 	return unix.RenameatxNp(dir, from, dir, to, unix.RENAME_EXCL)
+}
+
+// readNames lists the directory open at fd, through a descriptor of its
+// own ("." opened again: the system's readdir keeps its place there).
+func readNames(fd int) ([]string, error) {
+	own, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(own), ".")
+	defer f.Close()
+	return f.Readdirnames(-1)
 }

@@ -37,32 +37,26 @@ func (h *host) apply(ctx context.Context, t Target) (Result, *removal) {
 		return applied(result(t, Evidence{}, v), nil), nil
 	}
 	// An earlier removal cut short is finished first.
-	tev := h.gatherTrash(ctx, t)
-	if !tev.Absent {
-		r := result(t, tev, Decide(planless(t), tev))
-		if r.Action != Remove {
-			return applied(r, nil), nil
-		}
-		if ctx.Err() != nil {
-			return timedOut(t, true), nil
-		}
-		if err := h.removeTrash(ctx, t, &tev); err != nil {
-			return applied(r, err), nil
-		}
+	tev, r, done := h.applyTrash(ctx, t)
+	if done {
+		return r, nil
 	}
 	ev, release := h.gatherDir(ctx, t, true)
-	r := result(t, ev, Decide(t, ev))
+	r = result(t, ev, Decide(t, ev))
 	if ev.Absent && !tev.Absent {
 		r.Detail = fmt.Sprintf("finished the interrupted removal of %s", t.Path())
 		r.Bytes, r.AgeSeconds, r.TaskID = tev.Bytes, tev.AgeSeconds, markerTask(tev)
 	}
+	if ctx.Err() != nil && !ev.Absent && r.Action != Fail {
+		// The call ended (its time, or a cancel) during the proof: a
+		// check it cut short is no verdict to keep or remove by, and no
+		// removal starts; a failure found is reported as it is.
+		release()
+		return stopped(ctx, t, true), nil
+	}
 	if r.Action != Remove || ev.Absent {
 		release()
 		return applied(r, nil), nil
-	}
-	if ctx.Err() != nil {
-		release()
-		return timedOut(t, true), nil
 	}
 	rm, err := h.startRemoval(t, &ev)
 	if err != nil {
@@ -163,7 +157,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 		rel, err := taskdir.LockTaskDir(ctx, path)
 		var te *taskdir.Error
 		if errors.As(err, &te) && te.Code == taskdir.CodeBusy {
-			ev.Busy = te.Message
+			ev.Busy = fmt.Sprintf("%s is locked by %s, which works on it (a preparation, a script or another removal); the next apply tries again", path, lockHolder(path))
 			return ev, release
 		}
 		if err != nil {

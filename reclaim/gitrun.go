@@ -3,6 +3,7 @@ package reclaim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -89,6 +90,8 @@ func (h *host) runGit(parent context.Context, dir string, env []string, stdin st
 	if err := h.gits.run(cmd); err != nil {
 		what := taskdir.MaskURLs("git " + strings.Join(args, " "))
 		switch {
+		case errors.Is(parent.Err(), context.Canceled):
+			return nil, fmt.Errorf("%s: the call was interrupted", what)
 		case parent.Err() != nil:
 			return nil, fmt.Errorf("%s: the call's time ran out", what)
 		case ctx.Err() != nil:

@@ -2,6 +2,7 @@ package reclaim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -178,12 +179,26 @@ func forEach(n, par int, f func(i int)) {
 	wg.Wait()
 }
 
-func timedOut(t Target, apply bool) Result {
-	r := Result{Path: t.Path(), Action: Fail, Reason: TimedOut, Detail: fmt.Sprintf("the call's time ran out before %s was proven", t.Path())}
+// stopped is the result of target t when the call ended (ctx) before
+// its proof was done.
+func stopped(ctx context.Context, t Target, apply bool) Result {
+	v := stopVerdict(ctx, t.Path(), "proven")
+	r := Result{Path: t.Path(), Action: v.Action, Reason: v.Reason, Detail: v.Detail}
 	if apply {
 		r.Outcome = Failed
 	}
 	return r
+}
+
+// stopVerdict is the failure of the directory at path that ctx, the
+// call's, ended before it was what: its time ran out, or the caller
+// interrupted it (a cancel stops the call as its time running out does,
+// and says which it was).
+func stopVerdict(ctx context.Context, path, what string) Verdict {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return Verdict{Action: Fail, Reason: Cancelled, Detail: fmt.Sprintf("the call was interrupted before %s was %s", path, what)}
+	}
+	return Verdict{Action: Fail, Reason: TimedOut, Detail: fmt.Sprintf("the call's time ran out before %s was %s", path, what)}
 }
 
 // mountTable is read once per call.

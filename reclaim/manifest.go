@@ -45,9 +45,13 @@ func (a entry) isDir() bool { return a.mode&unix.S_IFMT == unix.S_IFDIR }
 // sessionsRel holds the sessions' own files, which a drained controller
 // still writes until it exits: like the rest of .kandev/ they are our
 // metadata, which the proof does not protect either, so they are left out.
+// So is the directory's lock with its holder note: the next removal of a
+// leftover takes that lock again, which rewrites the note.
 var sessionsRel = path.Join(metaDir, taskdir.SessionsDir)
 
-func inManifest(rel string) bool { return !strings.HasPrefix(rel, sessionsRel+"/") }
+func inManifest(rel string) bool {
+	return !strings.HasPrefix(rel, sessionsRel+"/") && !slices.Contains(taskdir.LockFiles, rel)
+}
 
 // same reports whether b is a as the proof saw it. The top is renamed
 // for the removal, which changes its ctime: only its type and inode

@@ -65,8 +65,8 @@ func planEntry(e Entry, v LocalView, olderThan time.Duration, path string) (Acti
 	switch {
 	case e.Problem != "":
 		return Keep, e.Problem, e.Detail
-	case m == nil && e.Interrupted && e.OnlyDirs && e.MarkerDetail == "":
-		return Remove, Interrupted, fmt.Sprintf("an earlier removal of %s stopped after its marker; only empty directories are left", e.Dir)
+	case m == nil && e.Interrupted && e.MarkerDetail == "":
+		return Keep, UnmarkedLeftover, unmarkedLeftoverDetail(path, e.OnlyDirs)
 	case m == nil && e.MarkerDetail != "":
 		return Keep, NoMarker, e.MarkerDetail
 	case m == nil:

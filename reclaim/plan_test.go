@@ -58,8 +58,8 @@ func TestPlan(t *testing.T) {
 		{Keep, UnsafePath, "symbolic link"},
 		{Keep, NotPrivate, "another user"},
 		{Remove, Interrupted, "stopped halfway"},
-		{Remove, Interrupted, "only empty directories"},
-		{Keep, NoMarker, ""},
+		{Keep, UnmarkedLeftover, "it holds only empty directories"},
+		{Keep, UnmarkedLeftover, "nothing proves whose it is"},
 		{Keep, NotACheckout, "it holds notes.txt; `kandev-exec reclaim --apply --include-uncheckable /srv/kandev/tasks/t-nogit` removes it"},
 		{Keep, NotACheckout, "it holds nothing but .kandev/"},
 	}

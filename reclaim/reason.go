@@ -40,6 +40,7 @@ const (
 	NotPrivate          Reason = "not_private"          // an owner or mode on the path lets another user change it
 	NoMarker            Reason = "no_marker"            // no readable .kandev/owner.json: not provably ours
 	ForeignMarker       Reason = "foreign_marker"       // the marker names another installation or task
+	UnmarkedLeftover    Reason = "unmarked_leftover"    // named as an interrupted removal's leftover, with no marker: nothing proves whose it is
 	ChangedSincePlan    Reason = "changed_since_plan"   // device and inode differ from the earlier proof
 	MountPoint          Reason = "mount_point"          // another filesystem or a bind mount inside it
 	NotACheckout        Reason = "not_a_checkout"       // its top is not a git checkout: nothing proves the files are saved
@@ -63,6 +64,7 @@ const (
 	RemoveFailed Reason = "remove_failed" // a removal step failed; the detail names the paths
 	StillPresent Reason = "still_present" // the directory is still there after the removal
 	TimedOut     Reason = "timed_out"     // the call's time ran out before this directory was done
+	Cancelled    Reason = "cancelled"     // the caller interrupted the call (Ctrl-C) before this directory was done
 	// InUse: a process works in it (its working or root directory, an
 	// open or mapped file below it), or one of the login user's that
 	// could be cannot be inspected.

@@ -125,15 +125,16 @@ func renameToTrash(tasks *dirFD, t Target, want Identity) error {
 
 // finishRemoval rechecks the renamed directory against procs, a reading
 // of the process table begun after the rename, then empties and removes
-// it; a refusal, or the call's time running out first, gives it its
-// name back. The directory's lock is released once done.
+// it; a refusal, or the call ending first (its time ran out, or the
+// caller interrupted it), gives it its name back. The directory's lock
+// is released once done.
 func (h *host) finishRemoval(ctx context.Context, procs *procTable, rm *removal) error {
 	defer rm.release()
 	defer rm.tasks.close()
 	t, tasks, trash := rm.t, rm.tasks, trashName(rm.t.Dir)
 	err := h.recheck(tasks, procs, trash, t, rm.ev)
 	if err == nil && ctx.Err() != nil {
-		err = &keptError{Verdict{Action: Fail, Reason: TimedOut, Detail: fmt.Sprintf("the call's time ran out before %s was removed", t.Path())}}
+		err = &keptError{stopVerdict(ctx, t.Path(), "removed")}
 	}
 	if err != nil {
 		if rerr := renameNoReplace(tasks.fd(), trash, t.Dir); rerr != nil {
@@ -183,11 +184,12 @@ func (h *host) recheck(tasks *dirFD, procs *procTable, name string, t Target, ev
 	return nil
 }
 
-// emptyAndRemove removes tasks/<name> (proven as ev) and proves both it
-// and tasks/<dir> gone. The marker goes last, so a removal cut short
+// emptyAndRemove removes tasks/<name> (proven as ev, and just found by
+// the recheck as the proof's walk saw it) and proves both it and
+// tasks/<dir> gone. The marker goes last, so a removal cut short
 // still says whose directory it was, and what it left is reported.
 func (h *host) emptyAndRemove(tasks *dirFD, name, dir string, ev *Evidence) error {
-	re := h.empty(tasks, name, dir, ev.Identity)
+	re := h.empty(tasks, name, dir, ev)
 	if re == nil {
 		return nil
 	}
@@ -210,10 +212,11 @@ func remainsAt(tasks *dirFD, name string, ev *Evidence) []string {
 	return ev.proof.remainsOf(tr.entries, filepath.Join(tasks.path, name))
 }
 
-// empty removes tasks/<name> (identity want) and proves both it and
-// tasks/<dir> gone; nil once they are.
-func (h *host) empty(tasks *dirFD, name, dir string, want Identity) *removeError {
-	re := &removeError{}
+// empty removes tasks/<name>, proven as ev and found by the recheck as
+// the proof's walk saw it, and proves both it and tasks/<dir> gone; nil
+// once they are.
+func (h *host) empty(tasks *dirFD, name, dir string, ev *Evidence) *removeError {
+	re, want := &removeError{}, ev.Identity
 	if err := sameDir(tasks, name, want); err != nil {
 		re.add(err)
 		return re
@@ -241,23 +244,7 @@ func (h *host) empty(tasks *dirFD, name, dir string, want Identity) *removeError
 		re.add(fmt.Errorf("%s changed just before its removal", d.path))
 		return re
 	}
-	// Everything but .kandev/, then .kandev/ but the marker, then the
-	// marker: a removal stopped by any failure still says whose it was.
-	removeAll(d, metaDir, re)
-	if !re.failed() {
-		if meta, err := d.open(metaDir); err == nil {
-			removeAll(meta, markerFile, re)
-			if !re.failed() {
-				removeEntry(meta, markerFile, re)
-			}
-			meta.close()
-		} else if !errors.Is(err, unix.ENOENT) {
-			re.add(err)
-		}
-	}
-	if !re.failed() {
-		removeEntry(d, metaDir, re)
-	}
+	emptyTop(d, ev.proof, re)
 	d.close()
 	if !re.failed() {
 		if err := unix.Unlinkat(tasks.fd(), name, unix.AT_REMOVEDIR); err != nil {
@@ -284,6 +271,41 @@ func (h *host) empty(tasks *dirFD, name, dir string, want Identity) *removeError
 	return nil
 }
 
+// emptyTop empties d, the top of a tree the manifest m lists: everything
+// but .kandev/, then .kandev/ but the marker, then the marker, so that a
+// removal stopped by any failure still says whose it was. Each of the
+// two is read once more before the marker goes, so that what was written
+// there since the recheck goes first.
+func emptyTop(d *dirFD, m manifest, re *removeError) {
+	if len(m) == 0 || m[0].rel != "." || m[0].ino != d.st.Ino {
+		m = nil // not this tree's: every directory is read instead
+	}
+	if emptyListed(d, m, 0, len(m), metaDir, re); !re.failed() {
+		removeAll(d, metaDir, re)
+	}
+	if re.failed() {
+		return
+	}
+	meta, err := d.open(metaDir)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			re.add(err)
+		}
+		return
+	}
+	defer meta.close()
+	i, end := listedDir(m, 0, len(m), metaDir, meta.st.Ino)
+	if emptyListed(meta, m, i, end, markerFile, re); !re.failed() {
+		removeAll(meta, markerFile, re)
+	}
+	if !re.failed() {
+		removeEntry(meta, markerFile, re)
+	}
+	if !re.failed() {
+		rmdirEmptied(d, meta, metaDir, nil, re)
+	}
+}
+
 // sameDir checks that name in tasks is a directory (never a link) with
 // identity want.
 func sameDir(tasks *dirFD, name string, want Identity) error {
@@ -297,75 +319,4 @@ func sameDir(tasks *dirFD, name string, want Identity) error {
 			filepath.Join(tasks.path, name), got.Dev, got.Ino, want.Dev, want.Ino)
 	}
 	return nil
-}
-
-// removeAll removes every entry of d except keep, stopping at a mount
-// point. Entries that appear meanwhile are read again, a few times; one
-// that failed is not tried twice, and what is left makes the caller's
-// rmdir fail.
-func removeAll(d *dirFD, keep string, re *removeError) {
-	failed := map[string]bool{keep: true}
-	for range 3 {
-		names, err := d.names()
-		if err != nil {
-			re.add(err)
-			return
-		}
-		tried := false
-		for _, n := range names {
-			if failed[n] {
-				continue
-			}
-			tried = true
-			if !removeEntry(d, n, re) {
-				failed[n] = true
-			}
-			if re.mount {
-				return
-			}
-		}
-		if !tried {
-			return
-		}
-	}
-}
-
-// removeEntry removes name from d: a file, link, socket or the like with
-// unlinkat, a directory by emptying it through its own descriptor first.
-// It reports whether name is gone.
-func removeEntry(d *dirFD, name string, re *removeError) bool {
-	st, err := d.lstat(name)
-	if errors.Is(err, unix.ENOENT) {
-		return true
-	}
-	if err != nil {
-		re.add(err)
-		return false
-	}
-	path := filepath.Join(d.path, name)
-	if isDir(st) {
-		sub, err := d.open(name)
-		if err != nil {
-			re.add(err)
-			return false
-		}
-		if sub.st.Ino != st.Ino {
-			sub.close()
-			re.add(fmt.Errorf("%s changed while it was being removed", path))
-			return false
-		}
-		removeAll(sub, "", re)
-		sub.close()
-		if re.mount {
-			return false
-		}
-		err = unix.Unlinkat(d.fd(), name, unix.AT_REMOVEDIR)
-	} else {
-		err = unix.Unlinkat(d.fd(), name, 0)
-	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		re.add(&fs.PathError{Op: "remove", Path: path, Err: err})
-		return false
-	}
-	return true
 }

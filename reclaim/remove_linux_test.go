@@ -225,7 +225,8 @@ func TestUnescapeMount(t *testing.T) {
 
 // A removal cut short before it reported what it left (just after the
 // rename) leaves the whole checkout: that leftover is proven in full at
-// its trash name, against the task's launch record, like any directory.
+// its trash name, against the task's launch record, like any directory;
+// kept, it gets its task's name back.
 func TestApplyProvesAWholeLeftoverWhereItIs(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -254,7 +255,11 @@ func TestApplyProvesAWholeLeftoverWhereItIs(t *testing.T) {
 			if !strings.Contains(r.Detail, trash) {
 				t.Fatalf("detail %q does not name the leftover", r.Detail)
 			}
-			onlyRemoved(t, before, snapshot(t, root), "")
+			back := map[string]bool{}
+			for p := range withoutLocks(snapshot(t, root)) {
+				back[strings.Replace(p, filepath.Join(root, "tasks", "t-1"), trash, 1)] = true
+			}
+			onlyRemoved(t, withoutLocks(before), back, "")
 		})
 	}
 }

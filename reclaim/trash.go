@@ -3,11 +3,16 @@ package reclaim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 // trashPrefix names a directory whose removal has begun: it is renamed
@@ -28,33 +33,94 @@ func planless(t Target) Target {
 }
 
 // gatherTrash collects the evidence about an interrupted removal of t's
-// directory: ownership, identity and mounts; then whether it holds only
-// what that removal said it left (t.Remains, as the caller kept it,
-// never anything read from the host), and when it does not, the git
-// probes of every checkout in it, as for any directory.
+// directory, for a proof that removes nothing (gatherTrashLocked).
 func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
+	ev, release, _ := h.gatherTrashLocked(ctx, t, false)
+	release()
+	return ev
+}
+
+// gatherTrashLocked collects the evidence about an interrupted removal of
+// t's directory: its path checks and marker; then, with lock, the lock
+// that removal held (its .kandev/lock, renamed with it), so that two
+// helpers never prove and empty one leftover at once; then its identity
+// and mounts, whether it holds only what that removal said it left
+// (t.Remains, as the caller kept it, never anything read from the host),
+// and when it does not, the git probes of every checkout in it, as for
+// any directory. held says the lock was taken; release drops it.
+func (h *host) gatherTrashLocked(ctx context.Context, t Target, lock bool) (ev Evidence, release func(), held bool) {
+	release = func() {}
 	name := trashName(t.Dir)
 	path := filepath.Join(t.Root, tasksDir, name)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return Evidence{Absent: true}
+		return Evidence{Absent: true}, release, false
 	}
-	ev := Evidence{Interrupted: true}
+	ev = Evidence{Interrupted: true}
 	if ev.PathProblem, ev.PathDetail = h.checkTasks(t.Root); ev.PathProblem != "" {
-		return ev
+		return ev, release, false
 	}
-	tr, walked := h.inspect(t.Root, name, &ev)
-	if _, bad := checkMarker(t, ev, path); bad || !walked {
-		return ev
+	if !h.inspectTop(path, &ev) {
+		return ev, release, false
+	}
+	if _, bad := checkMarker(t, ev, path); bad {
+		return ev, release, false
+	}
+	if lock {
+		var gone bool
+		if release, gone = h.lockTrash(ctx, path, &ev); gone {
+			return Evidence{Absent: true}, release, false
+		}
+		if ev.Busy != "" || ev.PathProblem != "" {
+			return ev, release, false
+		}
+	}
+	tr, walked := h.inspectTree(t.Root, name, &ev)
+	if !walked {
+		return ev, release, lock
 	}
 	switch {
 	case len(t.Remains) > 0 && tr.entries.outside(t.Remains, path) == "":
 		ev.LeftAsRemoved = true
-	case ev.OnlyDirs:
 	case !h.probeTree(ctx, t, path, tr, &ev):
-		return ev
+		return ev, release, lock
 	}
 	ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, t.Path(), &ev)
-	return ev
+	return ev, release, lock
+}
+
+// lockTrash takes the lock of the leftover at path; one another process
+// holds is busy (ev.Busy, naming the holder). gone: the leftover went
+// meanwhile (the removal that held the lock finished it).
+func (h *host) lockTrash(ctx context.Context, path string, ev *Evidence) (release func(), gone bool) {
+	release = func() {}
+	rel, err := taskdir.LockTaskDir(ctx, path)
+	var te *taskdir.Error
+	switch {
+	case errors.As(err, &te) && te.Code == taskdir.CodeBusy:
+		ev.Busy = fmt.Sprintf("%s, what an earlier removal left, is locked by %s, which works on it; the next apply finishes it if that one does not", path, lockHolder(path))
+		return release, false
+	case err != nil:
+		if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
+			return release, true
+		}
+		ev.PathProblem, ev.PathDetail = pathProblem(err)
+		return release, false
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		rel()
+		return release, true
+	}
+	return rel, false
+}
+
+// lockHolder names the process holding the lock of the directory at
+// path, as its note says.
+func lockHolder(path string) string {
+	hd := taskdir.LockHolder(path)
+	if hd == nil {
+		return "another process"
+	}
+	return fmt.Sprintf("pid %d (%s) since %s", hd.PID, hd.Command, hd.Since.UTC().Format(time.RFC3339))
 }
 
 // inspect reads what is at <root>/tasks/<name> (below a checked tasks/)
@@ -62,28 +128,102 @@ func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
 // alone, its identity, marker, size, age and mount points. It returns
 // the walk, and whether there was one.
 func (h *host) inspect(root, name string, ev *Evidence) (tree, bool) {
-	path := filepath.Join(root, tasksDir, name)
+	if !h.inspectTop(filepath.Join(root, tasksDir, name), ev) {
+		return tree{}, false
+	}
+	return h.inspectTree(root, name, ev)
+}
+
+// inspectTop reads into ev what needs no walk of the directory at path:
+// that it and its .kandev/ are the login user's alone, its identity and
+// its marker. It reports whether no path problem was found.
+func (h *host) inspectTop(path string, ev *Evidence) bool {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		ev.PathProblem, ev.PathDetail = pathProblem(err)
-		return tree{}, false
+		return false
 	}
 	for _, p := range []string{path, filepath.Join(path, metaDir)} {
 		if err := fsx.CheckPrivate(p, h.uid, true); err != nil && !(p != path && errors.Is(err, fs.ErrNotExist)) {
 			ev.PathProblem, ev.PathDetail = pathProblem(err)
-			return tree{}, false
+			return false
 		}
 	}
 	ev.Identity = identityOf(fi)
-	if h.readMarker(path, ev); ev.PathProblem != "" {
-		return tree{}, false
-	}
+	h.readMarker(path, ev)
+	return ev.PathProblem == ""
+}
+
+// inspectTree walks <root>/tasks/<name>, the directory inspectTop saw,
+// into ev: size, age and mount points. It returns the walk, and whether
+// it saw everything.
+func (h *host) inspectTree(root, name string, ev *Evidence) (tree, bool) {
 	d := h.openProven(root, name, ev)
 	if d == nil {
 		return tree{}, false
 	}
 	defer d.close()
 	return h.walk(d, ev), ev.WalkError == ""
+}
+
+// applyTrash finishes an interrupted removal of t's directory under the
+// lock that removal held. tev is what the proof found there (Absent when
+// there is none); done says r is t's result: the leftover was kept, or
+// finishing it failed. A leftover kept whole (no report says its removal
+// emptied part of it: t.Remains) gets its name back where that is free.
+func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result, done bool) {
+	tev, release, held := h.gatherTrashLocked(ctx, t, true)
+	defer release()
+	if tev.Absent {
+		return tev, Result{}, false
+	}
+	whole := held && len(t.Remains) == 0
+	r = result(t, tev, Decide(planless(t), tev))
+	if r.Action != Remove {
+		if whole {
+			r.Detail += giveNameBack(t, tev.Identity)
+		}
+		return tev, applied(r, nil), true
+	}
+	if ctx.Err() != nil {
+		return tev, stopped(ctx, t, true), true
+	}
+	err := h.removeTrash(ctx, t, &tev)
+	var ke *keptError
+	if whole && errors.As(err, &ke) {
+		ke.v.Detail += giveNameBack(t, tev.Identity)
+	}
+	if err != nil {
+		return tev, applied(r, err), true
+	}
+	return tev, Result{}, false
+}
+
+// giveNameBack renames t's leftover, kept whole by its new proof, to its
+// task's name when that is free and the leftover is still the directory
+// proven (want): a removal cut short between its rename and its recheck
+// left the work there under a name nothing else looks at. It says, for
+// the result's detail, where the directory is now.
+func giveNameBack(t Target, want Identity) string {
+	trash := trashName(t.Dir)
+	at := filepath.Join(t.Root, tasksDir, trash)
+	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
+	if err != nil {
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
+	}
+	defer tasks.close()
+	if err := sameDir(tasks, trash, want); err != nil {
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
+	}
+	switch err := renameNoReplace(tasks.fd(), trash, t.Dir); {
+	case err == nil:
+		return fmt.Sprintf("; an earlier removal cut short had left it at %s: it has its name back", at)
+	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it, since %s is another directory now: to keep its work, move it out of the way on the host (`mv %s ~/%s.kept`)",
+			at, t.Path(), at, t.Dir)
+	default:
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it: giving it its name back failed (%v)", at, err)
+	}
 }
 
 // removeTrash finishes an interrupted removal of t's directory, which

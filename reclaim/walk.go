@@ -2,9 +2,8 @@ package reclaim
 
 import (
 	"errors"
-	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -43,7 +42,7 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	if !inGitDir {
 		for _, n := range names {
 			if n == ".git" {
@@ -57,13 +56,14 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 			return err
 		}
 		t.account(st.Blocks, st.Mtim.Sec, isDir(st))
-		if rel := path.Join(rel, n); inManifest(rel) {
-			t.entries = append(t.entries, entryOf(rel, &st))
+		sub := childRel(rel, n)
+		if inManifest(sub) {
+			t.entries = append(t.entries, entryOf(sub, &st))
 		}
 		if !isDir(st) {
 			continue
 		}
-		sub, err := d.open(n)
+		sd, err := d.open(n)
 		if errors.Is(err, errMount) {
 			t.mounts = append(t.mounts, filepath.Join(d.path, n))
 			continue
@@ -71,13 +71,22 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 		if err != nil {
 			return err
 		}
-		err = t.walk(sub, path.Join(rel, n), inGitDir || n == ".git")
-		sub.close()
+		err = t.walk(sd, sub, inGitDir || n == ".git")
+		sd.close()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// childRel is path.Join(rel, name) for a name a listing gave (one
+// segment, never "." or ".."), without its cleaning pass.
+func childRel(rel, name string) string {
+	if rel == "." {
+		return name
+	}
+	return rel + "/" + name
 }
 
 // age is how long ago the newest change in the tree was.

@@ -3,6 +3,7 @@ package taskdir
 import (
 	"context"
 	"errors"
+	"path"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -11,6 +12,17 @@ import (
 )
 
 const lockFile = "lock"
+
+// LockFiles are the task directory lock's file and its holder note,
+// relative to the task directory: a reclamation's walk leaves them out,
+// since taking the lock again rewrites the note.
+var LockFiles = []string{path.Join(metaDir, lockFile), path.Join(metaDir, lockFile) + fsx.NoteSuffix}
+
+// LockHolder is the process holding taskDir's lock as its note says; nil
+// when the note is absent or unreadable.
+func LockHolder(taskDir string) *fsx.Holder {
+	return fsx.ReadHolder(filepath.Join(taskDir, metaDir, lockFile))
+}
 
 // lockWait bounds how long prepare and run-script wait for a task dir's
 // lock: the holder is an earlier launch whose preparation outlived its

@@ -80,7 +80,10 @@ directory is planned (and removed): an archived task whose profile does not
 set reclaim_task_dir is removed this way.
 
 An archived task whose directory is removed becomes absent. Exit 3 when
-some directories or hosts failed and others did not.`,
+some directories or hosts failed and others did not. Ctrl-C during --apply
+asks the host to stop: it finishes a directory it is emptying, gives one
+renamed for its removal its name back, starts no other, and answers; every
+row is printed, those not done failed as cancelled, and the exit is 130.`,
 		Example: `  kandev-exec reclaim                                  # the plan, every host
   kandev-exec reclaim --host prod --older-than 72h
   kandev-exec reclaim --host prod --task t3kq7x2mbn4pa --apply
@@ -270,7 +273,7 @@ func printRows(w io.Writer, rows []executor.ReclaimRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tPATH\tTASK\tSIZE\tAGE\tACTION\tREASON\tDETAIL")
 	for _, r := range rows {
-		if r.Err != nil {
+		if hostFailure(r) {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\t%s\t-\n", r.Host, cmdutil.Dash(cmdutil.Safe(r.Path)), r.Action, r.Reason)
 			continue
 		}
@@ -298,9 +301,18 @@ func printOrphans(w io.Writer, rows []executor.ReclaimRow) {
 	}
 }
 
+// hostFailure: r is a host's or a root's failure, which names no
+// directory. A directory's row that failed with an error (its apply
+// interrupted, say) keeps its columns as listed.
+func hostFailure(r executor.ReclaimRow) bool { return r.Err != nil && r.Dir == "" }
+
 // rowDetail is a row's detail as the table shows it: how a removed
-// directory was proven, else what the host said.
+// directory was proven, what the host said, or, for one that failed
+// with an error, nothing (the summary says it).
 func rowDetail(r executor.ReclaimRow) string {
+	if r.Err != nil {
+		return "-"
+	}
 	if r.Proof != nil {
 		return "proven: " + strings.Join(r.Proof.Methods(), ", ")
 	}
@@ -349,7 +361,7 @@ func printRootTotals(w io.Writer, rows []executor.ReclaimRow) {
 	var order []root
 	count, size := map[root]int{}, map[root]int64{}
 	for _, r := range rows {
-		if r.Err != nil {
+		if hostFailure(r) {
 			continue
 		}
 		k := root{r.Host, r.Root}

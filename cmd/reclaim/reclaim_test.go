@@ -3,6 +3,8 @@ package reclaim
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +65,32 @@ func TestOutcome(t *testing.T) {
 	} {
 		if got := cmdutil.Classify(outcome(c.rows)).Exit; got != c.exit {
 			t.Errorf("%+v: exit %d, want %d", c.rows, got, c.exit)
+		}
+	}
+}
+
+// A directory's row that failed with an error (its apply interrupted
+// before the host answered) used to print "-" for its task, size and
+// age, which it has as listed; a host's failure, naming no directory,
+// still prints them as "-".
+func TestPrintRowsKeepsAFailedDirectorysColumns(t *testing.T) {
+	var b strings.Builder
+	printRows(&b, []executor.ReclaimRow{
+		{Host: "prod", Path: "/w/tasks/t1", Root: "/w", Dir: "t1", TaskID: "t1", Bytes: 2048, AgeSeconds: 7200,
+			Action: executor.ReclaimFailed, Reason: "interrupted", Detail: "interrupted", Err: cmdutil.ErrInterrupted},
+		{Host: "down", Action: executor.ReclaimFailed, Reason: "unreachable", Err: errors.New("refused")},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := [][]string{
+		{"prod", "/w/tasks/t1", "t1", "2.0", "KiB", "2h", "failed", "interrupted", "-"},
+		{"down", "-", "-", "-", "-", "failed", "unreachable", "-"},
+	}
+	if len(lines) != 1+len(want) {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	for i, w := range want {
+		if got := strings.Fields(lines[i+1]); !slices.Equal(got, w) {
+			t.Errorf("row %d: %q, want %q", i, got, w)
 		}
 	}
 }

@@ -62,9 +62,18 @@ const (
 // Cancellable operations stop what they started on the host when the
 // CLI cancels them: prepare and run-script only make or check a task
 // directory, so there is nothing half-done that a later launch does not
-// redo; a listing that removes stops between directories, and answers
-// with what it removed, so an interrupted reclaim reports every removal.
-func Cancellable(op string) bool { return op == OpPrepare || op == OpRunScript || op == OpReclaimList }
+// redo; a listing that removes, and an apply, stop between directories
+// as when the call's time runs out (a directory renamed for its removal
+// and not yet emptied gets its name back, one being emptied finishes),
+// and answer with what they removed, so an interrupted reclaim reports
+// every removal.
+func Cancellable(op string) bool {
+	switch op {
+	case OpPrepare, OpRunScript, OpReclaimList, OpReclaimApply:
+		return true
+	}
+	return false
+}
 
 // Error codes of the protocol itself. The operations add their own, which
 // stay with the package that raises them (taskdir's Code constants, which

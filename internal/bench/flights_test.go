@@ -66,16 +66,27 @@ func TestBenchReclaimFlights(t *testing.T) {
 	f.relay.Delay(oneWay)
 	defer f.relay.Delay(0)
 	var dirs []string
+	reclaim := func() { e.run("reclaim", "--host", h, "--apply", "--yes", "--json") }
 	for _, c := range []struct {
 		what string
 		run  func()
+		// young: changed now, so the listing leaves them to the apply's
+		// own request (reclaim.ListedMinAge).
+		young bool
 	}{
-		{"ssh host rm -rf, 10 dirs", func() { sh(t, fmt.Sprintf("ssh -F %s %s rm -rf %s", f.cfg, h, strings.Join(dirs, " "))) }},
-		{"kandev-exec reclaim --apply --yes, 10 dirs", func() { e.run("reclaim", "--host", h, "--apply", "--yes", "--json") }},
+		{"ssh host rm -rf, 10 dirs", func() { sh(t, fmt.Sprintf("ssh -F %s %s rm -rf %s", f.cfg, h, strings.Join(dirs, " "))) }, false},
+		{"kandev-exec reclaim --apply --yes, 10 dirs", reclaim, false},
+		{"kandev-exec reclaim --apply --yes, 10 young dirs (the apply's request)", reclaim, true},
 	} {
-		dirs = orphans(t, template, e.root(h), 10)
+		lay := func() {
+			dirs = orphans(t, template, e.root(h), 10)
+			if c.young {
+				sh(t, fmt.Sprintf("find %s -exec touch -h {} +", strings.Join(dirs, " ")))
+			}
+		}
+		lay()
 		c.run() // warm
-		dirs = orphans(t, template, e.root(h), 10)
+		lay()
 		traced(f.relay, c.what, c.run)
 	}
 }

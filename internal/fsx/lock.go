@@ -165,4 +165,7 @@ func ReadHolder(path string) *Holder {
 	return &h
 }
 
-func notePath(lock string) string { return lock + ".holder" }
+// NoteSuffix names a lock's holder note: the lock file's name with it.
+const NoteSuffix = ".holder"
+
+func notePath(lock string) string { return lock + NoteSuffix }

@@ -82,8 +82,10 @@ func runHelper(ctx context.Context, c *ssh.Client, host string, helper Helper, o
 	if !cv.Served {
 		return fmt.Errorf("%s on %s: the helper was not started", op, host)
 	}
-	cv.CloseInput()
-	err = cv.Next(0, resp, progress)
+	if !protocol.Cancellable(op) {
+		cv.CloseInput() // nothing to ask it after: it exits once it has answered
+	}
+	err = cv.Next(0, resp, progress) // Finish then closes the input a cancel needed
 	if ferr := cv.Finish(ProbeTimeout); err == nil && ferr != nil {
 		err = cv.failed(op, ferr)
 	}
