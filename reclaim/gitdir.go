@@ -82,24 +82,31 @@ func findGitDir(checkout string) (gitDir, error) {
 // readSmallFile reads a small regular file without following a link or
 // blocking on a FIFO planted in its place.
 func readSmallFile(path string) ([]byte, error) {
+	b, _, err := readSmallFileInfo(path)
+	return b, err
+}
+
+// readSmallFileInfo is readSmallFile, with what the file's descriptor
+// said of it before it was read.
+func readSmallFileInfo(path string) ([]byte, fs.FileInfo, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		return nil, nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxGitFile+1))
 	if err == nil && len(b) > maxGitFile {
 		err = fmt.Errorf("%s is larger than %d bytes", path, maxGitFile)
 	}
-	return b, err
+	return b, fi, err
 }
 
 // exists reports whether path is there (as itself, never followed).

@@ -137,6 +137,12 @@ func indexHashLen(cfg gitsafe.Config, common string) (int, error) {
 
 // parseIndex reads an index file whose object ids are hashLen bytes.
 func parseIndex(b []byte, hashLen int) (map[string]indexEntry, error) {
+	return parseIndexStat(b, hashLen, nil)
+}
+
+// parseIndexStat is parseIndex, and when stats is not nil, fills it with
+// each entry's stat data as git recorded it, in the file's order.
+func parseIndexStat(b []byte, hashLen int, stats *[]indexStat) (map[string]indexEntry, error) {
 	if len(b) < indexHeaderLen+hashLen {
 		return nil, errors.New("index shorter than its header")
 	}
@@ -160,6 +166,9 @@ func parseIndex(b []byte, hashLen int) (map[string]indexEntry, error) {
 			return nil, fmt.Errorf("index entry %d: %v", i, err)
 		}
 		idx[name] = e // the last of a path's stages wins, as in parseLsFiles
+		if stats != nil {
+			*stats = append(*stats, statOfEntry(body[off:], name, hashLen))
+		}
 		off, prev = off+size, name
 	}
 	if err := checkExtensions(body[off:]); err != nil {

@@ -10,9 +10,10 @@ import (
 )
 
 // The git side of the proof: per checkout, the gitdir and its index
-// read directly (gitdir.go, indexfile.go, internal/gitsafe), one `git
-// status`, and a `git ls-files` only where the index is git's to read
-// (index.go), each upstream fetched once per call (fetch.go), and, only
+// read directly (gitdir.go, indexfile.go, internal/gitsafe), its status
+// read from its files where they show it clean (statusfile.go), else one
+// `git status` and a `git ls-files` only where the index is git's to
+// read (index.go), each upstream fetched once per call (fetch.go), and, only
 // when a local ref or reflog entry is not exactly a remote tip, a `git
 // cat-file` and a `git rev-list` (pushed.go), then the patch-id and
 // squash comparisons for what that leaves (equivalent.go). Every git run
@@ -102,7 +103,7 @@ func (h *host) probeCheckouts(ctx context.Context, t Target, dir string, tr tree
 	files := filesByCheckout(tr)
 	ps := make([]probed, len(tr.checkouts))
 	for i, rel := range tr.checkouts {
-		ps[i] = h.probeCheckout(ctx, t, dir, rel, files[rel])
+		ps[i] = h.probeCheckout(ctx, t, dir, rel, files[rel], len(tr.checkouts) == 1)
 	}
 	crossCheckModules(ps)
 	out := make([]Checkout, len(ps))
@@ -117,12 +118,12 @@ func (h *host) probeCheckouts(ctx context.Context, t Target, dir string, tr tree
 // outside .git directories and not a .git file itself (what git status
 // must account for), to the innermost checkout holding it, relative to
 // that checkout.
-func filesByCheckout(tr tree) map[string][]string {
+func filesByCheckout(tr tree) map[string][]entry {
 	isCheckout := map[string]bool{}
 	for _, c := range tr.checkouts {
 		isCheckout[c] = true
 	}
-	out := map[string][]string{}
+	out := map[string][]entry{}
 	for _, e := range tr.entries {
 		f := e.rel
 		if e.isDir() || slices.Contains(strings.Split(f, "/"), ".git") {
@@ -136,23 +137,26 @@ func filesByCheckout(tr tree) map[string][]string {
 		if c != "." {
 			rel = strings.TrimPrefix(f, c+"/")
 		}
-		out[c] = append(out[c], rel)
+		e.rel = rel
+		out[c] = append(out[c], e)
 	}
 	return out
 }
 
 // probeCheckout gathers the evidence of the checkout at rel in t's
 // directory, at dir, given the files the walk found in it. A failure
-// lands in Error: unknown keeps the directory.
-func (h *host) probeCheckout(ctx context.Context, t Target, dir, rel string, files []string) probed {
+// lands in Error: unknown keeps the directory. alone: the directory
+// holds no other checkout, whose files would be the parent's untracked
+// ones to git.
+func (h *host) probeCheckout(ctx context.Context, t Target, dir, rel string, files []entry, alone bool) probed {
 	p := probed{Checkout: Checkout{Path: rel}}
-	if err := h.probeInto(ctx, t, filepath.Join(dir, rel), rel, files, &p); err != nil {
+	if err := h.probeInto(ctx, t, filepath.Join(dir, rel), rel, files, alone, &p); err != nil {
 		p.Checkout = Checkout{Path: rel, Error: err.Error()}
 	}
 	return p
 }
 
-func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files []string, p *probed) error {
+func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files []entry, alone bool, p *probed) error {
 	g, err := findGitDir(dir)
 	if err != nil {
 		return err
@@ -178,16 +182,24 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 		return err
 	}
 	r := newRepo(dir, g, cfg)
-	st, err := h.gitStatus(ctx, r)
-	if err != nil {
-		return err
+	st, idx, clean := status{}, map[string]indexEntry(nil), false
+	if alone {
+		st, idx, clean = cleanFromFiles(dir, g, cfg, files, rel == ".")
+	}
+	if !clean {
+		if st, err = h.gitStatus(ctx, r); err != nil {
+			return err
+		}
+		if idx, err = h.indexEntries(ctx, r, cfg, st.head); err != nil {
+			return err
+		}
 	}
 	p.Head, p.Changed, p.Unmerged, p.Untracked, p.Ignored = st.head, st.changed, st.unmerged, st.untracked, st.ignored
-	idx, err := h.indexEntries(ctx, r, cfg, st.head)
-	if err != nil {
-		return err
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.rel
 	}
-	if p.Hidden, err = hiddenFiles(dir, files, idx, st, rel == "."); err != nil {
+	if p.Hidden, err = hiddenFiles(dir, names, idx, st, rel == "."); err != nil {
 		return err
 	}
 	held, err := h.heldObjects(ctx, r, st.head)
