@@ -211,13 +211,24 @@ func (g gitDir) refs() (map[string]string, error) {
 			return nil, fmt.Errorf("%s: %v", filepath.Join(g.common, "packed-refs"), err)
 		}
 	}
-	for _, d := range g.dirs() {
-		if err := g.looseRefs(filepath.Join(d, "refs"), "refs", refs); err != nil {
-			return nil, err
+	if err := g.looseRefs(filepath.Join(g.common, "refs"), "refs", refs); err != nil {
+		return nil, err
+	}
+	if g.dir != g.common {
+		// A linked worktree's own refs are these namespaces, and only
+		// these: git reads every other ref from the common gitdir, so a
+		// branch file here is not the branch.
+		for _, ns := range worktreeRefs {
+			if err := g.looseRefs(filepath.Join(g.dir, "refs", ns), "refs/"+ns, refs); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return refs, nil
 }
+
+// worktreeRefs are the ref namespaces git keeps per worktree.
+var worktreeRefs = []string{"bisect", "worktree", "rewritten"}
 
 // dirs is the common gitdir, then the worktree's own when it has one.
 func (g gitDir) dirs() []string {
@@ -301,6 +312,11 @@ func parsePackedRefs(b []byte, refs map[string]string) error {
 		if !ok || !oidRE.MatchString(oid) || !strings.HasPrefix(name, "refs/") {
 			return fmt.Errorf("unexpected line %q", line)
 		}
+		// git reads the one it finds first, and lists another: the
+		// proof would see only one of the two commits.
+		if _, twice := refs[name]; twice {
+			return fmt.Errorf("%s is listed twice", name)
+		}
 		refs[name] = oid
 	}
 	return sc.Err()
@@ -316,10 +332,15 @@ func (g gitDir) looseRefs(dir, name string, refs map[string]string) error {
 			return err
 		}
 		v := strings.TrimRight(string(b), "\r\n")
-		switch {
+		switch target, symbolic := strings.CutPrefix(v, "ref: "); {
 		case oidRE.MatchString(v):
 			refs[n] = v
-		case strings.HasPrefix(v, "ref: "):
+		case symbolic && strings.HasPrefix(target, "refs/"):
+			// It hides a packed ref of its name, and names one that is
+			// read on its own.
+			delete(refs, n)
+		case symbolic:
+			return fmt.Errorf("%s: a ref naming %.80q, outside refs/, which the proof does not follow", p, target)
 		default:
 			return fmt.Errorf("%s: unexpected ref %.80q", p, v)
 		}

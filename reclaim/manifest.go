@@ -32,12 +32,14 @@ type entry struct {
 	mtime int64 // nanoseconds
 	ctime int64 // nanoseconds
 	ino   uint64
+	owner [2]uint32 // uid, gid
 }
 
 type manifest []entry
 
 func entryOf(rel string, st *unix.Stat_t) entry {
-	return entry{rel: rel, mode: uint32(st.Mode), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: uint64(st.Ino)}
+	return entry{rel: rel, mode: uint32(st.Mode), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: uint64(st.Ino),
+		owner: [2]uint32{st.Uid, st.Gid}}
 }
 
 func (a entry) isDir() bool { return a.mode&unix.S_IFMT == unix.S_IFDIR }

@@ -114,10 +114,10 @@ func (h *host) probeCheckouts(ctx context.Context, t Target, dir string, tr tree
 	return out
 }
 
-// filesByCheckout gives each entry of the walk that is not a directory,
-// outside .git directories and not a .git file itself (what git status
-// must account for), to the innermost checkout holding it, relative to
-// that checkout.
+// filesByCheckout gives each entry of the walk below the top, outside
+// .git directories and not a .git file itself (what git status must
+// account for), to the innermost checkout holding it, relative to that
+// checkout.
 func filesByCheckout(tr tree) map[string][]entry {
 	isCheckout := map[string]bool{}
 	for _, c := range tr.checkouts {
@@ -126,7 +126,7 @@ func filesByCheckout(tr tree) map[string][]entry {
 	out := map[string][]entry{}
 	for _, e := range tr.entries {
 		f := e.rel
-		if e.isDir() || slices.Contains(strings.Split(f, "/"), ".git") {
+		if f == "." || slices.Contains(strings.Split(f, "/"), ".git") {
 			continue
 		}
 		c := path.Dir(f)
@@ -195,9 +195,11 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 		}
 	}
 	p.Head, p.Changed, p.Unmerged, p.Untracked, p.Ignored = st.head, st.changed, st.unmerged, st.untracked, st.ignored
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = f.rel
+	var names []string
+	for _, f := range files {
+		if !f.isDir() {
+			names = append(names, f.rel)
+		}
 	}
 	if p.Hidden, err = hiddenFiles(dir, names, idx, st, rel == "."); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -51,16 +52,20 @@ func (s indexStat) u32(at int) uint32 { return binary.BigEndian.Uint32(s.data[at
 func (s indexStat) marked() bool { return s.flags&(ceStageMask|ceValid) != 0 || s.ext != 0 }
 
 // recorded reports whether e, as the walk saw it, is the file git
-// recorded in s after its last change: the same inode, times and size,
-// both times older than the index file (stamp), so that no change made in
-// the same clock tick as git's reading can hide behind them.
+// recorded in s after its last change: the same inode, times, owner and
+// size, as git compares them (core.checkStat=default), both times older
+// than the index file (stamp), so that no change made in the same clock
+// tick as git's reading can hide behind them. A recorded size of zero
+// vouches for nothing: git writes it for an entry it found racily clean,
+// and then compares the content.
 func (s indexStat) recorded(e entry, stamp int64) bool {
 	split := func(ns int64) (uint32, uint32) { return uint32(ns / 1e9), uint32(ns % 1e9) }
 	cs, cns := split(e.ctime)
 	ms, mns := split(e.mtime)
 	return e.ctime > 0 && e.mtime > 0 && e.ctime < stamp && e.mtime < stamp &&
 		s.u32(0) == cs && s.u32(4) == cns && s.u32(8) == ms && s.u32(12) == mns &&
-		s.u32(20) == uint32(e.ino) && s.u32(36) == uint32(e.size)
+		s.u32(20) == uint32(e.ino) && s.u32(28) == e.owner[0] && s.u32(32) == e.owner[1] &&
+		s.u32(36) != 0 && s.u32(36) == uint32(e.size)
 }
 
 // maxHashedBytes bounds the content hashed for files whose stat data do
@@ -124,21 +129,35 @@ func plainRepository(cfg gitsafe.Config) bool {
 }
 
 // filesRecorded reports whether the walk's files are exactly the index's
-// entries, each unmarked and its file the one the entry names (.kandev/
-// of the top aside, which is ours). stamp is the index file's mtime.
+// entries, each unmarked and its file the one the entry names, and each
+// of its directories holds one (git reports an ignored directory even
+// when it is empty); .kandev/ of the top aside, which is ours. stamp is
+// the index file's mtime.
 func filesRecorded(dir string, files []entry, stats []indexStat, idx map[string]indexEntry, stamp int64, top bool) bool {
 	byPath := make(map[string]indexStat, len(stats))
+	tracked := map[string]bool{}
 	for _, s := range stats {
 		if s.marked() {
 			return false
 		}
 		byPath[s.path] = s
+		for d := path.Dir(s.path); d != "." && !tracked[d]; d = path.Dir(d) {
+			tracked[d] = true
+		}
 	}
 	matched, budget := 0, int64(maxHashedBytes)
 	for _, f := range files {
 		s, ok := byPath[f.rel]
 		switch {
-		case !ok && top && (f.rel == metaDir || strings.HasPrefix(f.rel, metaDir+"/")):
+		case top && (f.rel == metaDir || strings.HasPrefix(f.rel, metaDir+"/")):
+			if ok {
+				return false // ours, and tracked: git's to say
+			}
+			continue
+		case f.isDir():
+			if !tracked[f.rel] {
+				return false
+			}
 			continue
 		case !ok || !sameType(f, idx[f.rel].mode):
 			return false
