@@ -154,7 +154,7 @@ func (l *Lock) Release() {
 // ReadHolder is what the note beside the lock file at path says; nil when
 // it is absent or unreadable.
 func ReadHolder(path string) *Holder {
-	b, err := ReadFileMax(notePath(path), 4<<10)
+	b, err := ReadFileMax(notePath(path), MaxNoteSize)
 	if err != nil {
 		return nil
 	}
@@ -167,5 +167,9 @@ func ReadHolder(path string) *Holder {
 
 // NoteSuffix names a lock's holder note: the lock file's name with it.
 const NoteSuffix = ".holder"
+
+// MaxNoteSize bounds a holder note: a larger one is not read, nor one of
+// ours (a holder is a pid, a command name of at most 256 bytes and a time).
+const MaxNoteSize = 4 << 10
 
 func notePath(lock string) string { return lock + NoteSuffix }
