@@ -53,13 +53,15 @@ func inManifest(rel string, st *unix.Stat_t) bool {
 
 // ourNotes are the files in .kandev/ that a removal of a leftover
 // changes itself, with the most each may hold: the lock, which is never
-// written, and its holder note, which taking the lock again rewrites.
+// written, its holder note, which taking the lock again rewrites, and
+// the note that a removal began (removalNote), which it writes again.
 // They are left out only while they are that (a regular file no larger):
 // anything else by their names is recorded like any entry, so what an
 // agent wrote there keeps a leftover as added to.
 var ourNotes = map[string]int64{
 	taskdir.LockFiles[0]: 0,
 	taskdir.LockFiles[1]: fsx.MaxNoteSize,
+	removalNoteRel:       maxRemovalNote,
 }
 
 func isOurNote(rel string, st *unix.Stat_t) bool {

@@ -299,3 +299,31 @@ func TestApplyKeepsALeftoverWhoseLockHoldsData(t *testing.T) {
 		t.Fatalf("%s after the apply: %q, %v", lock, b, err)
 	}
 }
+
+// A removal writes the note that its emptying began before it deletes
+// anything, so one cut short, whose report of what it left is lost,
+// keeps its leftover under its trash name rather than give a
+// half-removed checkout its task's name back.
+func TestRemovalCutShortLeavesItsNote(t *testing.T) {
+	requireRoot(t)
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	runT(t, "chattr", "+i", filepath.Join(dir, "README"))
+	trash := filepath.Join(root, tasksDir, trashName("t-1"))
+	left := filepath.Join(trash, "README")
+	t.Cleanup(func() { exec.Command("chattr", "-i", left).Run() })
+	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Remove, Failed, RemoveFailed)
+	if _, err := os.Lstat(filepath.Join(trash, removalNoteRel)); err != nil {
+		t.Fatalf("the removal cut short left no note: %v", err)
+	}
+	runT(t, "chattr", "-i", left)
+
+	r := apply(t, launchedT1(root, bare))[0] // its report not given back
+	if r.Outcome == Removed || !strings.Contains(r.Detail, "it stays at "+trash) {
+		t.Fatalf("result %+v, want the leftover kept at %s", r, trash)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s after the apply: %v", dir, err)
+	}
+}

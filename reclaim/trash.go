@@ -170,7 +170,8 @@ func (h *host) inspectTree(root, name string, ev *Evidence) (tree, bool) {
 // lock that removal held. tev is what the proof found there (Absent when
 // there is none); done says r is t's result: the leftover was kept, or
 // finishing it failed. A leftover kept whole (no report says its removal
-// emptied part of it: t.Remains) gets its name back where that is free.
+// emptied part of it, t.Remains, nor does the note that its emptying
+// began) gets its name back where that is free.
 func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result, done bool) {
 	tev, release, held := h.gatherTrashLocked(ctx, t, true)
 	defer release()
@@ -199,11 +200,12 @@ func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result
 	return tev, Result{}, false
 }
 
-// giveNameBack renames t's leftover, kept whole by its new proof, to its
-// task's name when that is free and the leftover is still the directory
-// proven (want): a removal cut short between its rename and its recheck
-// left the work there under a name nothing else looks at. It says, for
-// the result's detail, where the directory is now.
+// giveNameBack renames t's leftover, kept by its new proof, to its
+// task's name when that is free, the leftover is still the directory
+// proven (want) and its emptying never began (removalNote): a removal
+// cut short between its rename and its recheck left the work there
+// under a name nothing else looks at. It says, for the result's detail,
+// where the directory is now.
 func giveNameBack(t Target, want Identity) string {
 	trash := trashName(t.Dir)
 	at := filepath.Join(t.Root, tasksDir, trash)
@@ -214,6 +216,13 @@ func giveNameBack(t Target, want Identity) string {
 	defer tasks.close()
 	if err := sameDir(tasks, trash, want); err != nil {
 		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
+	}
+	switch began, err := removalBegan(tasks, trash); {
+	case err != nil:
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
+	case began:
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it after it began emptying it (%s says so), so part of it may be gone: to keep what is left, move it out of the way on the host (`mv %s ~/%s.kept`)",
+			at, filepath.Join(at, removalNoteRel), at, t.Dir)
 	}
 	switch err := renameNoReplace(tasks.fd(), trash, t.Dir); {
 	case err == nil:
