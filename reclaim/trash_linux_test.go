@@ -232,3 +232,24 @@ func TestApplyKeepsAHalfEmptiedLeftoverUnderItsTrashName(t *testing.T) {
 		})
 	}
 }
+
+// A leftover given its name back is let go of there: its lock's holder
+// note, written under its trash name, is removed where it is now, not
+// left naming a process that no longer holds it.
+func TestLeftoverGivenItsNameBackKeepsNoHolderNote(t *testing.T) {
+	root, bare, dir, trash := leftoverT1(t)
+	commit(t, trash, "work.txt", "agent work")
+	r := apply(t, launchedT1(root, bare))[0]
+	wantResult(t, r, Skip, Skipped, UnpushedCommits)
+	if !strings.Contains(r.Detail, "it has its name back") {
+		t.Fatalf("detail %q", r.Detail)
+	}
+	for _, d := range []string{dir, trash} {
+		if _, err := os.Lstat(filepath.Join(d, taskdir.LockFiles[1])); !os.IsNotExist(err) {
+			t.Errorf("the holder note at %s after the apply: %v", d, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, taskdir.LockFiles[0])); err != nil {
+		t.Fatalf("the lock file did not move with the directory: %v", err)
+	}
+}

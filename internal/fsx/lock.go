@@ -145,6 +145,11 @@ func Acquire(ctx context.Context, path string, o LockOptions) (*Lock, error) {
 	return l, nil
 }
 
+// Moved says the lock file is at path now, its directory renamed while
+// the lock is held (the flock goes with the open file): Release removes
+// the note there, not where it no longer is.
+func (l *Lock) Moved(path string) { l.note = notePath(path) }
+
 // Release removes the holder note, then drops the lock.
 func (l *Lock) Release() {
 	os.Remove(l.note)
