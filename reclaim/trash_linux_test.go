@@ -253,3 +253,33 @@ func TestLeftoverGivenItsNameBackKeepsNoHolderNote(t *testing.T) {
 		t.Fatalf("the lock file did not move with the directory: %v", err)
 	}
 }
+
+// The name goes back only to the directory proven: one swapped in at the
+// trash name after the proof (the leftover moved away, another made
+// there) is not renamed, and the detail says it is not what was proven.
+func TestLeftoverSwappedAfterItsProofKeepsItsTrashName(t *testing.T) {
+	root, bare, dir, trash := leftoverT1(t)
+	commit(t, trash, "work.txt", "agent work")
+	tg, h := launchedT1(root, bare), newHost(0)
+	ev, held := h.gatherTrashLocked(t.Context(), tg, true)
+	if held == nil {
+		t.Fatalf("the leftover's lock was not taken: %+v", ev)
+	}
+	defer held.Release()
+	wantResult(t, result(tg, ev, Decide(planless(tg), ev)), Skip, "", UnpushedCommits)
+	if err := os.Rename(trash, filepath.Join(root, "proven")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(trash, metaDir, markerFile), "{}\n")
+
+	detail := giveNameBack(tg, ev.Identity, held)
+	if !strings.Contains(detail, "it stays at "+trash) || !strings.Contains(detail, trash+" is not the directory proven") {
+		t.Fatalf("detail %q", detail)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s after the swap: %v", dir, err)
+	}
+	if _, err := os.Lstat(filepath.Join(trash, metaDir, markerFile)); err != nil {
+		t.Fatalf("the directory swapped in is not where it was: %v", err)
+	}
+}
