@@ -94,12 +94,15 @@ func rmdirEmptied(parent, d *dirFD, name string, failed map[string]bool, re *rem
 
 func notEmpty(err error) bool { return errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) }
 
-// removeAll removes every entry of d except keep, stopping at a mount
-// point, reading d until a listing finds nothing new (a few times at
-// most); one that failed is not tried twice, and what is left makes the
-// caller's rmdir fail.
-func removeAll(d *dirFD, keep string, re *removeError) {
-	failed := map[string]bool{keep: true}
+// removeAll removes every entry of d except those in keep, stopping at
+// a mount point, reading d until a listing finds nothing new (a few
+// times at most); one that failed is not tried twice, and what is left
+// makes the caller's rmdir fail.
+func removeAll(d *dirFD, re *removeError, keep ...string) {
+	failed := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		failed[k] = true
+	}
 	for range 3 {
 		if !removeListing(d, failed, re) {
 			return

@@ -47,12 +47,28 @@ func (a entry) isDir() bool { return a.mode&unix.S_IFMT == unix.S_IFDIR }
 // sessionsRel holds the sessions' own files, which a drained controller
 // still writes until it exits: like the rest of .kandev/ they are our
 // metadata, which the proof does not protect either, so they are left out.
-// So is the directory's lock with its holder note: the next removal of a
-// leftover takes that lock again, which rewrites the note.
 var sessionsRel = path.Join(metaDir, taskdir.SessionsDir)
 
-func inManifest(rel string) bool {
-	return !strings.HasPrefix(rel, sessionsRel+"/") && !slices.Contains(taskdir.LockFiles, rel)
+func inManifest(rel string, st *unix.Stat_t) bool {
+	return !strings.HasPrefix(rel, sessionsRel+"/") && !isOurNote(rel, st)
+}
+
+// ourNotes are the files in .kandev/ that a removal of a leftover
+// changes itself, with the most each may hold: the lock, which is never
+// written, its holder note, which taking the lock again rewrites, and
+// the note that a removal began (removalNote), which it writes again.
+// They are left out only while they are that (a regular file no larger):
+// anything else by their names is recorded like any entry, so what an
+// agent wrote there keeps a leftover as added to.
+var ourNotes = map[string]int64{
+	taskdir.LockFiles[0]: 0,
+	taskdir.LockFiles[1]: fsx.MaxNoteSize,
+	removalNoteRel:       maxRemovalNote,
+}
+
+func isOurNote(rel string, st *unix.Stat_t) bool {
+	limit, ok := ourNotes[rel]
+	return ok && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size <= limit
 }
 
 // same reports whether b is a as the proof saw it. The top is renamed

@@ -244,6 +244,11 @@ func (h *host) empty(tasks *dirFD, name, dir string, ev *Evidence) *removeError 
 		re.add(fmt.Errorf("%s changed just before its removal", d.path))
 		return re
 	}
+	if err := noteRemoval(d); err != nil {
+		d.close()
+		re.add(err)
+		return re
+	}
 	emptyTop(d, ev.proof, re)
 	d.close()
 	if !re.failed() {
@@ -272,8 +277,9 @@ func (h *host) empty(tasks *dirFD, name, dir string, ev *Evidence) *removeError 
 }
 
 // emptyTop empties d, the top of a tree the manifest m lists: everything
-// but .kandev/, then .kandev/ but the marker, then the marker, so that a
-// removal stopped by any failure still says whose it was. Each of the
+// but .kandev/, then .kandev/ but the marker and the removal note, then
+// the note and the marker, so that a removal stopped by any failure
+// still says whose it was, and that its emptying began. Each of the
 // two is read once more before the marker goes, so that what was written
 // there since the recheck goes first.
 func emptyTop(d *dirFD, m manifest, re *removeError) {
@@ -281,7 +287,7 @@ func emptyTop(d *dirFD, m manifest, re *removeError) {
 		m = nil // not this tree's: every directory is read instead
 	}
 	if emptyListed(d, m, 0, len(m), metaDir, re); !re.failed() {
-		removeAll(d, metaDir, re)
+		removeAll(d, re, metaDir)
 	}
 	if re.failed() {
 		return
@@ -296,10 +302,12 @@ func emptyTop(d *dirFD, m manifest, re *removeError) {
 	defer meta.close()
 	i, end := listedDir(m, 0, len(m), metaDir, meta.st.Ino)
 	if emptyListed(meta, m, i, end, markerFile, re); !re.failed() {
-		removeAll(meta, markerFile, re)
+		removeAll(meta, re, markerFile, removalNote)
 	}
-	if !re.failed() {
-		removeEntry(meta, markerFile, re)
+	for _, n := range []string{removalNote, markerFile} {
+		if !re.failed() {
+			removeEntry(meta, n, re)
+		}
 	}
 	if !re.failed() {
 		rmdirEmptied(d, meta, metaDir, nil, re)

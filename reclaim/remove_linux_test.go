@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 func runT(t *testing.T, name string, args ...string) {
@@ -261,5 +263,67 @@ func TestApplyProvesAWholeLeftoverWhereItIs(t *testing.T) {
 			}
 			onlyRemoved(t, withoutLocks(before), back, "")
 		})
+	}
+}
+
+// What an agent writes into a file named as the lock of an interrupted
+// removal's leftover is not the lock (which is never written): the
+// leftover holds more than that removal left, so it is proven again, and
+// a half-removed checkout proves nothing: it is kept with what was
+// written.
+func TestApplyKeepsALeftoverWhoseLockHoldsData(t *testing.T) {
+	requireRoot(t)
+	bare, _ := origin(t)
+	root := newRoot(t)
+	stuck := filepath.Join(prepared(t, root, "t-1", "task-1", bare), "README")
+	runT(t, "chattr", "+i", stuck)
+	trash := filepath.Join(root, tasksDir, trashName("t-1"))
+	left := filepath.Join(trash, "README")
+	t.Cleanup(func() { exec.Command("chattr", "-i", left).Run() })
+	r := apply(t, target(root, "t-1", "task-1"))[0]
+	wantResult(t, r, Remove, Failed, RemoveFailed)
+	if len(r.Remains) == 0 {
+		t.Fatal("the failed removal did not report what it left")
+	}
+	lock := filepath.Join(trash, taskdir.LockFiles[0])
+	writeFile(t, lock, "agent work\n")
+	runT(t, "chattr", "-i", left)
+
+	next := target(root, "t-1", "task-1")
+	next.Remains = r.Remains
+	r = apply(t, next)[0]
+	if r.Outcome == Removed {
+		t.Fatalf("the leftover was removed with data in its lock file: %+v", r)
+	}
+	if b, err := os.ReadFile(lock); err != nil || string(b) != "agent work\n" {
+		t.Fatalf("%s after the apply: %q, %v", lock, b, err)
+	}
+}
+
+// A removal writes the note that its emptying began before it deletes
+// anything, so one cut short, whose report of what it left is lost,
+// keeps its leftover under its trash name rather than give a
+// half-removed checkout its task's name back.
+func TestRemovalCutShortLeavesItsNote(t *testing.T) {
+	requireRoot(t)
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	runT(t, "chattr", "+i", filepath.Join(dir, "README"))
+	trash := filepath.Join(root, tasksDir, trashName("t-1"))
+	left := filepath.Join(trash, "README")
+	t.Cleanup(func() { exec.Command("chattr", "-i", left).Run() })
+	wantResult(t, apply(t, target(root, "t-1", "task-1"))[0], Remove, Failed, RemoveFailed)
+	if _, err := os.Lstat(filepath.Join(trash, removalNoteRel)); err != nil {
+		t.Fatalf("the removal cut short left no note: %v", err)
+	}
+	runT(t, "chattr", "-i", left)
+
+	r := apply(t, launchedT1(root, bare))[0] // its report not given back
+	if r.Outcome == Removed || !strings.Contains(r.Detail, "it stays at "+trash) {
+		t.Fatalf("result %+v, want the leftover kept at %s", r, trash)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s after the apply: %v", dir, err)
 	}
 }

@@ -35,8 +35,7 @@ func planless(t Target) Target {
 // gatherTrash collects the evidence about an interrupted removal of t's
 // directory, for a proof that removes nothing (gatherTrashLocked).
 func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
-	ev, release, _ := h.gatherTrashLocked(ctx, t, false)
-	release()
+	ev, _ := h.gatherTrashLocked(ctx, t, false)
 	return ev
 }
 
@@ -47,70 +46,70 @@ func (h *host) gatherTrash(ctx context.Context, t Target) Evidence {
 // and mounts, whether it holds only what that removal said it left
 // (t.Remains, as the caller kept it, never anything read from the host),
 // and when it does not, the git probes of every checkout in it, as for
-// any directory. held says the lock was taken; release drops it.
-func (h *host) gatherTrashLocked(ctx context.Context, t Target, lock bool) (ev Evidence, release func(), held bool) {
-	release = func() {}
+// any directory. held is the lock, when it was taken: the caller
+// releases it.
+func (h *host) gatherTrashLocked(ctx context.Context, t Target, lock bool) (ev Evidence, held *taskdir.Lock) {
 	name := trashName(t.Dir)
 	path := filepath.Join(t.Root, tasksDir, name)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return Evidence{Absent: true}, release, false
+		return Evidence{Absent: true}, nil
 	}
 	ev = Evidence{Interrupted: true}
 	if ev.PathProblem, ev.PathDetail = h.checkTasks(t.Root); ev.PathProblem != "" {
-		return ev, release, false
+		return ev, nil
 	}
 	if !h.inspectTop(path, &ev) {
-		return ev, release, false
+		return ev, nil
 	}
 	if _, bad := checkMarker(t, ev, path); bad {
-		return ev, release, false
+		return ev, nil
 	}
 	if lock {
 		var gone bool
-		if release, gone = h.lockTrash(ctx, path, &ev); gone {
-			return Evidence{Absent: true}, release, false
+		if held, gone = h.lockTrash(ctx, path, &ev); gone {
+			return Evidence{Absent: true}, nil
 		}
-		if ev.Busy != "" || ev.PathProblem != "" {
-			return ev, release, false
+		if held == nil {
+			return ev, nil
 		}
 	}
 	tr, walked := h.inspectTree(t.Root, name, &ev)
 	if !walked {
-		return ev, release, lock
+		return ev, held
 	}
 	switch {
 	case len(t.Remains) > 0 && tr.entries.outside(t.Remains, path) == "":
 		ev.LeftAsRemoved = true
 	case !h.probeTree(ctx, t, path, tr, &ev):
-		return ev, release, lock
+		return ev, held
 	}
 	ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, t.Path(), &ev)
-	return ev, release, lock
+	return ev, held
 }
 
 // lockTrash takes the lock of the leftover at path; one another process
-// holds is busy (ev.Busy, naming the holder). gone: the leftover went
-// meanwhile (the removal that held the lock finished it).
-func (h *host) lockTrash(ctx context.Context, path string, ev *Evidence) (release func(), gone bool) {
-	release = func() {}
-	rel, err := taskdir.LockTaskDir(ctx, path)
+// holds is busy (ev.Busy, naming the holder), and one that cannot be
+// taken a path problem: nil then. gone: the leftover went meanwhile
+// (the removal that held the lock finished it).
+func (h *host) lockTrash(ctx context.Context, path string, ev *Evidence) (held *taskdir.Lock, gone bool) {
+	l, err := taskdir.LockRenamable(ctx, path)
 	var te *taskdir.Error
 	switch {
 	case errors.As(err, &te) && te.Code == taskdir.CodeBusy:
 		ev.Busy = fmt.Sprintf("%s, what an earlier removal left, is locked by %s, which works on it; the next apply finishes it if that one does not", path, lockHolder(path))
-		return release, false
+		return nil, false
 	case err != nil:
 		if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
-			return release, true
+			return nil, true
 		}
 		ev.PathProblem, ev.PathDetail = pathProblem(err)
-		return release, false
+		return nil, false
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		rel()
-		return release, true
+		l.Release()
+		return nil, true
 	}
-	return rel, false
+	return l, false
 }
 
 // lockHolder names the process holding the lock of the directory at
@@ -170,18 +169,21 @@ func (h *host) inspectTree(root, name string, ev *Evidence) (tree, bool) {
 // lock that removal held. tev is what the proof found there (Absent when
 // there is none); done says r is t's result: the leftover was kept, or
 // finishing it failed. A leftover kept whole (no report says its removal
-// emptied part of it: t.Remains) gets its name back where that is free.
+// emptied part of it, t.Remains, nor does the note that its emptying
+// began) gets its name back where that is free.
 func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result, done bool) {
-	tev, release, held := h.gatherTrashLocked(ctx, t, true)
-	defer release()
+	tev, held := h.gatherTrashLocked(ctx, t, true)
+	if held != nil {
+		defer held.Release()
+	}
 	if tev.Absent {
 		return tev, Result{}, false
 	}
-	whole := held && len(t.Remains) == 0
+	whole := held != nil && len(t.Remains) == 0
 	r = result(t, tev, Decide(planless(t), tev))
 	if r.Action != Remove {
 		if whole {
-			r.Detail += giveNameBack(t, tev.Identity)
+			r.Detail += giveNameBack(t, tev.Identity, held)
 		}
 		return tev, applied(r, nil), true
 	}
@@ -191,7 +193,7 @@ func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result
 	err := h.removeTrash(ctx, t, &tev)
 	var ke *keptError
 	if whole && errors.As(err, &ke) {
-		ke.v.Detail += giveNameBack(t, tev.Identity)
+		ke.v.Detail += giveNameBack(t, tev.Identity, held)
 	}
 	if err != nil {
 		return tev, applied(r, err), true
@@ -199,12 +201,13 @@ func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result
 	return tev, Result{}, false
 }
 
-// giveNameBack renames t's leftover, kept whole by its new proof, to its
-// task's name when that is free and the leftover is still the directory
-// proven (want): a removal cut short between its rename and its recheck
-// left the work there under a name nothing else looks at. It says, for
-// the result's detail, where the directory is now.
-func giveNameBack(t Target, want Identity) string {
+// giveNameBack renames t's leftover, kept by its new proof, to its
+// task's name when that is free, the leftover is still the directory
+// proven (want) and its emptying never began (removalNote): a removal
+// cut short between its rename and its recheck left the work there
+// under a name nothing else looks at. It says, for the result's detail,
+// where the directory is now; held, the leftover's lock, is told where.
+func giveNameBack(t Target, want Identity, held *taskdir.Lock) string {
 	trash := trashName(t.Dir)
 	at := filepath.Join(t.Root, tasksDir, trash)
 	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
@@ -215,8 +218,16 @@ func giveNameBack(t Target, want Identity) string {
 	if err := sameDir(tasks, trash, want); err != nil {
 		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
 	}
+	switch began, err := removalBegan(tasks, trash); {
+	case err != nil:
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
+	case began:
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it after it began emptying it (%s says so), so part of it may be gone: to keep what is left, move it out of the way on the host (`mv %s ~/%s.kept`)",
+			at, filepath.Join(at, removalNoteRel), at, t.Dir)
+	}
 	switch err := renameNoReplace(tasks.fd(), trash, t.Dir); {
 	case err == nil:
+		held.Moved(t.Path())
 		return fmt.Sprintf("; an earlier removal cut short had left it at %s: it has its name back", at)
 	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
 		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it, since %s is another directory now: to keep its work, move it out of the way on the host (`mv %s ~/%s.kept`)",

@@ -25,6 +25,20 @@ func withoutLocks(s map[string]bool) map[string]bool {
 	return out
 }
 
+// leftoverT1 is a prepared t-1 (dir) renamed to its trash name (trash),
+// as a removal cut short just after its rename leaves it.
+func leftoverT1(t *testing.T) (root, bare, dir, trash string) {
+	t.Helper()
+	bare, _ = origin(t)
+	root = newRoot(t)
+	dir = prepared(t, root, "t-1", "task-1", bare)
+	trash = filepath.Join(root, tasksDir, trashName("t-1"))
+	if err := os.Rename(dir, trash); err != nil {
+		t.Fatal(err)
+	}
+	return root, bare, dir, trash
+}
+
 // Two applies on one root: the first renamed t-0 to its trash name and
 // holds its lock while its batch proves t-1 (whose upstream stalls); the
 // second, asked for t-0, finds that leftover and leaves it to the first
@@ -79,13 +93,7 @@ func TestApplyLeavesALeftoverAnotherApplyWorksOn(t *testing.T) {
 // apply's proof keeps it (here a process works in it), it gets its
 // task's name back: the work is where its task, and the user, look.
 func TestApplyGivesAKeptLeftoverItsNameBack(t *testing.T) {
-	bare, _ := origin(t)
-	root := newRoot(t)
-	dir := prepared(t, root, "t-1", "task-1", bare)
-	trash := filepath.Join(root, tasksDir, trashName("t-1"))
-	if err := os.Rename(dir, trash); err != nil {
-		t.Fatal(err)
-	}
+	root, bare, dir, trash := leftoverT1(t)
 	pid, _ := sleeper(t, "sleep", trash)
 
 	r := apply(t, launchedT1(root, bare))[0]
@@ -172,4 +180,106 @@ func TestUnmarkedLeftoverIsKept(t *testing.T) {
 		}
 	}
 	onlyRemoved(t, before, snapshot(t, root), "")
+}
+
+// A leftover whose emptying began (its .git already gone) with no report
+// of what it left (the helper killed, the CLI gone, too much left) is
+// kept where it is, saying where and what to run: given its task's name
+// back it would look like a checkout that lost its files. One renamed
+// and never emptied still gets its name back.
+func TestApplyKeepsAHalfEmptiedLeftoverUnderItsTrashName(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		cut      func(t *testing.T, trash string)
+		nameBack bool
+	}{
+		{"emptying began", func(t *testing.T, trash string) {
+			if err := os.RemoveAll(filepath.Join(trash, ".git")); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(trash, removalNoteRel), "emptying began\n")
+		}, false},
+		{"never emptied", func(t *testing.T, trash string) { commit(t, trash, "work.txt", "agent work") }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root, bare, dir, trash := leftoverT1(t)
+			c.cut(t, trash)
+
+			r := apply(t, launchedT1(root, bare))[0]
+			if r.Outcome == Removed {
+				t.Fatalf("the leftover was removed: %+v", r)
+			}
+			if !c.nameBack {
+				want := fmt.Sprintf("it stays at %s, where an earlier removal cut short left it after it began emptying it (%s says so), so part of it may be gone: to keep what is left, move it out of the way on the host (`mv %s ~/t-1.kept`)",
+					trash, filepath.Join(trash, removalNoteRel), trash)
+				if !strings.Contains(r.Detail, want) {
+					t.Fatalf("detail %q\nwant it to say %q", r.Detail, want)
+				}
+				if _, err := os.Lstat(filepath.Join(trash, "README")); err != nil {
+					t.Fatalf("the leftover is not where it was: %v", err)
+				}
+				if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+					t.Fatalf("%s after the apply: %v", dir, err)
+				}
+				return
+			}
+			if !strings.Contains(r.Detail, "left it at "+trash+": it has its name back") {
+				t.Fatalf("detail %q", r.Detail)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "work.txt")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A leftover given its name back is let go of there: its lock's holder
+// note, written under its trash name, is removed where it is now, not
+// left naming a process that no longer holds it.
+func TestLeftoverGivenItsNameBackKeepsNoHolderNote(t *testing.T) {
+	root, bare, dir, trash := leftoverT1(t)
+	commit(t, trash, "work.txt", "agent work")
+	r := apply(t, launchedT1(root, bare))[0]
+	wantResult(t, r, Skip, Skipped, UnpushedCommits)
+	if !strings.Contains(r.Detail, "it has its name back") {
+		t.Fatalf("detail %q", r.Detail)
+	}
+	for _, d := range []string{dir, trash} {
+		if _, err := os.Lstat(filepath.Join(d, taskdir.LockFiles[1])); !os.IsNotExist(err) {
+			t.Errorf("the holder note at %s after the apply: %v", d, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, taskdir.LockFiles[0])); err != nil {
+		t.Fatalf("the lock file did not move with the directory: %v", err)
+	}
+}
+
+// The name goes back only to the directory proven: one swapped in at the
+// trash name after the proof (the leftover moved away, another made
+// there) is not renamed, and the detail says it is not what was proven.
+func TestLeftoverSwappedAfterItsProofKeepsItsTrashName(t *testing.T) {
+	root, bare, dir, trash := leftoverT1(t)
+	commit(t, trash, "work.txt", "agent work")
+	tg, h := launchedT1(root, bare), newHost(0)
+	ev, held := h.gatherTrashLocked(t.Context(), tg, true)
+	if held == nil {
+		t.Fatalf("the leftover's lock was not taken: %+v", ev)
+	}
+	defer held.Release()
+	wantResult(t, result(tg, ev, Decide(planless(tg), ev)), Skip, "", UnpushedCommits)
+	if err := os.Rename(trash, filepath.Join(root, "proven")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(trash, metaDir, markerFile), "{}\n")
+
+	detail := giveNameBack(tg, ev.Identity, held)
+	if !strings.Contains(detail, "it stays at "+trash) || !strings.Contains(detail, trash+" is not the directory proven") {
+		t.Fatalf("detail %q", detail)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s after the swap: %v", dir, err)
+	}
+	if _, err := os.Lstat(filepath.Join(trash, metaDir, markerFile)); err != nil {
+		t.Fatalf("the directory swapped in is not where it was: %v", err)
+	}
 }

@@ -57,7 +57,7 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 		}
 		t.account(st.Blocks, st.Mtim.Sec, isDir(st))
 		sub := childRel(rel, n)
-		if inManifest(sub) {
+		if inManifest(sub, &st) {
 			t.entries = append(t.entries, entryOf(sub, &st))
 		}
 		if !isDir(st) {

@@ -35,6 +35,19 @@ var lockWait = 5 * time.Second
 // crashed CLI left running on the host, and nothing is removed under
 // either. The returned release drops it.
 func LockTaskDir(ctx context.Context, taskDir string) (release func(), err error) {
+	l, err := LockRenamable(ctx, taskDir)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+// Lock is a held task directory lock.
+type Lock struct{ l *fsx.Lock }
+
+// LockRenamable is LockTaskDir for a holder that renames the directory
+// while it holds the lock: Moved says where it is now.
+func LockRenamable(ctx context.Context, taskDir string) (*Lock, error) {
 	meta := filepath.Join(taskDir, metaDir)
 	if _, err := ensurePrivateDir(meta); err != nil {
 		return nil, err
@@ -44,7 +57,7 @@ func LockTaskDir(ctx context.Context, taskDir string) (release func(), err error
 	var le *fsx.LockedError
 	switch {
 	case err == nil:
-		return l.Release, nil
+		return &Lock{l}, nil
 	case errors.As(err, &le):
 		return nil, busyError(taskDir, path, le.Holder)
 	case ctx.Err() != nil:
@@ -54,6 +67,13 @@ func LockTaskDir(ctx context.Context, taskDir string) (release func(), err error
 		return nil, fsError("lock", path, err)
 	}
 }
+
+// Moved says the locked directory is at taskDir now, so that Release
+// removes the holder note there.
+func (l *Lock) Moved(taskDir string) { l.l.Moved(filepath.Join(taskDir, metaDir, lockFile)) }
+
+// Release removes the holder note and drops the lock.
+func (l *Lock) Release() { l.l.Release() }
 
 func busyError(taskDir, path string, h *fsx.Holder) error {
 	holder := "unknown"

@@ -145,6 +145,11 @@ func Acquire(ctx context.Context, path string, o LockOptions) (*Lock, error) {
 	return l, nil
 }
 
+// Moved says the lock file is at path now, its directory renamed while
+// the lock is held (the flock goes with the open file): Release removes
+// the note there, not where it no longer is.
+func (l *Lock) Moved(path string) { l.note = notePath(path) }
+
 // Release removes the holder note, then drops the lock.
 func (l *Lock) Release() {
 	os.Remove(l.note)
@@ -154,7 +159,7 @@ func (l *Lock) Release() {
 // ReadHolder is what the note beside the lock file at path says; nil when
 // it is absent or unreadable.
 func ReadHolder(path string) *Holder {
-	b, err := ReadFileMax(notePath(path), 4<<10)
+	b, err := ReadFileMax(notePath(path), MaxNoteSize)
 	if err != nil {
 		return nil
 	}
@@ -167,5 +172,9 @@ func ReadHolder(path string) *Holder {
 
 // NoteSuffix names a lock's holder note: the lock file's name with it.
 const NoteSuffix = ".holder"
+
+// MaxNoteSize bounds a holder note: a larger one is not read, nor one of
+// ours (a holder is a pid, a command name of at most 256 bytes and a time).
+const MaxNoteSize = 4 << 10
 
 func notePath(lock string) string { return lock + NoteSuffix }

@@ -202,3 +202,28 @@ func TestCommandNameDropsArguments(t *testing.T) {
 		t.Fatalf("long name %q", long)
 	}
 }
+
+// A lock whose directory is renamed while it is held still removes its
+// holder note on Release, where Moved says it is now.
+func TestLockMovedRemovesTheNoteWhereItIs(t *testing.T) {
+	dir := t.TempDir()
+	was, now := filepath.Join(dir, "was"), filepath.Join(dir, "now")
+	if err := os.Mkdir(was, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Acquire(context.Background(), filepath.Join(was, "lock"), LockOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(was, now); err != nil {
+		t.Fatal(err)
+	}
+	if ReadHolder(filepath.Join(now, "lock")) == nil {
+		t.Fatal("no holder note after the rename")
+	}
+	l.Moved(filepath.Join(now, "lock"))
+	l.Release()
+	if _, err := os.Lstat(filepath.Join(now, "lock"+NoteSuffix)); !os.IsNotExist(err) {
+		t.Fatalf("the holder note after Release: %v", err)
+	}
+}

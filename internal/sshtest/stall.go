@@ -10,11 +10,12 @@ import (
 // answers, so a client (a git fetch, say) waits on it until Let drops the
 // connections; it is closed when the test ends.
 type Stall struct {
-	ln    net.Listener
-	asked chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	held  []net.Conn
+	ln     net.Listener
+	asked  chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	held   []net.Conn
+	closed bool // Let ran
 }
 
 // NewStall starts a Stall.
@@ -36,11 +37,20 @@ func (s *Stall) accept() {
 		if err != nil {
 			return
 		}
-		s.mu.Lock()
-		if s.held = append(s.held, c); len(s.held) == 1 {
-			close(s.asked)
-		}
-		s.mu.Unlock()
+		s.hold(c)
+	}
+}
+
+// hold keeps c until Let; one accepted while Let ran (it waited for mu)
+// is closed at once.
+func (s *Stall) hold(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held = append(s.held, c); len(s.held) == 1 {
+		close(s.asked)
+	}
+	if s.closed {
+		c.Close()
 	}
 }
 
@@ -56,6 +66,7 @@ func (s *Stall) Let() {
 		s.ln.Close()
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.closed = true
 		for _, c := range s.held {
 			c.Close()
 		}
