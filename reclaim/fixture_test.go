@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/gitsafe"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -99,6 +100,21 @@ func prepared(t *testing.T, root, dir, task, url string) string {
 		t.Fatalf("prepare %s: %v", dir, err)
 	}
 	return res.TaskDirAbs
+}
+
+// repoOf is the gitdir and configuration of the checkout at dir, as the
+// proof reads them.
+func repoOf(t testing.TB, dir string) (gitDir, gitsafe.Config) {
+	t.Helper()
+	g, err := findGitDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := g.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, cfg
 }
 
 func target(root, dir, task string) Target {

@@ -173,12 +173,17 @@ func blobOf(p string, oidLen int) (mode, oid string, err error) {
 	default:
 		return fi.Mode().Type().String(), "", nil
 	}
+	oid, err = blobID(content, size, oidLen)
+	return mode, oid, err
+}
+
+// blobID is the id of the blob of content, which should hold size bytes:
+// "" when it holds another number (it changed while it was read).
+func blobID(content io.Reader, size int64, oidLen int) (string, error) {
 	h := objectHash(oidLen)
 	fmt.Fprintf(h, "blob %d\x00", size)
-	if n, err := io.Copy(h, content); err != nil {
-		return "", "", err
-	} else if n != size {
-		return mode, "", nil // it changed while it was read: not identical
+	if n, err := io.Copy(h, io.LimitReader(content, size+1)); err != nil || n != size {
+		return "", err
 	}
-	return mode, hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

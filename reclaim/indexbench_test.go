@@ -16,14 +16,7 @@ func BenchmarkIndexEntries(b *testing.B) {
 	dir := b.TempDir()
 	gitT(b, dir, "init", "--quiet")
 	setupPaths(b, dir)
-	g, err := findGitDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := g.config()
-	if err != nil {
-		b.Fatal(err)
-	}
+	g, cfg := repoOf(b, dir)
 	b.Run("file", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := readIndexFile(g, cfg, ""); err != nil {

@@ -217,14 +217,7 @@ func TestIndexFileDeclinesHeadOfAnotherHash(t *testing.T) {
 			dir := t.TempDir()
 			gitT(t, dir, "init", "--quiet", "--object-format="+c.format)
 			setupFlags(t, dir)
-			g, err := findGitDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := g.config()
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, cfg := repoOf(t, dir)
 			head := gitT(t, dir, "rev-parse", "HEAD")
 			if _, err := readIndexFile(g, cfg, head); err != nil {
 				t.Fatalf("fixture: the reader declines the real HEAD: %v", err)

@@ -247,14 +247,7 @@ func sameIndex(t *testing.T, dir string, c indexCase, version byte) []byte {
 // lists it, and as the reader reads it (fileErr: it leaves it to git).
 func bothIndexes(t *testing.T, dir string) (fromGit, fromFile map[string]indexEntry, fileErr error) {
 	t.Helper()
-	g, err := findGitDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := g.config()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cfg := repoOf(t, dir)
 	r := newRepo(dir, g, cfg)
 	out, err := r.git(context.Background(), newHost(30), "", lsFilesArgs...)
 	if err != nil {

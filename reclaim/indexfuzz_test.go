@@ -115,14 +115,7 @@ func FuzzParseIndex(f *testing.F) {
 func TestParseIndexSeedsAgreeWithGit(t *testing.T) {
 	dir := t.TempDir()
 	gitT(t, dir, "init", "--quiet")
-	g, err := findGitDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := g.config()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cfg := repoOf(t, dir)
 	r, h := newRepo(dir, g, cfg), newHost(30)
 	for i, seed := range indexSeeds(t) {
 		for seal := range byte(3) {

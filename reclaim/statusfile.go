@@ -2,9 +2,6 @@ package reclaim
 
 import (
 	"encoding/binary"
-	"encoding/hex"
-	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -202,10 +199,6 @@ func sameContent(p string, f entry, oid string) bool {
 	if unix.Fstat(int(fd.Fd()), &st) != nil || entryOf(f.rel, &st) != f {
 		return false
 	}
-	h := objectHash(len(oid))
-	fmt.Fprintf(h, "blob %d\x00", f.size)
-	if n, err := io.Copy(h, io.LimitReader(fd, f.size+1)); err != nil || n != f.size {
-		return false
-	}
-	return hex.EncodeToString(h.Sum(nil)) == oid
+	got, err := blobID(fd, f.size, len(oid))
+	return err == nil && got == oid
 }

@@ -38,14 +38,7 @@ func checkoutFiles(t *testing.T, dir string) []entry {
 // readFromFiles is cleanFromFiles on the checkout at dir.
 func readFromFiles(t *testing.T, dir string, top bool) (status, bool) {
 	t.Helper()
-	g, err := findGitDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := g.config()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cfg := repoOf(t, dir)
 	st, _, ok := cleanFromFiles(dir, g, cfg, checkoutFiles(t, dir), top)
 	return st, ok
 }
