@@ -20,9 +20,12 @@ import (
 // A manifest is what one walk saw of each entry of a tree, in walk
 // order. The removal walks the tree again just before it empties it and
 // refuses any difference from the proof's walk, so nothing written,
-// changed or moved since the proof began is removed unseen; and a
-// removal cut short reports what it left (remains), so the next one
-// finishes only that.
+// changed or moved between the proof and that walk is removed unseen.
+// After it, what keeps work safe is not a walk: the tree goes by no
+// task's name and no process worked in it when they were read after the
+// rename, so nothing an agent runs can reach it to write (see
+// docs/security.md). A removal cut short reports what it left (remains),
+// so the next one finishes only that.
 
 // entry is one file, link or directory as lstat saw it.
 type entry struct {
