@@ -41,14 +41,15 @@ func (h *host) runBatches(ctx context.Context, targets []Target, results []Resul
 			continue
 		}
 		started := h.startBatch(ctx, ts, rs, par)
-		removing.Wait()
 		if !slices.ContainsFunc(started, func(rm *removal) bool { return rm != nil }) {
 			continue
 		}
 		// Read after every rename of the batch: each directory's recheck
 		// still sees every process that could have reached it by its
 		// task's name, as when the table was read once per directory.
+		// The batch before may still be being removed meanwhile.
 		procs := readProcs(ctx, h.uid)
+		removing.Wait()
 		removing.Add(1)
 		go func() {
 			defer removing.Done()

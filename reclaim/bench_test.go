@@ -4,6 +4,7 @@ package reclaim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,44 +22,25 @@ import (
 //
 //	go test -tags bench -run TestBenchReclaim -v ./reclaim/
 func TestBenchReclaim(t *testing.T) {
-	n := 1000
-	if s := os.Getenv("RECLAIM_BENCH_N"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := benchN()
 	bare, _ := origin(t)
 	root := newRoot(t)
 	seed := prepared(t, root, "seed", "task-1", bare)
-	copies := func(prefix string) []string {
-		var dirs []string
-		for i := range n {
-			dir := filepath.Join(root, "tasks", fmt.Sprintf("%s-%04d", prefix, i))
-			if out, err := exec.Command("cp", "-a", seed, dir).CombinedOutput(); err != nil {
-				t.Fatalf("cp: %v\n%s", err, out)
-			}
-			dirs = append(dirs, dir)
-		}
-		return dirs
-	}
+	copies := func(prefix string) []string { return copiesOf(t, seed, prefix, n, nil) }
 
-	dirs := copies("rm")
-	start, cpu0 := time.Now(), cpuTime(t)
-	if out, err := exec.Command("rm", append([]string{"-rf", "--"}, dirs...)...).CombinedOutput(); err != nil {
-		t.Fatalf("rm: %v\n%s", err, out)
-	}
-	rm, rmCPU := time.Since(start), cpuTime(t)-cpu0
-
-	dirs = copies("rc")
+	rm, rmCPU := timedRm(t, copies("rm"))
+	dirs := copies("rc")
 	var targets []Target
 	for _, d := range dirs {
 		targets = append(targets, target(root, filepath.Base(d), "task-1"))
 	}
-	start = time.Now()
+	start := time.Now()
 	plan, err := Prove(context.Background(), Request{Targets: targets})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prove := time.Since(start)
-	start, cpu0 = time.Now(), cpuTime(t)
+	start, cpu0 := time.Now(), cpuTime(t)
 	rep, err := Apply(context.Background(), Request{Targets: targets})
 	if err != nil {
 		t.Fatal(err)
@@ -90,4 +72,98 @@ func cpuTime(t *testing.T) time.Duration {
 		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return total
+}
+
+// TestBenchListApply measures what a confirmed `reclaim --apply --yes`
+// asks of the host for N orphans (RECLAIM_BENCH_N, default 1000), each a
+// clean small checkout unchanged for two days: one listing that removes
+// them (ListAndApply), next to `rm -rf` of the same directories. It
+// prints; it asserts only that everything was removed.
+//
+//	go test -tags bench -run TestBenchListApply -v ./reclaim/
+func TestBenchListApply(t *testing.T) {
+	n := benchN()
+	bare, _ := origin(t)
+	root := newRoot(t)
+	// The seed is young, so the listing leaves it.
+	seed := prepared(t, root, "seed", "seed", bare)
+	b, err := os.ReadFile(filepath.Join(seed, ".kandev", "owner.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owner map[string]any
+	if err := json.Unmarshal(b, &owner); err != nil {
+		t.Fatal(err)
+	}
+	orphans := func(prefix string) []string {
+		dirs := copiesOf(t, seed, prefix, n, func(dir, id string) {
+			owner["task_id"] = id
+			b, _ := json.Marshal(owner)
+			if err := os.WriteFile(filepath.Join(dir, ".kandev", "owner.json"), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		})
+		find := exec.Command("sh", append([]string{"-c", `find "$@" -exec touch -h -d '2 days ago' {} +`, "sh"}, dirs...)...)
+		if out, err := find.CombinedOutput(); err != nil {
+			t.Fatalf("touch: %v\n%s", err, out)
+		}
+		return dirs
+	}
+
+	rm, rmCPU := timedRm(t, orphans("rm"))
+	orphans("rc")
+	start, cpu0 := time.Now(), cpuTime(t)
+	l, err := ListAndApply(context.Background(), ListRequest{Root: root, Apply: &ListApply{View: LocalView{InstallationID: testInstallation}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took, tookCPU := time.Since(start), cpuTime(t)-cpu0
+	removed := 0
+	for _, r := range l.Applied {
+		if r.Outcome == Removed {
+			removed++
+		}
+	}
+	if removed != n {
+		t.Fatalf("the listing removed %d of %d directories: %+v", removed, n, l.Applied)
+	}
+	t.Logf("%d orphans: rm -rf %v; listing that removes them %v (%.2f× rm's); CPU: rm -rf %v, listing %v (%.2f×)",
+		n, rm.Round(time.Millisecond), took.Round(time.Millisecond), float64(took)/float64(rm),
+		rmCPU.Round(time.Millisecond), tookCPU.Round(time.Millisecond), float64(tookCPU)/float64(rmCPU))
+}
+
+// benchN is RECLAIM_BENCH_N, the directories a bench makes: 1000 unless
+// set.
+func benchN() int {
+	if n, err := strconv.Atoi(os.Getenv("RECLAIM_BENCH_N")); err == nil {
+		return n
+	}
+	return 1000
+}
+
+// copiesOf makes n copies of the task directory seed beside it, named
+// <prefix>-NNNN, each then given to mark (nil: none).
+func copiesOf(t *testing.T, seed, prefix string, n int, mark func(dir, name string)) []string {
+	var dirs []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%04d", prefix, i)
+		dir := filepath.Join(filepath.Dir(seed), name)
+		if out, err := exec.Command("cp", "-a", seed, dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, out)
+		}
+		if mark != nil {
+			mark(dir, name)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// timedRm removes dirs with one `rm -rf`: its wall and CPU time.
+func timedRm(t *testing.T, dirs []string) (wall, cpu time.Duration) {
+	start, cpu0 := time.Now(), cpuTime(t)
+	if out, err := exec.Command("rm", append([]string{"-rf", "--"}, dirs...)...).CombinedOutput(); err != nil {
+		t.Fatalf("rm: %v\n%s", err, out)
+	}
+	return time.Since(start), cpuTime(t) - cpu0
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,9 @@ var opaque = map[string]bool{"sshd": true, "sshd-session": true, "ssh-agent": tr
 
 // readProcs reads /proc once: the working and root directory, open
 // descriptors and mapped files of each process of uid, each by its name
-// and, where it leads to a file, by that file's device and inode.
+// and, where it leads to a file, by that file's device and inode. The
+// processes are read on every CPU: a batch's removals wait for the
+// reading, and a host runs hundreds of processes.
 func readProcs(_ context.Context, uid int) *procTable {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -30,20 +33,26 @@ func readProcs(_ context.Context, uid int) *procTable {
 	}
 	self := os.Getpid()
 	mine := ancestors(self)
-	t := &procTable{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	views := make([]*procView, len(ents))
+	forEach(len(ents), runtime.NumCPU(), func(i int) {
+		pid, err := strconv.Atoi(ents[i].Name())
 		if err != nil || pid == self || !ownedBy(pid, uid) {
-			continue
+			return
 		}
 		v := viewProc(pid)
 		// The init process, and the connection this helper serves,
 		// were there before any task.
 		if v.hidden != "" && (pid == 1 || mine[pid] || opaque[v.comm]) {
-			continue
+			return
 		}
 		if v.hidden != "" || len(v.held) > 0 {
-			t.procs = append(t.procs, v)
+			views[i] = &v
+		}
+	})
+	t := &procTable{}
+	for _, v := range views {
+		if v != nil {
+			t.procs = append(t.procs, *v)
 		}
 	}
 	return t
