@@ -11,14 +11,18 @@ import (
 	"testing"
 )
 
-// provenNow prepares a clean task directory and proves it the way Apply
-// does (lock held), checking the verdict is a removal: the directory,
-// its target, the call's host and the evidence.
-func provenNow(t *testing.T) (dir string, tg Target, h *host, ev Evidence) {
+// provenNow prepares a clean task directory, runs setup on it (unless
+// nil) and proves it the way Apply does (lock held), checking the
+// verdict is a removal: the directory, its target, the call's host and
+// the evidence.
+func provenNow(t *testing.T, setup func(dir string)) (dir string, tg Target, h *host, ev Evidence) {
 	t.Helper()
 	bare, _ := origin(t)
 	root := newRoot(t)
 	dir = prepared(t, root, "t-1", "task-1", bare)
+	if setup != nil {
+		setup(dir)
+	}
 	tg, h = target(root, "t-1", "task-1"), newHost(0)
 	ev, release := h.gatherDir(t.Context(), tg, true)
 	t.Cleanup(release)
@@ -47,7 +51,7 @@ func TestApplyRefusesWhatChangedAfterProof(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir, tg, h, ev := provenNow(t)
+			dir, tg, h, ev := provenNow(t, nil)
 			c.change(t, filepath.Join(dir, c.path))
 
 			r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))
@@ -243,7 +247,7 @@ func TestApplyKeepsDirectoryInUse(t *testing.T) {
 // A process that enters the directory once its proof is done is found
 // by the check after the rename: the directory gets its name back.
 func TestApplyKeepsDirectoryEnteredAfterProof(t *testing.T) {
-	dir, tg, h, ev := provenNow(t)
+	dir, tg, h, ev := provenNow(t, nil)
 	pid, _ := sleeper(t, "sleep", dir)
 
 	r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))

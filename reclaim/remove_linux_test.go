@@ -87,7 +87,7 @@ func TestRemoveStopsAtMountAfterProof(t *testing.T) {
 			if mode != "openat2" {
 				withoutOpenat2(t)
 			}
-			dir, tg, h, ev := provenNow(t)
+			dir, tg, h, ev := provenNow(t, nil)
 			root := tg.Root
 			keep := outside(t)
 			bindMount(t, keep, filepath.Join(dir, ".kandev", "mnt"), root)
