@@ -45,6 +45,20 @@ type Target struct {
 	// finished only if nothing else is there now. Without it, what is
 	// left is proven in full, git included.
 	Remains []string `json:"remains,omitempty"`
+
+	// listed is the walk the listing that planned this removal made of
+	// the directory, then listedID (ListAndApply, in the same call).
+	listed   *tree
+	listedID Identity
+}
+
+// listedWalk is the listing's walk of the directory when it is id now,
+// else nil (a walk of its own is due).
+func (t Target) listedWalk(id Identity) *tree {
+	if t.listed == nil || t.listedID != id {
+		return nil
+	}
+	return t.listed
 }
 
 // Path is where the directory is: <root>/tasks/<dir>.

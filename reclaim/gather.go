@@ -170,7 +170,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	if d == nil {
 		return ev, release
 	}
-	tr := h.walk(d, &ev)
+	tr := h.walk(d, &ev, t.listedWalk(ev.Identity))
 	d.close()
 	if h.probeTree(ctx, t, path, tr, &ev) {
 		ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, path, &ev)
@@ -267,16 +267,20 @@ func (h *host) openProven(root, name string, ev *Evidence) *dirFD {
 }
 
 // walk reads the whole tree below d into ev: mount points (from the
-// descriptors and, on Linux, the mount table), size and age.
-func (h *host) walk(d *dirFD, ev *Evidence) tree {
+// descriptors and, on Linux, the mount table), size and age. listed,
+// when not nil, is a walk of d this call made already (listapply.go):
+// it is taken as this one, the mount table read again.
+func (h *host) walk(d *dirFD, ev *Evidence, listed *tree) tree {
 	table, err := h.mountTable()
 	if err != nil {
 		ev.WalkError = err.Error()
 		return tree{}
 	}
 	ev.Mounts = append(ev.Mounts, mountsBelow(table, d.path)...)
-	tr, err := walkTree(d)
-	if err != nil {
+	tr := tree{}
+	if listed != nil {
+		tr = *listed
+	} else if tr, err = walkTree(d); err != nil {
 		ev.WalkError = err.Error()
 	}
 	ev.Mounts = append(ev.Mounts, tr.mounts...)

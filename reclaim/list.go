@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -56,7 +57,16 @@ type Entry struct {
 	Holds      []string `json:"holds,omitempty"`
 	// Running are the session controllers that run in it.
 	Running []controller.Running `json:"running,omitempty"`
+
+	// walked is the walk that found it, kept for the removal a listing
+	// may make (ListRequest.Apply) while maxKeptEntries allows.
+	walked *tree
 }
+
+// maxKeptEntries bounds the walks' entries a listing keeps for its own
+// removals (some 100 MB); the directories past it are walked again by
+// their proofs.
+const maxKeptEntries = 1 << 20
 
 // holdsShown bounds the names an entry's Holds lists.
 const holdsShown = 10
@@ -92,12 +102,24 @@ func List(ctx context.Context, req ListRequest) (*Listing, error) {
 	}
 	sort.Strings(names)
 	l.Entries = make([]Entry, len(names))
+	var keep func(tr tree) bool // the walks kept: none, unless to remove
+	if req.Apply != nil {
+		var kept atomic.Int64
+		keep = func(tr tree) bool {
+			n := int64(len(tr.entries))
+			if kept.Add(n) > maxKeptEntries {
+				kept.Add(-n)
+				return false
+			}
+			return true
+		}
+	}
 	forEach(len(names), parallelism(req.Parallelism), func(i int) {
 		if ctx.Err() != nil {
 			l.Entries[i] = Entry{Name: names[i], Problem: ProbeFailed, Detail: "the listing's time ran out: " + ctx.Err().Error()}
 			return
 		}
-		l.Entries[i] = h.listEntry(root, names[i])
+		l.Entries[i] = h.listEntry(root, names[i], keep)
 	})
 	return l, nil
 }
@@ -121,7 +143,7 @@ func topNames(tr tree) []string {
 	return names
 }
 
-func (h *host) listEntry(root, name string) Entry {
+func (h *host) listEntry(root, name string, keep func(tree) bool) Entry {
 	e := Entry{Name: name}
 	switch inner, trash := strings.CutPrefix(name, trashPrefix); {
 	case taskdir.ValidTaskDir(name):
@@ -137,6 +159,9 @@ func (h *host) listEntry(root, name string) Entry {
 	tr, walked := h.inspect(root, name, &ev)
 	if walked && !e.Interrupted && (len(tr.checkouts) == 0 || tr.checkouts[0] != ".") {
 		e.NoCheckout, e.Holds = true, topNames(tr)
+	}
+	if walked && keep != nil && keep(tr) {
+		e.walked = &tr
 	}
 	e.Marker, e.MarkerDetail, e.Identity = ev.Marker, ev.MarkerDetail, ev.Identity
 	e.Bytes, e.AgeSeconds, e.OnlyDirs = ev.Bytes, ev.AgeSeconds, ev.OnlyDirs

@@ -34,6 +34,16 @@ import (
 // bootstrap, an upload of the helper) and a step of the host's wall
 // clock. A directory changed in the host's
 // future counts as changed now, so young.
+//
+// Each of these removals' proofs takes the listing's walk of its
+// directory as its own (Target.listed), while it is the directory
+// listed: the proof then began at the listing, before the directory's
+// lock was taken, which only gives the recheck after the rename more to
+// compare. Whatever changed since the listing (a preparation that held
+// the lock meanwhile included) moved an entry's change time, which
+// nothing sets back, so the recheck keeps the directory; the git checks
+// read the checkout as it is during the proof, and a file changed
+// before they read it is such a change.
 
 // ListApply asks a listing to remove what the caller's plan would
 // remove and this call can prove alone.
@@ -132,7 +142,8 @@ func (a *ListApply) target(root string, e Entry, r Row) (Target, bool) {
 			}
 			id = a.Only[i].Identity
 		}
-		return Target{Root: root, Dir: r.Dir, InstallationID: a.View.InstallationID, TaskID: r.TaskID, Identity: id, Enabled: true}, true
+		return Target{Root: root, Dir: r.Dir, InstallationID: a.View.InstallationID, TaskID: r.TaskID, Identity: id, Enabled: true,
+			listed: e.walked, listedID: e.Identity}, true
 	}
 	return Target{}, false
 }

@@ -162,7 +162,7 @@ func (h *host) inspectTree(root, name string, ev *Evidence) (tree, bool) {
 		return tree{}, false
 	}
 	defer d.close()
-	return h.walk(d, ev), ev.WalkError == ""
+	return h.walk(d, ev, nil), ev.WalkError == ""
 }
 
 // applyTrash finishes an interrupted removal of t's directory under the
