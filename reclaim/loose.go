@@ -1,7 +1,6 @@
 package reclaim
 
 import (
-	"compress/zlib"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -136,10 +135,11 @@ func checkLoose(p, oid string) error {
 		return err
 	}
 	defer f.Close()
-	z, err := zlib.NewReader(f)
+	z, done, err := inflate(f)
 	if err != nil {
 		return fmt.Errorf("%s: %v", p, err)
 	}
+	defer done()
 	sum := objectHash(len(oid))
 	if _, err := io.Copy(sum, z); err != nil {
 		return fmt.Errorf("%s: %v", p, err)

@@ -2,7 +2,6 @@ package reclaim
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -93,10 +92,11 @@ func looseObject(objects, oid string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	z, err := zlib.NewReader(f)
+	z, done, err := inflate(f)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	b, err := io.ReadAll(io.LimitReader(z, maxCommitSize+64))
 	if err == nil && len(b) > maxCommitSize {
 		err = fmt.Errorf("object %s is larger than %d bytes", oid, maxCommitSize)
@@ -223,10 +223,11 @@ func packEntry(p string, off int64, oid string) ([]byte, error) {
 	if typ != packCommit || size > maxCommitSize {
 		return nil, fmt.Errorf("%s: object %s is stored as type %d, %d bytes", p, oid, typ, size)
 	}
-	z, err := zlib.NewReader(io.NewSectionReader(f, off+int64(used), 1<<40))
+	z, done, err := inflate(io.NewSectionReader(f, off+int64(used), 1<<40))
 	if err != nil {
 		return nil, fmt.Errorf("%s: object %s: %v", p, oid, err)
 	}
+	defer done()
 	body := append([]byte("commit "+strconv.FormatUint(size, 10)+"\x00"), make([]byte, size)...)
 	if _, err := io.ReadFull(z, body[len(body)-int(size):]); err != nil {
 		return nil, fmt.Errorf("%s: object %s: %v", p, oid, err)
