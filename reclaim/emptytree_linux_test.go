@@ -15,8 +15,9 @@ import (
 // way a process that found it by its trash name after the recheck could.
 func rechecked(t *testing.T) (trash string, remove func() error) {
 	t.Helper()
-	_, tg, h, ev := provenNow(t)
-	rm, err := h.startRemoval(tg, &ev)
+	_, tg, h, ev, held := provenNow(t)
+	t.Cleanup(held.Release)
+	rm, err := h.startRemoval(tg, &ev, held)
 	if err != nil {
 		t.Fatal(err)
 	}

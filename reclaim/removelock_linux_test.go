@@ -1,0 +1,86 @@
+package reclaim
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
+)
+
+// holderNote is the path of the lock's holder note in the task
+// directory at dir.
+func holderNote(dir string) string { return filepath.Join(dir, taskdir.LockFiles[1]) }
+
+// renamedNow proves a clean task directory and renames it to its trash
+// name as a removal does, checking its lock's holder note went with it:
+// the directory's path and trash path, the call's host and the removal,
+// waiting for its recheck.
+func renamedNow(t *testing.T) (dir, trash string, h *host, rm *removal) {
+	t.Helper()
+	dir, tg, h, ev, held := provenNow(t)
+	rm, err := h.startRemoval(tg, &ev, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trash = filepath.Join(tg.Root, tasksDir, trashName(tg.Dir))
+	if hd := taskdir.LockHolder(trash); hd == nil || hd.PID != os.Getpid() {
+		t.Fatalf("the holder note under the trash name: %+v", hd)
+	}
+	return dir, trash, h, rm
+}
+
+// lockedAnew makes a directory at dir, as a later launch does, and takes
+// its lock.
+func lockedAnew(t *testing.T, dir string) *taskdir.Lock {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := taskdir.LockRenamable(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The lock is told of the rename to the trash name: its release, once
+// the directory is removed, lets go of the note where the directory
+// went, and leaves the one of a later launch that made the task's
+// directory again, and locked it, meanwhile.
+func TestRemovalLetsGoOfItsHolderNoteUnderTheTrashName(t *testing.T) {
+	dir, trash, h, rm := renamedNow(t)
+	defer lockedAnew(t, dir).Release()
+
+	if err := h.finishRemoval(t.Context(), readProcs(t.Context(), h.uid), rm); err != nil {
+		t.Fatalf("removal: %v", err)
+	}
+	if _, err := os.Lstat(trash); !os.IsNotExist(err) {
+		t.Fatalf("%s after the removal: %v", trash, err)
+	}
+	if _, err := os.Lstat(holderNote(dir)); err != nil {
+		t.Fatalf("the later launch's holder note went with the removal's lock: %v", err)
+	}
+}
+
+// The lock is told of the rename back too: a directory kept after its
+// rename has its name and its lock file back, and no holder note left
+// naming a process that let go of it, under either name.
+func TestRemovalKeptLetsGoOfItsHolderNoteUnderItsName(t *testing.T) {
+	dir, trash, h, rm := renamedNow(t)
+	writeFile(t, filepath.Join(trash, "late.txt"), "late work\n")
+
+	r := applied(Result{Action: Remove}, h.finishRemoval(t.Context(), readProcs(t.Context(), h.uid), rm))
+	wantResult(t, r, Fail, Failed, ChangedDuringProof)
+	if _, err := os.Lstat(filepath.Join(dir, "late.txt")); err != nil {
+		t.Fatalf("the directory did not get its name back: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, taskdir.LockFiles[0])); err != nil {
+		t.Fatalf("the lock file did not move back with the directory: %v", err)
+	}
+	for _, d := range []string{dir, trash} {
+		if _, err := os.Lstat(holderNote(d)); !os.IsNotExist(err) {
+			t.Errorf("the holder note at %s once the lock was let go of: %v", d, err)
+		}
+	}
+}
