@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -105,8 +106,12 @@ func (h *host) startRemoval(t Target, ev *Evidence, held *taskdir.Lock) (*remova
 	if err != nil {
 		return nil, stepError(err)
 	}
-	if err := renameToTrash(tasks, t, ev.Identity); err != nil {
+	if err := renameToTrash(tasks, t, ev.Identity, held); err != nil {
 		tasks.close()
+		var ke *keptError
+		if errors.As(err, &ke) {
+			return nil, ke
+		}
 		return nil, stepError(err)
 	}
 	held.Moved(filepath.Join(tasks.path, trashName(t.Dir)))
@@ -114,10 +119,13 @@ func (h *host) startRemoval(t Target, ev *Evidence, held *taskdir.Lock) (*remova
 }
 
 // renameToTrash renames tasks/<dir>, when it is the directory proven
-// (want) and its trash name is free, to that name.
-func renameToTrash(tasks *dirFD, t Target, want Identity) error {
+// (want), held is its lock and its trash name is free, to that name.
+func renameToTrash(tasks *dirFD, t Target, want Identity, held *taskdir.Lock) error {
 	trash := trashName(t.Dir)
 	if err := sameDir(tasks, t.Dir, want); err != nil {
+		return err
+	}
+	if err := lockedHere(tasks, t, want, held); err != nil {
 		return err
 	}
 	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
@@ -128,6 +136,41 @@ func renameToTrash(tasks *dirFD, t Target, want Identity) error {
 	}
 	return nil
 }
+
+// lockedHere refuses, as changed since its proof, tasks/<dir> when held,
+// the lock the proof took by that path, is not the lock file of the
+// directory proven (want): another directory swapped in by its name
+// while the lock was taken, and out again, left the one proven unlocked.
+func lockedHere(tasks *dirFD, t Target, want Identity, held *taskdir.Lock) *keptError {
+	d, err := tasks.open(t.Dir)
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	defer d.close()
+	if d.identity() != want {
+		return changedSinceProof(t, "another directory took its place")
+	}
+	meta, err := d.open(metaDir)
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	defer meta.close()
+	st, err := meta.lstat(lockName)
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	fi, err := held.Stat()
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	if identityOf(fi) != (Identity{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}) {
+		return changedSinceProof(t, "the lock its proof took is another directory's")
+	}
+	return nil
+}
+
+// lockName is the lock file's name in .kandev/.
+var lockName = path.Base(taskdir.LockFiles[0])
 
 // changedSinceProof keeps t's directory: what says so changed after its
 // proof began.

@@ -3,6 +3,7 @@ package reclaim
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/kandev-exec/taskdir"
@@ -83,4 +84,40 @@ func TestRemovalKeptLetsGoOfItsHolderNoteUnderItsName(t *testing.T) {
 			t.Errorf("the holder note at %s once the lock was let go of: %v", d, err)
 		}
 	}
+}
+
+// A directory swapped out and back by its name while the proof took its
+// lock (A proven, B locked, A back) is not removed: the lock held is
+// B's, so nothing keeps a preparation out of A. It keeps its name and
+// everything in it.
+func TestRemovalRefusesTheLockOfADirectorySwappedIn(t *testing.T) {
+	bare, _ := origin(t)
+	root := newRoot(t)
+	dir := prepared(t, root, "t-1", "task-1", bare)
+	tg, h := target(root, "t-1", "task-1"), newHost(0)
+	ev, _ := h.gatherDir(t.Context(), tg, false)
+	r := result(tg, ev, Decide(tg, ev))
+	wantResult(t, r, Remove, "", "")
+
+	proven, other := filepath.Join(root, "proven"), filepath.Join(root, "other")
+	if err := os.Rename(dir, proven); err != nil {
+		t.Fatal(err)
+	}
+	held := lockedAnew(t, dir)
+	defer held.Release()
+	if err := os.Rename(dir, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(proven, dir); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, root)
+
+	_, err := h.startRemoval(tg, &ev, held)
+	r = applied(r, err)
+	wantResult(t, r, Fail, Failed, ChangedDuringProof)
+	if !strings.Contains(r.Detail, "the lock its proof took is another directory's") {
+		t.Fatalf("detail %q", r.Detail)
+	}
+	onlyRemoved(t, before, snapshot(t, root), "")
 }

@@ -3,6 +3,7 @@ package taskdir
 import (
 	"context"
 	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -71,6 +72,9 @@ func LockRenamable(ctx context.Context, taskDir string) (*Lock, error) {
 // Moved says the locked directory is at taskDir now, so that Release
 // removes the holder note there.
 func (l *Lock) Moved(taskDir string) { l.l.Moved(filepath.Join(taskDir, metaDir, lockFile)) }
+
+// Stat describes the lock file held (fsx.Lock.Stat).
+func (l *Lock) Stat() (os.FileInfo, error) { return l.l.Stat() }
 
 // Release removes the holder note and drops the lock; a nil Lock, one
 // never taken, holds nothing to release.
