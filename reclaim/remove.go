@@ -125,7 +125,7 @@ func renameToTrash(tasks *dirFD, t Target, want Identity, held *taskdir.Lock) er
 	if err := sameDir(tasks, t.Dir, want); err != nil {
 		return err
 	}
-	if err := lockedHere(tasks, t, want, held); err != nil {
+	if err := lockedHere(tasks, t.Dir, t, want, held); err != nil {
 		return err
 	}
 	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
@@ -137,12 +137,13 @@ func renameToTrash(tasks *dirFD, t Target, want Identity, held *taskdir.Lock) er
 	return nil
 }
 
-// lockedHere refuses, as changed since its proof, tasks/<dir> when held,
-// the lock the proof took by that path, is not the lock file of the
-// directory proven (want): another directory swapped in by its name
-// while the lock was taken, and out again, left the one proven unlocked.
-func lockedHere(tasks *dirFD, t Target, want Identity, held *taskdir.Lock) *keptError {
-	d, err := tasks.open(t.Dir)
+// lockedHere refuses, as changed since its proof, tasks/<name> (t's
+// directory, or its leftover) when held, the lock the proof took by that
+// path, is not the lock file of the directory proven (want): another
+// directory swapped in by its name while the lock was taken, and out
+// again, left the one proven unlocked.
+func lockedHere(tasks *dirFD, name string, t Target, want Identity, held *taskdir.Lock) *keptError {
+	d, err := tasks.open(name)
 	if err != nil {
 		return changedSinceProof(t, err.Error())
 	}

@@ -86,6 +86,26 @@ func TestRemovalKeptLetsGoOfItsHolderNoteUnderItsName(t *testing.T) {
 	}
 }
 
+// lockedInBetween moves the directory at dir out of the way, makes
+// another there and takes its lock, then moves that one out and the
+// first back: the lock a proof that took it by dir's path in between
+// holds.
+func lockedInBetween(t *testing.T, dir string) *taskdir.Lock {
+	t.Helper()
+	proven, other := dir+".proven", dir+".other"
+	if err := os.Rename(dir, proven); err != nil {
+		t.Fatal(err)
+	}
+	held := lockedAnew(t, dir)
+	if err := os.Rename(dir, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(proven, dir); err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
 // A directory swapped out and back by its name while the proof took its
 // lock (A proven, B locked, A back) is not removed: the lock held is
 // B's, so nothing keeps a preparation out of A. It keeps its name and
@@ -99,18 +119,8 @@ func TestRemovalRefusesTheLockOfADirectorySwappedIn(t *testing.T) {
 	r := result(tg, ev, Decide(tg, ev))
 	wantResult(t, r, Remove, "", "")
 
-	proven, other := filepath.Join(root, "proven"), filepath.Join(root, "other")
-	if err := os.Rename(dir, proven); err != nil {
-		t.Fatal(err)
-	}
-	held := lockedAnew(t, dir)
+	held := lockedInBetween(t, dir)
 	defer held.Release()
-	if err := os.Rename(dir, other); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(proven, dir); err != nil {
-		t.Fatal(err)
-	}
 	before := snapshot(t, root)
 
 	_, err := h.startRemoval(tg, &ev, held)
@@ -120,4 +130,31 @@ func TestRemovalRefusesTheLockOfADirectorySwappedIn(t *testing.T) {
 		t.Fatalf("detail %q", r.Detail)
 	}
 	onlyRemoved(t, before, snapshot(t, root), "")
+}
+
+// So is an interrupted removal's leftover: under another directory's
+// lock it is neither finished nor given its name back.
+func TestLeftoverRefusesTheLockOfADirectorySwappedIn(t *testing.T) {
+	root, bare, _, trash := leftoverT1(t)
+	tg := launchedT1(root, bare)
+	fi, err := os.Lstat(trash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := lockedInBetween(t, trash)
+	defer held.Release()
+
+	r := applied(Result{Action: Remove}, leftoverLocked(tg, identityOf(fi), held))
+	wantResult(t, r, Fail, Failed, ChangedDuringProof)
+	if !strings.Contains(r.Detail, "the lock its proof took is another directory's") {
+		t.Fatalf("detail %q", r.Detail)
+	}
+	own, err := taskdir.LockRenamable(t.Context(), trash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Release()
+	if err := leftoverLocked(tg, identityOf(fi), own); err != nil {
+		t.Fatalf("under its own lock: %v", err)
+	}
 }

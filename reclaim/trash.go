@@ -174,14 +174,18 @@ func (h *host) inspectTree(root, name string, ev *Evidence) (tree, bool) {
 // began) gets its name back where that is free.
 func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result, done bool) {
 	tev, held := h.gatherTrashLocked(ctx, t, true)
-	if held != nil {
-		defer held.Release()
-	}
+	defer held.Release()
 	if tev.Absent {
 		return tev, Result{}, false
 	}
 	whole := held != nil && len(t.Remains) == 0
 	r = result(t, tev, Decide(planless(t), tev))
+	if held != nil {
+		// Neither removed nor given its name back under another's lock.
+		if err := leftoverLocked(t, tev.Identity, held); err != nil {
+			return tev, applied(r, err), true
+		}
+	}
 	if r.Action != Remove {
 		if whole {
 			r.Detail += giveNameBack(t, tev.Identity, held)
@@ -200,6 +204,20 @@ func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result
 		return tev, applied(r, err), true
 	}
 	return tev, Result{}, false
+}
+
+// leftoverLocked refuses t's leftover, proven as want, when held is not
+// its lock (lockedHere).
+func leftoverLocked(t Target, want Identity, held *taskdir.Lock) error {
+	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
+	if err != nil {
+		return stepError(err)
+	}
+	defer tasks.close()
+	if ke := lockedHere(tasks, trashName(t.Dir), t, want, held); ke != nil {
+		return ke
+	}
+	return nil
 }
 
 // giveNameBack renames t's leftover, kept by its new proof, to its
