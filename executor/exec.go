@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/internal/remote"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
@@ -142,9 +143,9 @@ func (e *TaskDirGoneError) Hint() string {
 // round trip and says it passed with the nonce line, which gate keeps
 // from the output; a refusal exits remote.RefusedExit before anything runs.
 func (in *inTask) script(argv []string) string {
-	cmd := "cd -- \"$D\" && exec " + ssh.ShellQuote(in.shell) + " -l"
+	cmd := "cd -- \"$D\" && exec " + shquote.Quote(in.shell) + " -l"
 	if len(argv) > 0 {
-		cmd += " -c " + ssh.ShellQuote(shellJoin(argv))
+		cmd += " -c " + shquote.Quote(shellJoin(argv))
 	}
 	return remote.HostCheckFuncs + `D=` + remote.Word(in.t.TaskDir) + `
 if [ ! -e "$D" ] && [ ! -L "$D" ]; then echo dir=gone; exit ` + remote.RefusedExitStr + `; fi

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
 
 // gateWait bounds how long a gate waits for the processes it expects to
@@ -91,7 +91,7 @@ func (g *gate) letThrough() {
 // shell is the snippet a wrapper script runs to pass the gate, saying who
 // it is with the shell word name.
 func (g *gate) shell(name string) string {
-	return fmt.Sprintf("printf '%%s\\n' %s >%s\nread -r _ <%s\n", name, ssh.ShellQuote(g.arrive.Name()), ssh.ShellQuote(g.release.Name()))
+	return fmt.Sprintf("printf '%%s\\n' %s >%s\nread -r _ <%s\n", name, shquote.Quote(g.arrive.Name()), shquote.Quote(g.release.Name()))
 }
 
 // together waits, at most gateWait, until n processes are held at the

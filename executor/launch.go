@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/records"
 
 	"github.com/kdlbs/kandev-exec/profiles"
@@ -173,7 +174,7 @@ func programOf(command string) string {
 			b.WriteString(command[i+1 : i+1+j])
 			i += j + 1
 		default:
-			if strings.IndexByte(shellSafe, c) < 0 {
+			if strings.IndexByte(shquote.Safe, c) < 0 {
 				return ""
 			}
 			b.WriteByte(c)
@@ -185,13 +186,10 @@ func programOf(command string) string {
 	return ""
 }
 
-// shellSafe is what ssh.ShellQuote leaves unquoted.
-const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,"
-
 func shellJoin(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = ssh.ShellQuote(a)
+		q[i] = shquote.Quote(a)
 	}
 	return strings.Join(q, " ")
 }

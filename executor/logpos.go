@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/controller"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/records"
-	"github.com/kdlbs/kandev-exec/ssh"
 )
 
 // FollowReconnectFactor bounds how long `session logs -f` reconnects
@@ -66,7 +66,7 @@ func (e *Executor) hostLog(ctx context.Context, a *attach, pos controller.LogPos
 	var meta bytes.Buffer
 	// The size on a line, then the generation file (JSON over lines).
 	probe := fmt.Sprintf("wc -c < %s 2>/dev/null || echo 0; cat -- %s 2>/dev/null",
-		ssh.ShellQuote(logPath), ssh.ShellQuote(controller.GenerationFile(a.s.SessionDir)))
+		shquote.Quote(logPath), shquote.Quote(controller.GenerationFile(a.s.SessionDir)))
 	if err := a.hc.c.Stream(ctx, probe, nil, &meta, io.Discard); err != nil {
 		return pos, err
 	}
@@ -81,7 +81,7 @@ func (e *Executor) hostLog(ctx context.Context, a *attach, pos controller.LogPos
 	}
 	pos.Generation = gen
 	cw := &countWriter{w: w}
-	tail := fmt.Sprintf("tail -c +%d -- %s 2>/dev/null || true", pos.Offset+1, ssh.ShellQuote(logPath))
+	tail := fmt.Sprintf("tail -c +%d -- %s 2>/dev/null || true", pos.Offset+1, shquote.Quote(logPath))
 	err := a.hc.c.Stream(ctx, tail, nil, cw, io.Discard)
 	pos.Offset += cw.n
 	return pos, err

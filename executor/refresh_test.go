@@ -14,6 +14,7 @@ import (
 	"github.com/kdlbs/kandev-exec/helper/protocol"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
 	"github.com/kdlbs/kandev-exec/internal/helpertest"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 	"github.com/kdlbs/kandev-exec/records"
 	"github.com/kdlbs/kandev-exec/ssh"
@@ -34,7 +35,7 @@ if [ "$1" = serve ]; then
 	exit $?
 fi
 exec %[2]s "$@"
-`, ssh.ShellQuote(log), ssh.ShellQuote(real))
+`, shquote.Quote(log), shquote.Quote(real))
 	wrapper := filepath.Join(dir, helperbin.Name(localPlatform))
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ exec %[2]s "$@"
 func useGatedHelper(t *testing.T, g *gate) {
 	t.Helper()
 	real := helpertest.Build(t)
-	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = serve ]; then\n%sfi\nexec %s \"$@\"\n", g.shell("$$"), ssh.ShellQuote(real))
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = serve ]; then\n%sfi\nexec %s \"$@\"\n", g.shell("$$"), shquote.Quote(real))
 	wrapper := filepath.Join(t.TempDir(), helperbin.Name(localPlatform))
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)

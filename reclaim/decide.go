@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -329,10 +330,10 @@ func checkCheckout(at string, c Checkout, probed map[string]bool) (Verdict, bool
 func unmarkedLeftoverDetail(path string, onlyDirs bool) string {
 	if onlyDirs {
 		return fmt.Sprintf("%s looks like what an earlier removal left once its marker went: it holds only empty directories, but with no %s/%s nothing proves whose it is, so it is kept; check it and remove it by hand on the host (`find %s -type d -empty -delete` removes only empty directories)",
-			path, metaDir, markerFile, path)
+			path, metaDir, markerFile, shquote.Quote(path))
 	}
 	return fmt.Sprintf("%s is named as an earlier removal's leftover but has no %s/%s, so nothing proves whose it is and it is kept; look at what it holds on the host (`ls -laR %s`) and remove it by hand once it is not needed",
-		path, metaDir, markerFile, path)
+		path, metaDir, markerFile, shquote.Quote(path))
 }
 
 func skip(r Reason, detail string) Verdict { return Verdict{Action: Skip, Reason: r, Detail: detail} }

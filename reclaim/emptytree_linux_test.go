@@ -17,8 +17,9 @@ import (
 // it by its trash name after the recheck could.
 func rechecked(t *testing.T, setup func(dir string)) (trash string, remove func() error) {
 	t.Helper()
-	_, tg, h, ev := provenNow(t, setup)
-	rm, err := h.startRemoval(tg, &ev)
+	_, tg, h, ev, held := provenNow(t, setup)
+	t.Cleanup(held.Release)
+	rm, err := h.startRemoval(tg, &ev, held)
 	if err != nil {
 		t.Fatal(err)
 	}

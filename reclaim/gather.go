@@ -19,8 +19,7 @@ func (h *host) prove(ctx context.Context, t Target) Result {
 	if v, early := decideEarly(t); early {
 		return result(t, Evidence{}, v)
 	}
-	ev, release := h.gatherDir(ctx, t, false)
-	release()
+	ev, _ := h.gatherDir(ctx, t, false)
 	if ev.Absent && ev.PathProblem == "" {
 		if tev := h.gatherTrash(ctx, t); !tev.Absent {
 			return result(t, tev, Decide(planless(t), tev))
@@ -41,7 +40,7 @@ func (h *host) apply(ctx context.Context, t Target) (Result, *removal) {
 	if done {
 		return r, nil
 	}
-	ev, release := h.gatherDir(ctx, t, true)
+	ev, held := h.gatherDir(ctx, t, true)
 	r = result(t, ev, Decide(t, ev))
 	if ev.Absent && !tev.Absent {
 		r.Detail = fmt.Sprintf("finished the interrupted removal of %s", t.Path())
@@ -51,19 +50,19 @@ func (h *host) apply(ctx context.Context, t Target) (Result, *removal) {
 		// The call ended (its time, or a cancel) during the proof: a
 		// check it cut short is no verdict to keep or remove by, and no
 		// removal starts; a failure found is reported as it is.
-		release()
+		held.Release()
 		return stopped(ctx, t, true), nil
 	}
 	if r.Action != Remove || ev.Absent {
-		release()
+		held.Release()
 		return applied(r, nil), nil
 	}
-	rm, err := h.startRemoval(t, &ev)
+	rm, err := h.startRemoval(t, &ev, held)
 	if err != nil {
-		release()
+		held.Release()
 		return applied(r, err), nil
 	}
-	rm.r, rm.release = r, release
+	rm.r = r
 	return Result{}, rm
 }
 
@@ -129,53 +128,53 @@ func applied(r Result, err error) Result {
 // gatherDir collects the evidence about <root>/tasks/<dir>. It stops at
 // the first fact that decides: nothing is probed in a directory that is
 // not provably ours. With lock, the task directory's lock is taken (as
-// prepare and run-script take it) and held until release.
-func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence, release func()) {
-	release = func() {}
+// prepare and run-script take it): held, which the caller releases; nil
+// when it was not taken.
+func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence, held *taskdir.Lock) {
 	path := t.Path()
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		ev.PathProblem, ev.PathDetail = h.checkTasks(t.Root)
 		ev.Absent = ev.PathProblem == ""
-		return ev, release
+		return ev, nil
 	}
 	if err == nil {
 		err = taskdir.CheckTaskDir(path)
 	}
 	if err != nil {
 		ev.PathProblem, ev.PathDetail = pathProblem(err)
-		return ev, release
+		return ev, nil
 	}
 	ev.Identity = identityOf(fi)
 	if h.readMarker(path, &ev); ev.PathProblem != "" {
-		return ev, release
+		return ev, nil
 	}
 	if _, bad := checkMarker(t, ev, path); bad || (t.Identity != nil && *t.Identity != ev.Identity) {
-		return ev, release
+		return ev, nil
 	}
 	if lock {
-		rel, err := taskdir.LockTaskDir(ctx, path)
+		l, err := taskdir.LockRenamable(ctx, path)
 		var te *taskdir.Error
 		if errors.As(err, &te) && te.Code == taskdir.CodeBusy {
 			ev.Busy = fmt.Sprintf("%s is locked by %s, which works on it (a preparation, a script or another removal); the next apply tries again", path, lockHolder(path))
-			return ev, release
+			return ev, nil
 		}
 		if err != nil {
 			ev.PathProblem, ev.PathDetail = pathProblem(err)
-			return ev, release
+			return ev, nil
 		}
-		release = rel
+		held = l
 	}
 	d := h.openProven(t.Root, t.Dir, &ev)
 	if d == nil {
-		return ev, release
+		return ev, held
 	}
 	tr := h.walk(d, &ev, t.listedWalk(ev.Identity))
 	d.close()
 	if h.probeTree(ctx, t, path, tr, &ev) {
 		ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, path, &ev)
 	}
-	return ev, release
+	return ev, held
 }
 
 // probeTree probes every checkout of t's tree, walked at path, when the

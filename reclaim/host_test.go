@@ -270,7 +270,7 @@ func TestRemoveRefusesAnotherIdentity(t *testing.T) {
 	root := newRoot(t)
 	prepared(t, root, "t-1", "task-1", bare)
 	before := snapshot(t, root)
-	err := newHost(0).removeDir(t.Context(), target(root, "t-1", "task-1"), &Evidence{Identity: Identity{Dev: 1, Ino: 1}})
+	err := newHost(0).removeDir(t.Context(), target(root, "t-1", "task-1"), &Evidence{Identity: Identity{Dev: 1, Ino: 1}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "not the directory proven") {
 		t.Fatalf("removeDir = %v", err)
 	}

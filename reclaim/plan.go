@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
 
 // LocalView is what the local records say, as far as the planner needs:
@@ -86,7 +88,7 @@ func planEntry(e Entry, v LocalView, olderThan time.Duration, path string) (Acti
 		return Keep, TooRecent, fmt.Sprintf("changed %s ago, less than %s", time.Duration(e.AgeSeconds)*time.Second, olderThan)
 	case e.NoCheckout:
 		return Keep, NotACheckout, fmt.Sprintf("not a git checkout, so nothing proves its files are saved; it holds %s; `kandev-exec reclaim --apply --include-uncheckable %s` removes it",
-			HoldsText(e.Holds), path)
+			HoldsText(e.Holds), shquote.Quote(path))
 	case known:
 		return Remove, Archived, fmt.Sprintf("task %s is %s", m.TaskID, phase)
 	}

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 // provenNow prepares a clean task directory, runs setup on it (unless
-// nil) and proves it the way Apply does (lock held), checking the
-// verdict is a removal: the directory, its target, the call's host and
-// the evidence.
-func provenNow(t *testing.T, setup func(dir string)) (dir string, tg Target, h *host, ev Evidence) {
+// nil) and proves it the way Apply does, checking the verdict is a
+// removal: the directory, its target, the call's host, the evidence and
+// the lock the proof took, which the removal releases.
+func provenNow(t *testing.T, setup func(dir string)) (dir string, tg Target, h *host, ev Evidence, held *taskdir.Lock) {
 	t.Helper()
 	bare, _ := origin(t)
 	root := newRoot(t)
@@ -24,10 +26,12 @@ func provenNow(t *testing.T, setup func(dir string)) (dir string, tg Target, h *
 		setup(dir)
 	}
 	tg, h = target(root, "t-1", "task-1"), newHost(0)
-	ev, release := h.gatherDir(t.Context(), tg, true)
-	t.Cleanup(release)
+	ev, held = h.gatherDir(t.Context(), tg, true)
+	if held == nil {
+		t.Fatalf("the proof took no lock: %+v", ev)
+	}
 	wantResult(t, result(tg, ev, Decide(tg, ev)), Remove, "", "")
-	return dir, tg, h, ev
+	return dir, tg, h, ev, held
 }
 
 // Anything written, rewritten or removed in the directory after its
@@ -51,10 +55,10 @@ func TestApplyRefusesWhatChangedAfterProof(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir, tg, h, ev := provenNow(t, nil)
+			dir, tg, h, ev, held := provenNow(t, nil)
 			c.change(t, filepath.Join(dir, c.path))
 
-			r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))
+			r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev, held))
 			wantResult(t, r, Fail, Failed, ChangedDuringProof)
 			if !strings.Contains(r.Detail, c.path) {
 				t.Fatalf("detail %q does not name %s", r.Detail, c.path)
@@ -247,10 +251,10 @@ func TestApplyKeepsDirectoryInUse(t *testing.T) {
 // A process that enters the directory once its proof is done is found
 // by the check after the rename: the directory gets its name back.
 func TestApplyKeepsDirectoryEnteredAfterProof(t *testing.T) {
-	dir, tg, h, ev := provenNow(t, nil)
+	dir, tg, h, ev, held := provenNow(t, nil)
 	pid, _ := sleeper(t, "sleep", dir)
 
-	r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev))
+	r := applied(Result{Action: Remove}, h.removeDir(t.Context(), tg, &ev, held))
 	wantResult(t, r, Fail, Failed, InUse)
 	if !strings.Contains(r.Detail, fmt.Sprintf("pid %d (sleep)", pid)) {
 		t.Fatalf("detail %q does not name pid %d", r.Detail, pid)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
 // Removal never follows a link and never names a path for the kernel to
@@ -73,9 +76,11 @@ func (e *keptError) Error() string { return e.v.Detail }
 // is checked again, renamed to its trash name, checked once more under
 // that name, emptied and removed, and then both names are stat'ed to
 // prove it gone. A refusal after the rename gives it its name back.
-func (h *host) removeDir(ctx context.Context, t Target, ev *Evidence) error {
-	rm, err := h.startRemoval(t, ev)
+// held is the directory's lock, taken by the proof; it is released.
+func (h *host) removeDir(ctx context.Context, t Target, ev *Evidence, held *taskdir.Lock) error {
+	rm, err := h.startRemoval(t, ev, held)
 	if err != nil {
+		held.Release()
 		return err
 	}
 	return h.finishRemoval(ctx, readProcs(ctx, h.uid), rm)
@@ -83,35 +88,44 @@ func (h *host) removeDir(ctx context.Context, t Target, ev *Evidence) error {
 
 // removal is a directory renamed to its trash name by startRemoval,
 // waiting for its recheck and removal (finishRemoval): r is the proof's
-// result, release drops the directory's lock.
+// result, held the directory's lock, told of each rename.
 type removal struct {
-	t       Target
-	ev      *Evidence
-	tasks   *dirFD
-	r       Result
-	release func()
+	t     Target
+	ev    *Evidence
+	tasks *dirFD
+	r     Result
+	held  *taskdir.Lock
 }
 
 // startRemoval checks tasks/<dir> again (the directory the proof, ev,
-// saw) and renames it to its trash name: from then on nothing reaches it
-// by its task's name.
-func (h *host) startRemoval(t Target, ev *Evidence) (*removal, error) {
+// saw, and whose lock is held) and renames it to its trash name: from
+// then on nothing reaches it by its task's name. The caller releases
+// held when it returns an error.
+func (h *host) startRemoval(t Target, ev *Evidence, held *taskdir.Lock) (*removal, error) {
 	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
 	if err != nil {
 		return nil, stepError(err)
 	}
-	if err := renameToTrash(tasks, t, ev.Identity); err != nil {
+	if err := renameToTrash(tasks, t, ev.Identity, held); err != nil {
 		tasks.close()
+		var ke *keptError
+		if errors.As(err, &ke) {
+			return nil, ke
+		}
 		return nil, stepError(err)
 	}
-	return &removal{t: t, ev: ev, tasks: tasks, release: func() {}}, nil
+	held.Moved(filepath.Join(tasks.path, trashName(t.Dir)))
+	return &removal{t: t, ev: ev, tasks: tasks, held: held}, nil
 }
 
 // renameToTrash renames tasks/<dir>, when it is the directory proven
-// (want) and its trash name is free, to that name.
-func renameToTrash(tasks *dirFD, t Target, want Identity) error {
+// (want), held is its lock and its trash name is free, to that name.
+func renameToTrash(tasks *dirFD, t Target, want Identity, held *taskdir.Lock) error {
 	trash := trashName(t.Dir)
 	if err := sameDir(tasks, t.Dir, want); err != nil {
+		return err
+	}
+	if err := lockedHere(tasks, t.Dir, t, want, held); err != nil {
 		return err
 	}
 	if _, err := tasks.lstat(trash); !errors.Is(err, unix.ENOENT) {
@@ -123,13 +137,56 @@ func renameToTrash(tasks *dirFD, t Target, want Identity) error {
 	return nil
 }
 
+// lockedHere refuses, as changed since its proof, tasks/<name> (t's
+// directory, or its leftover) when held, the lock the proof took by that
+// path, is not the lock file of the directory proven (want): another
+// directory swapped in by its name while the lock was taken, and out
+// again, left the one proven unlocked.
+func lockedHere(tasks *dirFD, name string, t Target, want Identity, held *taskdir.Lock) *keptError {
+	d, err := tasks.open(name)
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	defer d.close()
+	if d.identity() != want {
+		return changedSinceProof(t, "another directory took its place")
+	}
+	meta, err := d.open(metaDir)
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	defer meta.close()
+	st, err := meta.lstat(lockName)
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	fi, err := held.Stat()
+	if err != nil {
+		return changedSinceProof(t, err.Error())
+	}
+	if identityOf(fi) != (Identity{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}) {
+		return changedSinceProof(t, "the lock its proof took is another directory's")
+	}
+	return nil
+}
+
+// lockName is the lock file's name in .kandev/.
+var lockName = path.Base(taskdir.LockFiles[0])
+
+// changedSinceProof keeps t's directory: what says so changed after its
+// proof began.
+func changedSinceProof(t Target, what string) *keptError {
+	return &keptError{Verdict{Action: Fail, Reason: ChangedDuringProof,
+		Detail: fmt.Sprintf("%s changed after its proof began (%s); it is kept and proven again", t.Path(), what)}}
+}
+
 // finishRemoval rechecks the renamed directory against procs, a reading
 // of the process table begun after the rename, then empties and removes
 // it; a refusal, or the call ending first (its time ran out, or the
 // caller interrupted it), gives it its name back. The directory's lock
 // is released once done.
 func (h *host) finishRemoval(ctx context.Context, procs *procTable, rm *removal) error {
-	defer rm.release()
+	defer rm.held.Release()
 	defer rm.tasks.close()
 	t, tasks, trash := rm.t, rm.tasks, trashName(rm.t.Dir)
 	err := h.recheck(tasks, procs, trash, t, rm.ev)
@@ -139,6 +196,8 @@ func (h *host) finishRemoval(ctx context.Context, procs *procTable, rm *removal)
 	if err != nil {
 		if rerr := renameNoReplace(tasks.fd(), trash, t.Dir); rerr != nil {
 			err.v.Detail += fmt.Sprintf("; it could not get its name back (%v), so it stays at %s", rerr, filepath.Join(tasks.path, trash))
+		} else {
+			rm.held.Moved(t.Path())
 		}
 		return err
 	}
@@ -159,27 +218,23 @@ func (h *host) recheck(tasks *dirFD, procs *procTable, name string, t Target, ev
 	case unknown != "":
 		return &keptError{skip(ProbeFailed, fmt.Sprintf("%s: which processes use it is unknown: %s", t.Path(), unknown))}
 	}
-	changed := func(what string) *keptError {
-		return &keptError{Verdict{Action: Fail, Reason: ChangedDuringProof,
-			Detail: fmt.Sprintf("%s changed after its proof began (%s); it is kept and proven again", t.Path(), what)}}
-	}
 	d, err := tasks.open(name)
 	if err != nil {
-		return changed(err.Error())
+		return changedSinceProof(t, err.Error())
 	}
 	defer d.close()
 	if d.identity() != ev.Identity {
-		return changed("another directory took its place")
+		return changedSinceProof(t, "another directory took its place")
 	}
 	tr, err := walkTree(d)
 	switch {
 	case err != nil:
-		return changed(err.Error())
+		return changedSinceProof(t, err.Error())
 	case len(tr.mounts) > 0:
-		return changed(fmt.Sprintf("%s was mounted", examples(tr.mounts)))
+		return changedSinceProof(t, fmt.Sprintf("%s was mounted", examples(tr.mounts)))
 	}
 	if c := ev.proof.firstChange(tr.entries); c != "" {
-		return changed(c)
+		return changedSinceProof(t, c)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
 
@@ -173,14 +174,18 @@ func (h *host) inspectTree(root, name string, ev *Evidence) (tree, bool) {
 // began) gets its name back where that is free.
 func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result, done bool) {
 	tev, held := h.gatherTrashLocked(ctx, t, true)
-	if held != nil {
-		defer held.Release()
-	}
+	defer held.Release()
 	if tev.Absent {
 		return tev, Result{}, false
 	}
 	whole := held != nil && len(t.Remains) == 0
 	r = result(t, tev, Decide(planless(t), tev))
+	if held != nil {
+		// Neither removed nor given its name back under another's lock.
+		if err := leftoverLocked(t, tev.Identity, held); err != nil {
+			return tev, applied(r, err), true
+		}
+	}
 	if r.Action != Remove {
 		if whole {
 			r.Detail += giveNameBack(t, tev.Identity, held)
@@ -199,6 +204,20 @@ func (h *host) applyTrash(ctx context.Context, t Target) (tev Evidence, r Result
 		return tev, applied(r, err), true
 	}
 	return tev, Result{}, false
+}
+
+// leftoverLocked refuses t's leftover, proven as want, when held is not
+// its lock (lockedHere).
+func leftoverLocked(t Target, want Identity, held *taskdir.Lock) error {
+	tasks, err := openDirPath(filepath.Join(t.Root, tasksDir))
+	if err != nil {
+		return stepError(err)
+	}
+	defer tasks.close()
+	if ke := lockedHere(tasks, trashName(t.Dir), t, want, held); ke != nil {
+		return ke
+	}
+	return nil
 }
 
 // giveNameBack renames t's leftover, kept by its new proof, to its
@@ -222,19 +241,25 @@ func giveNameBack(t Target, want Identity, held *taskdir.Lock) string {
 	case err != nil:
 		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it (%v)", at, err)
 	case began:
-		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it after it began emptying it (%s says so), so part of it may be gone: to keep what is left, move it out of the way on the host (`mv %s ~/%s.kept`)",
-			at, filepath.Join(at, removalNoteRel), at, t.Dir)
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it after it began emptying it (%s says so), so part of it may be gone: to keep what is left, move it out of the way on the host (`%s`)",
+			at, filepath.Join(at, removalNoteRel), keepCommand(at, t.Dir))
 	}
 	switch err := renameNoReplace(tasks.fd(), trash, t.Dir); {
 	case err == nil:
 		held.Moved(t.Path())
 		return fmt.Sprintf("; an earlier removal cut short had left it at %s: it has its name back", at)
 	case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it, since %s is another directory now: to keep its work, move it out of the way on the host (`mv %s ~/%s.kept`)",
-			at, t.Path(), at, t.Dir)
+		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it, since %s is another directory now: to keep its work, move it out of the way on the host (`%s`)",
+			at, t.Path(), keepCommand(at, t.Dir))
 	default:
 		return fmt.Sprintf("; it stays at %s, where an earlier removal cut short left it: giving it its name back failed (%v)", at, err)
 	}
+}
+
+// keepCommand is the command an operator runs on the host to move the
+// leftover at path into their home as <dir>.kept, each path quoted.
+func keepCommand(path, dir string) string {
+	return "mv " + shquote.Quote(path) + " ~/" + shquote.Quote(dir+".kept")
 }
 
 // removeTrash finishes an interrupted removal of t's directory, which

@@ -178,19 +178,3 @@ func TestRunExitStatusAndStdin(t *testing.T) {
 		t.Errorf("a cancelled command must return the context error, got %v", err)
 	}
 }
-
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":     "plain",
-		"":          "''",
-		"a b":       "'a b'",
-		"it's":      `'it'"'"'s'`,
-		"$HOME;rm":  "'$HOME;rm'",
-		"/x/y-z.tx": "/x/y-z.tx",
-		`a\\b\`:     `'a'\\''\\'b'\\''`,
-	} {
-		if got := ShellQuote(in); got != want {
-			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
-}

@@ -11,31 +11,20 @@ import (
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
+
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
-
-// ShellQuote quotes s for a POSIX shell, and for fish and tcsh, which read
-// it the same way: fish gives \\ and \' a meaning inside single quotes,
-// so a backslash is written outside them, where every shell reads \\ as
-// one backslash.
-func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
-		return s
-	}
-	return "'" + quoteReplacer.Replace(s) + "'"
-}
-
-var quoteReplacer = strings.NewReplacer("'", `'"'"'`, `\`, `'\\'`)
 
 // BootstrapCommand wraps a script so it runs under /bin/sh whatever the
 // user's login shell is (sshd hands the command to the login shell).
 func BootstrapCommand(script string) string {
 	if !strings.ContainsAny(script, "\n\r") {
-		return "/bin/sh -c " + ShellQuote(script)
+		return "/bin/sh -c " + shquote.Quote(script)
 	}
 	// tcsh cannot hold a newline inside quotes: carry the script as printf
 	// %b escapes on one line and let /bin/sh rebuild and eval it.
 	enc := scriptEscaper.Replace(script)
-	return "/bin/sh -c " + ShellQuote(`eval "$(printf '%b' '`+enc+`')"`)
+	return "/bin/sh -c " + shquote.Quote(`eval "$(printf '%b' '`+enc+`')"`)
 }
 
 // scriptEscaper encodes for printf %b: \0ddd is an octal byte there.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/internal/sshtest"
 )
 
@@ -42,7 +43,7 @@ func TestKeepaliveDeclaresSilentLinkLost(t *testing.T) {
 	running := filepath.Join(t.TempDir(), "running")
 	runDone := make(chan error, 1)
 	go func() {
-		_, _, err := c.Run(context.Background(), "touch "+ShellQuote(running)+"; exec sleep 60", nil)
+		_, _, err := c.Run(context.Background(), "touch "+shquote.Quote(running)+"; exec sleep 60", nil)
 		runDone <- err
 	}()
 	waitUntil(t, "the command running on the host", func() bool {

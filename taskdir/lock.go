@@ -3,6 +3,7 @@ package taskdir
 import (
 	"context"
 	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -72,8 +73,16 @@ func LockRenamable(ctx context.Context, taskDir string) (*Lock, error) {
 // removes the holder note there.
 func (l *Lock) Moved(taskDir string) { l.l.Moved(filepath.Join(taskDir, metaDir, lockFile)) }
 
-// Release removes the holder note and drops the lock.
-func (l *Lock) Release() { l.l.Release() }
+// Stat describes the lock file held (fsx.Lock.Stat).
+func (l *Lock) Stat() (os.FileInfo, error) { return l.l.Stat() }
+
+// Release removes the holder note and drops the lock; a nil Lock, one
+// never taken, holds nothing to release.
+func (l *Lock) Release() {
+	if l != nil {
+		l.l.Release()
+	}
+}
 
 func busyError(taskDir, path string, h *fsx.Holder) error {
 	holder := "unknown"

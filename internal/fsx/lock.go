@@ -150,6 +150,10 @@ func Acquire(ctx context.Context, path string, o LockOptions) (*Lock, error) {
 // the note there, not where it no longer is.
 func (l *Lock) Moved(path string) { l.note = notePath(path) }
 
+// Stat describes the lock file held, wherever it is now: a holder that
+// took the lock by a path can tell whether it is the file there.
+func (l *Lock) Stat() (os.FileInfo, error) { return l.f.Stat() }
+
 // Release removes the holder note, then drops the lock.
 func (l *Lock) Release() {
 	os.Remove(l.note)

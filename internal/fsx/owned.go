@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
 
 // The ownership rules for what kandev-exec creates or runs on a host
@@ -52,7 +54,7 @@ func (e *OwnershipError) Error() string {
 func (e *OwnershipError) Hint() string {
 	switch e.Reason {
 	case ReasonWritable, ReasonWritableNoStk:
-		return fmt.Sprintf("run `chmod go-w %s` on the host if that is safe, or set workdir_root to a directory only you can write", e.Path)
+		return fmt.Sprintf("run `chmod go-w %s` on the host if that is safe, or set workdir_root to a directory only you can write", shquote.Quote(e.Path))
 	}
 	return fmt.Sprintf("move %s away on the host, or set workdir_root to a directory only you can write", e.Path)
 }

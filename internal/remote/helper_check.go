@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -128,7 +129,7 @@ func helloScript(file string) string {
 	if err != nil {
 		panic(err) // a constant request
 	}
-	return `kx_hello=$(printf '%s\n' ` + ssh.ShellQuote(string(req)) + ` | ` + file + ` serve 2>&1 | tr '\n' ' ')
+	return `kx_hello=$(printf '%s\n' ` + shquote.Quote(string(req)) + ` | ` + file + ` serve 2>&1 | tr '\n' ' ')
 printf 'hello=%s\n' "$kx_hello"
 `
 }

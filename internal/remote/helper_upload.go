@@ -14,6 +14,7 @@ import (
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
 	"github.com/kdlbs/kandev-exec/internal/helperbin"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/ssh"
 )
 
@@ -129,7 +130,7 @@ gzip -dc >"$t" || exit 1
 // arrived, asks it the protocol handshake and only then renames it into
 // place atomically. The temp file goes on any failure.
 func installScript(h Helper, tmp, receive string) string {
-	return sum256 + guardDirScript(h) + `t=` + ssh.ShellQuote(tmp) + ` f=` + ssh.ShellQuote(h.path()) + `
+	return sum256 + guardDirScript(h) + `t=` + shquote.Quote(tmp) + ` f=` + shquote.Quote(h.path()) + `
 trap 'rm -f "$t"' EXIT
 umask 077
 ` + receive + `chmod 700 "$t" || exit 1

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
 
 // Before the helper can be trusted, only /bin/sh can check the host, so
@@ -121,9 +121,9 @@ func parseLsMode(s string) fs.FileMode {
 // through $HOME (a quoted ~ would not expand).
 func Word(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
-		return `"$HOME"` + ssh.ShellQuote(strings.TrimPrefix(p, "~"))
+		return `"$HOME"` + shquote.Quote(strings.TrimPrefix(p, "~"))
 	}
-	return ssh.ShellQuote(p)
+	return shquote.Quote(p)
 }
 
 // guardScript checks the whole path to file (a shell word naming a file
@@ -138,7 +138,7 @@ func guardScript(h Helper, file string) string {
 // guardDirScript is guardScript up to h's directory, for a script that
 // creates the file there itself (and checks it before any use).
 func guardDirScript(h Helper) string {
-	return HostCheckFuncs + `R=` + ssh.ShellQuote(h.root) + `
+	return HostCheckFuncs + `R=` + shquote.Quote(h.root) + `
 kx_anc "$R"; kx_own "$R" d; kx_own "$R/bin" d; kx_own "$R/bin/` + h.sha + `" d
 `
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kdlbs/kandev-exec/ssh"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
 
 // ProbeTimeout bounds one bootstrap or helper round trip.
@@ -28,11 +28,11 @@ func NormalizePlatform(osName, arch string) string {
 // `uname -s`/`uname -m`, lowercased, print on a host of platform, as
 // NormalizePlatform reads them.
 func platformPattern(platform string) string {
-	pats := []string{ssh.ShellQuote(platform)}
+	pats := []string{shquote.Quote(platform)}
 	osName, arch, _ := strings.Cut(platform, "/")
 	for u, goarch := range unameArch {
 		if goarch == arch {
-			pats = append(pats, ssh.ShellQuote(osName+"/"+u))
+			pats = append(pats, shquote.Quote(osName+"/"+u))
 		}
 	}
 	slices.Sort(pats[1:])

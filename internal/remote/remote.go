@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/kdlbs/kandev-exec/helper/protocol"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 	"github.com/kdlbs/kandev-exec/ssh"
 	"github.com/kdlbs/kandev-exec/taskdir"
 )
@@ -97,7 +98,7 @@ func runHelper(ctx context.Context, c *ssh.Client, host string, helper Helper, o
 // login user's alone, nobody else can swap the file between the check
 // and the exec.
 func ServeScript(h Helper) string {
-	return `f=` + ssh.ShellQuote(h.path()) + "\n" + guardScript(h, `"$f"`) + "echo " + serveMarker + "\nexec \"$f\" serve\n"
+	return `f=` + shquote.Quote(h.path()) + "\n" + guardScript(h, `"$f"`) + "echo " + serveMarker + "\nexec \"$f\" serve\n"
 }
 
 // limitedBuffer keeps the first n bytes written to it.
