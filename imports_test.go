@@ -80,7 +80,7 @@ var allowedImports = map[string][]string{
 	"internal/quietterm":  nil,
 	"records":             {"state", "profiles", "internal/crashpoint"},
 	"internal/crashpoint": nil,
-	"state":               {"internal/fsx"},
+	"state":               {"internal/fsx", "internal/shquote"},
 	"state/etcdstore":     {"state"},
 	"state/statetest":     {"state"},
 	"profiles":            {"internal/suggest", "internal/redact"},

@@ -72,3 +72,13 @@ func TestDiscardSparesCaseTwin(t *testing.T) {
 		t.Fatalf("case twin removed: %v", err)
 	}
 }
+
+// The command that moves an unreadable record aside quotes its path: a
+// store under "Application Support" (macOS) holds a space.
+func TestCorruptRecordMoveQuotesItsPath(t *testing.T) {
+	e := &CorruptRecordError{Kind: "host", Name: "h", Where: "/Users/a/Library/Application Support/kandev-exec/h.json", Reason: "bad"}
+	want := "(mv '/Users/a/Library/Application Support/kandev-exec/h.json' '/Users/a/Library/Application Support/kandev-exec/h.json.bad')"
+	if !strings.Contains(e.Error(), want) {
+		t.Fatalf("%s\nwant it to suggest %s", e.Error(), want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/shquote"
 )
 
 // ErrNotFound is matched with errors.Is on a *NotFoundError.
@@ -58,7 +59,7 @@ func (e *CorruptRecordError) Error() string {
 	}
 	aside := e.Aside
 	if aside == "" {
-		aside = fmt.Sprintf("mv %s %[1]s.bad", e.Where)
+		aside = fmt.Sprintf("mv %s %s", shquote.Quote(e.Where), shquote.Quote(e.Where+".bad"))
 	}
 	return msg + fmt.Sprintf("move it aside (%s) and retry", aside)
 }
