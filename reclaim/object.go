@@ -25,36 +25,37 @@ import (
 const maxCommitSize = 1 << 20
 
 // head is the commit HEAD names, directly or through a branch (loose or
-// packed, refs.go's reading); an error when it names none (a branch
-// with no commit yet, a reference through another, anything odd).
-func (g gitDir) head() (string, error) {
+// packed, refs.go's reading), with the refs read for it (nil when HEAD
+// names a commit itself); an error when it names none (a branch with no
+// commit yet, a reference through another, anything odd).
+func (g gitDir) head() (string, map[string]string, error) {
 	b, err := readSmallFile(filepath.Join(g.dir, "HEAD"))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	s, ok := strings.CutSuffix(string(b), "\n")
 	if !ok {
-		return "", errors.New("HEAD is not one line")
+		return "", nil, errors.New("HEAD is not one line")
 	}
 	name, symbolic := strings.CutPrefix(s, "ref: ")
 	if !symbolic {
 		if !oidRE.MatchString(s) {
-			return "", fmt.Errorf("HEAD %.80q", s)
+			return "", nil, fmt.Errorf("HEAD %.80q", s)
 		}
-		return s, nil
+		return s, nil, nil
 	}
 	if !strings.HasPrefix(name, "refs/heads/") {
-		return "", fmt.Errorf("HEAD names %.80q", name)
+		return "", nil, fmt.Errorf("HEAD names %.80q", name)
 	}
 	refs, err := g.refs()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	oid, ok := refs[name]
 	if !ok {
-		return "", fmt.Errorf("%s has no commit", name)
+		return "", nil, fmt.Errorf("%s has no commit", name)
 	}
-	return oid, nil
+	return oid, refs, nil
 }
 
 // commitTree is the tree the commit oid names, read from the objects

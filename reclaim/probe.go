@@ -182,10 +182,12 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 		return err
 	}
 	r := newRepo(dir, g, cfg)
-	st, idx, clean := status{}, map[string]indexEntry(nil), false
+	var ff fromFiles
+	clean := false
 	if alone {
-		st, idx, clean = cleanFromFiles(dir, g, cfg, files, rel == ".")
+		ff, clean = cleanFromFiles(dir, g, cfg, files, rel == ".")
 	}
+	st, idx := ff.st, ff.idx
 	if !clean {
 		if st, err = h.gitStatus(ctx, r); err != nil {
 			return err
@@ -204,7 +206,7 @@ func (h *host) probeInto(ctx context.Context, t Target, dir, rel string, files [
 	if p.Hidden, err = hiddenFiles(dir, names, idx, st, rel == "."); err != nil {
 		return err
 	}
-	held, err := h.heldObjects(ctx, r, st.head)
+	held, err := h.heldObjects(ctx, r, st.head, ff.refs)
 	if err != nil {
 		return err
 	}

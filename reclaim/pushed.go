@@ -37,9 +37,10 @@ type held struct {
 	logsUnread bool
 }
 
-// heldObjects reads the refs and reflogs from files, or asks git for the
-// refs when the repository keeps them in a reftable.
-func (h *host) heldObjects(ctx context.Context, r repo, head string) (held, error) {
+// heldObjects reads the refs (unless given: read for HEAD) and reflogs
+// from files, or asks git for the refs when the repository keeps them in
+// a reftable.
+func (h *host) heldObjects(ctx context.Context, r repo, head string, refs map[string]string) (held, error) {
 	hd := held{head: head}
 	rt, err := r.gitDir.usesReftable()
 	if err != nil {
@@ -49,8 +50,10 @@ func (h *host) heldObjects(ctx context.Context, r repo, head string) (held, erro
 		return held{}, err
 	}
 	if !rt {
-		if hd.refs, err = r.gitDir.refs(); err != nil {
-			return held{}, err
+		if hd.refs = refs; refs == nil {
+			if hd.refs, err = r.gitDir.refs(); err != nil {
+				return held{}, err
+			}
 		}
 		hd.logs, err = r.gitDir.reflogs()
 		return hd, err

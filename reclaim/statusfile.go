@@ -70,43 +70,52 @@ func (s indexStat) recorded(e entry, stamp int64) bool {
 // compares, decides.
 const maxHashedBytes = 16 << 20
 
-// cleanFromFiles is the status of the checkout at dir (gitdir g, config
-// cfg) and its index when its files prove it clean; ok false: ask git.
-// files are the walk's entries of the checkout that are not directories,
-// relative to it; top: dir is the task directory's top, whose .kandev/
-// is ours.
-func cleanFromFiles(dir string, g gitDir, cfg gitsafe.Config, files []entry, top bool) (status, map[string]indexEntry, bool) {
+// fromFiles is what the proof read of a checkout it found clean by its
+// files: the status, the index, and the refs read for HEAD (nil when it
+// names a commit itself), which the check of what the refs hold takes
+// rather than reading them again.
+type fromFiles struct {
+	st   status
+	idx  map[string]indexEntry
+	refs map[string]string
+}
+
+// cleanFromFiles is what the files of the checkout at dir (gitdir g,
+// config cfg) say when they prove it clean; ok false: ask git. files are
+// the walk's entries of the checkout that are not directories, relative
+// to it; top: dir is the task directory's top, whose .kandev/ is ours.
+func cleanFromFiles(dir string, g gitDir, cfg gitsafe.Config, files []entry, top bool) (fromFiles, bool) {
 	if !plainRepository(cfg) || sparseSetting(g, cfg) != nil {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
 	hashLen, err := indexHashLen(cfg, filepath.Join(g.common, "config"))
 	if err != nil {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
-	head, err := g.head()
+	head, refs, err := g.head()
 	if err != nil || len(head) != 2*hashLen {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
 	b, fi, err := readSmallFileInfo(filepath.Join(g.dir, "index"))
 	if err != nil {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
 	var stats []indexStat
 	idx, err := parseIndexStat(b, hashLen, &stats)
 	if err != nil || len(stats) != len(idx) {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
 	tree, err := commitTree(filepath.Join(g.common, "objects"), head)
 	if err != nil {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
 	if got, err := indexTree(stats, idx, hashLen); err != nil || got != tree {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
 	if !filesRecorded(dir, files, stats, idx, fi.ModTime().UnixNano(), top) {
-		return status{}, nil, false
+		return fromFiles{}, false
 	}
-	return status{head: head}, idx, true
+	return fromFiles{st: status{head: head}, idx: idx, refs: refs}, true
 }
 
 // plainRepository: a repository format git reads as this reader does,

@@ -39,7 +39,8 @@ func checkoutFiles(t *testing.T, dir string) []entry {
 func readFromFiles(t *testing.T, dir string, top bool) (status, bool) {
 	t.Helper()
 	g, cfg := repoOf(t, dir)
-	st, _, ok := cleanFromFiles(dir, g, cfg, checkoutFiles(t, dir), top)
+	ff, ok := cleanFromFiles(dir, g, cfg, checkoutFiles(t, dir), top)
+	st := ff.st
 	return st, ok
 }
 
