@@ -48,18 +48,8 @@ type Target struct {
 	Remains []string `json:"remains,omitempty"`
 
 	// listed is the walk the listing that planned this removal made of
-	// the directory, then listedID (ListAndApply, in the same call).
-	listed   *tree
-	listedID Identity
-}
-
-// listedWalk is the listing's walk of the directory when it is id now,
-// else nil (a walk of its own is due).
-func (t Target) listedWalk(id Identity) *tree {
-	if t.listed == nil || t.listedID != id {
-		return nil
-	}
-	return t.listed
+	// the directory (ListAndApply, in the same call).
+	listed *tree
 }
 
 // Path is where the directory is: <root>/tasks/<dir>.

@@ -169,7 +169,7 @@ func (h *host) gatherDir(ctx context.Context, t Target, lock bool) (ev Evidence,
 	if d == nil {
 		return ev, held
 	}
-	tr := h.walk(d, &ev, t.listedWalk(ev.Identity))
+	tr := h.walk(d, &ev, listedWalk(t.listed, d))
 	d.close()
 	if h.probeTree(ctx, t, path, tr, &ev) {
 		ev.InUse, ev.InUseUnknown = h.inUseBy(h.proofProcs.get(ctx, h.uid), path, path, &ev)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/kdlbs/kandev-exec/controller"
 	"github.com/kdlbs/kandev-exec/internal/fsx"
@@ -59,14 +58,9 @@ type Entry struct {
 	Running []controller.Running `json:"running,omitempty"`
 
 	// walked is the walk that found it, kept for the removal a listing
-	// may make (ListRequest.Apply) while maxKeptEntries allows.
+	// may make (ListRequest.Apply, listapply.go).
 	walked *tree
 }
-
-// maxKeptEntries bounds the walks' entries a listing keeps for its own
-// removals (some 100 MB); the directories past it are walked again by
-// their proofs.
-const maxKeptEntries = 1 << 20
 
 // holdsShown bounds the names an entry's Holds lists.
 const holdsShown = 10
@@ -76,6 +70,16 @@ const holdsShown = 10
 // on its own and described, whatever it is. A root that does not exist
 // holds nothing: an empty listing.
 func List(ctx context.Context, req ListRequest) (*Listing, error) {
+	var keep func(Entry, tree) bool
+	if req.Apply != nil {
+		keep = keptForApply()
+	}
+	return list(ctx, req, keep)
+}
+
+// list is List keeping the walks keep (nil: none) says the listing's
+// removals may take.
+func list(ctx context.Context, req ListRequest, keep func(Entry, tree) bool) (*Listing, error) {
 	root, err := taskdir.PrivateRoot(req.Root)
 	if err != nil {
 		if abs, absent := taskdir.AbsentRoot(req.Root); absent {
@@ -102,18 +106,6 @@ func List(ctx context.Context, req ListRequest) (*Listing, error) {
 	}
 	sort.Strings(names)
 	l.Entries = make([]Entry, len(names))
-	var keep func(tr tree) bool // the walks kept: none, unless to remove
-	if req.Apply != nil {
-		var kept atomic.Int64
-		keep = func(tr tree) bool {
-			n := int64(len(tr.entries))
-			if kept.Add(n) > maxKeptEntries {
-				kept.Add(-n)
-				return false
-			}
-			return true
-		}
-	}
 	forEach(len(names), parallelism(req.Parallelism), func(i int) {
 		if ctx.Err() != nil {
 			l.Entries[i] = Entry{Name: names[i], Problem: ProbeFailed, Detail: "the listing's time ran out: " + ctx.Err().Error()}
@@ -143,7 +135,7 @@ func topNames(tr tree) []string {
 	return names
 }
 
-func (h *host) listEntry(root, name string, keep func(tree) bool) Entry {
+func (h *host) listEntry(root, name string, keep func(Entry, tree) bool) Entry {
 	e := Entry{Name: name}
 	switch inner, trash := strings.CutPrefix(name, trashPrefix); {
 	case taskdir.ValidTaskDir(name):
@@ -160,9 +152,6 @@ func (h *host) listEntry(root, name string, keep func(tree) bool) Entry {
 	if walked && !e.Interrupted && (len(tr.checkouts) == 0 || tr.checkouts[0] != ".") {
 		e.NoCheckout, e.Holds = true, topNames(tr)
 	}
-	if walked && keep != nil && keep(tr) {
-		e.walked = &tr
-	}
 	e.Marker, e.MarkerDetail, e.Identity = ev.Marker, ev.MarkerDetail, ev.Identity
 	e.Bytes, e.AgeSeconds, e.OnlyDirs = ev.Bytes, ev.AgeSeconds, ev.OnlyDirs
 	switch path := filepath.Join(root, tasksDir, name); {
@@ -175,6 +164,9 @@ func (h *host) listEntry(root, name string, keep func(tree) bool) Entry {
 	}
 	if e.Problem == "" && !e.Interrupted {
 		e.Running = controller.RunningIn(filepath.Join(root, tasksDir, name))
+	}
+	if walked && keep != nil && keep(e, tr) {
+		e.walked = &tr
 	}
 	return e
 }

@@ -3,6 +3,7 @@ package reclaim
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,14 +37,17 @@ import (
 // future counts as changed now, so young.
 //
 // Each of these removals' proofs takes the listing's walk of its
-// directory as its own (Target.listed), while it is the directory
-// listed: the proof then began at the listing, before the directory's
-// lock was taken, which only gives the recheck after the rename more to
-// compare. Whatever changed since the listing (a preparation that held
-// the lock meanwhile included) moved an entry's change time, which
-// nothing sets back, so the recheck keeps the directory; the git checks
-// read the checkout as it is during the proof, and a file changed
-// before they read it is such a change.
+// directory as its own (Target.listed) while the directory's top is as
+// listed (listedWalk): the proof then began at the listing, before the
+// directory's lock was taken, which only gives the recheck after the
+// rename more to compare. Whatever was changed since the listing (by a
+// preparation that held the lock meanwhile too) moved an entry's change
+// time, which nothing sets back, so the recheck keeps the directory; the
+// git checks read the checkout as it is during the proof, and a file
+// changed before they read it is such a change. Only .kandev/'s own
+// entry is taken as it is once the lock is held, since the lock's note
+// changed its times: its notes are ours, and each other entry in it is
+// compared from the listing on.
 
 // ListApply asks a listing to remove what the caller's plan would
 // remove and this call can prove alone.
@@ -115,6 +119,9 @@ func ListAndApply(ctx context.Context, req ListRequest) (*Listing, error) {
 			targets = append(targets, t)
 		}
 	}
+	for i := range l.Entries {
+		l.Entries[i].walked = nil // the targets hold theirs
+	}
 	if len(targets) == 0 {
 		return l, nil
 	}
@@ -143,7 +150,7 @@ func (a *ListApply) target(root string, e Entry, r Row) (Target, bool) {
 			id = a.Only[i].Identity
 		}
 		return Target{Root: root, Dir: r.Dir, InstallationID: a.View.InstallationID, TaskID: r.TaskID, Identity: id, Enabled: true,
-			listed: e.walked, listedID: e.Identity}, true
+			listed: e.walked}, true
 	}
 	return Target{}, false
 }
@@ -151,3 +158,59 @@ func (a *ListApply) target(root string, e Entry, r Row) (Target, bool) {
 // NamedAfterItsTask: kandev-exec names every directory after its task,
 // so a marker naming another was copied or renamed by hand.
 func NamedAfterItsTask(r Row) bool { return r.Dir == r.TaskID }
+
+// maxKeptBytes bounds what the walks a listing keeps for its removals
+// hold, as keptSize counts it; the directories past it are walked again
+// by their proofs.
+const maxKeptBytes = 64 << 20
+
+// keptSize is about what a walk kept takes of memory: each entry (with
+// the slack of the slice it grew in) and its path.
+func keptSize(tr tree) int64 {
+	const entryBytes = 96
+	n := int64(0)
+	for _, e := range tr.entries {
+		n += entryBytes + int64(len(e.rel))
+	}
+	return n
+}
+
+// keptForApply keeps the walks of the directories a listing may remove
+// itself, as far as the listing can tell (no problem, a marker, no
+// agent, old enough), while maxKeptBytes allows.
+func keptForApply() func(Entry, tree) bool {
+	var kept atomic.Int64
+	return func(e Entry, tr tree) bool {
+		if e.Problem != "" || e.Interrupted || e.Marker == nil || len(e.Running) > 0 || e.AgeSeconds < int64(ListedMinAge/time.Second) {
+			return false
+		}
+		n := keptSize(tr)
+		if kept.Add(n) > maxKeptBytes {
+			kept.Add(-n)
+			return false
+		}
+		return true
+	}
+}
+
+// listedWalk is the listing's walk of d (nil: none) as the proof's own,
+// when d's top is still as listed, entry for entry (nothing added,
+// removed or renamed in it, not another directory on the same inode),
+// else nil: a walk of its own is due. .kandev/ is taken as it is now,
+// under the lock, whose note changed its times since the listing, as a
+// walk now would see it: from here on it is compared as strictly as
+// ever, and what is in it is compared entry by entry from the listing.
+func listedWalk(listed *tree, d *dirFD) *tree {
+	if listed == nil || len(listed.entries) == 0 || listed.entries[0] != entryOf(".", &d.st) {
+		return nil
+	}
+	st, err := d.lstat(metaDir)
+	i := slices.IndexFunc(listed.entries, func(e entry) bool { return e.rel == metaDir })
+	if err != nil || i < 0 || !isDir(st) || st.Ino != listed.entries[i].ino {
+		return listed // changed: the recheck says so
+	}
+	tr := *listed
+	tr.entries = slices.Clone(listed.entries)
+	tr.entries[i] = entryOf(metaDir, &st)
+	return &tr
+}

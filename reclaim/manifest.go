@@ -76,17 +76,10 @@ func isOurNote(rel string, st *unix.Stat_t) bool {
 
 // same reports whether b is a as the proof saw it. The top is renamed
 // for the removal, which changes its ctime: only its type and inode
-// count. .kandev/ changes its times and size when the removal's lock
-// writes its holder note there, which may be after the proof's walk (a
-// listing's, listapply.go): those say no more than its entries do, each
-// compared on its own, the notes alone left out (ourNotes); its type,
-// permissions, owner and inode count.
+// count.
 func (a entry) same(b entry) bool {
-	switch a.rel {
-	case ".":
+	if a.rel == "." {
 		return a.rel == b.rel && a.mode&unix.S_IFMT == b.mode&unix.S_IFMT && a.ino == b.ino
-	case metaDir:
-		a.size, a.mtime, a.ctime = b.size, b.mtime, b.ctime
 	}
 	return a == b
 }
