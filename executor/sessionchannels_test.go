@@ -3,12 +3,7 @@ package executor
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,10 +70,8 @@ func TestSessionOpsOneChannelEach(t *testing.T) {
 // rest. refused counts the signed requests it refused.
 func refusingSigned(t *testing.T, realPort int) (port int, refused *atomic.Int32) {
 	t.Helper()
-	target, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(realPort))
-	relay := httputil.NewSingleHostReverseProxy(target)
 	refused = new(atomic.Int32)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return standIn(t, realPort, func(relay http.Handler, w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Signature") != "" && r.Header.Get("Authorization") == "" {
 			refused.Add(1)
 			w.Header().Set("Content-Type", "application/json")
@@ -87,9 +80,7 @@ func refusingSigned(t *testing.T, realPort int) (port int, refused *atomic.Int32
 			return
 		}
 		relay.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().(*net.TCPAddr).Port, refused
+	}), refused
 }
 
 // A controller that takes no signed request (one from before them, or,
