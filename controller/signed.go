@@ -52,8 +52,8 @@ const (
 
 // signedRoutes are the routes a signed request may take: status and stop
 // answer with one small JSON body the proof covers; the log's proof is in
-// its head, covering the generation it streams, so that nothing of it is
-// shown before the controller is proved.
+// its head, covering the generation it streams and the query it answers,
+// so that nothing of it is shown before the controller is proved.
 var signedRoutes = map[string]bool{"/v1/status": true, "/v1/stop": true, "/v1/logs": true}
 
 // ErrSignedRefused: the controller took no signed request (one from
