@@ -165,7 +165,7 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce str
 	w.SetHeader("Content-Type", "application/octet-stream")
 	w.SetHeader(headerGeneration, gen)
 	if nonce != "" {
-		w.SetHeader(headerProof, logHeadProof(s.req.Token, nonce, gen))
+		w.SetHeader(headerProof, logHeadProof(s.req.Token, nonce, gen, requestTarget(r)))
 	}
 	w.Stream(loophttp.StatusOK, trailerNextGeneration+", "+trailerNextOffset+", "+trailerStatus+", "+trailerSkippedBytes)
 	// The status as the answer ends, so that a reader need not ask for it

@@ -35,6 +35,7 @@ type Client struct {
 	pool  *loophttp.Pool
 	port  int
 	token string
+	now   func() time.Time // the send time a signed nonce carries; tests skew it
 }
 
 // NewClient returns a client for the controller on 127.0.0.1:port of the
@@ -43,7 +44,7 @@ func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, port: port, token: token}
+	return &Client{pool: &loophttp.Pool{Dial: dial, Addr: "127.0.0.1:" + strconv.Itoa(port)}, port: port, token: token, now: time.Now}
 }
 
 // statusError is a non-200 answer.

@@ -10,9 +10,20 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// signedHeader is the headers of a request to target on port signed
+// with token, its nonce sent at at.
+func signedHeader(token, method, target string, port int, at time.Time) http.Header {
+	nonce := newSignedNonce(at)
+	h := http.Header{}
+	h.Set(headerNonce, nonce)
+	h.Set(headerSignature, requestSignature(token, method, target, port, nonce))
+	return h
+}
 
 // rawSigned sends a signed request with the given headers straight to
 // port, as whatever captured them could, and returns the answer's code.
@@ -91,10 +102,8 @@ func TestSignedStopImpostorLearnsNothingReusable(t *testing.T) {
 func TestSignedStopReplayDoesNothing(t *testing.T) {
 	t.Parallel()
 	s, other := startRunning(t), startRunning(t)
-	nonce := NewNonce()
-	h := http.Header{}
-	h.Set(headerNonce, nonce)
-	h.Set(headerSignature, requestSignature(s.req.Token, "GET", "/v1/status", s.resp.Port, nonce))
+	h := signedHeader(s.req.Token, "GET", "/v1/status", s.resp.Port, time.Now())
+	nonce := h.Get(headerNonce)
 	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, h); code != http.StatusOK {
 		t.Fatalf("signed status: HTTP %d, want 200", code)
 	}
@@ -105,9 +114,7 @@ func TestSignedStopReplayDoesNothing(t *testing.T) {
 	if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, h); code != http.StatusUnauthorized {
 		t.Fatalf("a stop signed with a taken nonce: HTTP %d, want 401", code)
 	}
-	stop := http.Header{}
-	stop.Set(headerNonce, NewNonce())
-	stop.Set(headerSignature, requestSignature(s.req.Token, "POST", "/v1/stop", s.resp.Port, stop.Get(headerNonce)))
+	stop := signedHeader(s.req.Token, "POST", "/v1/stop", s.resp.Port, time.Now())
 	if code := rawSigned(t, "POST", "/v1/stop", other.resp.Port, stop); code != http.StatusUnauthorized {
 		t.Fatalf("stop signed for another session: HTTP %d, want 401", code)
 	}
@@ -235,22 +242,177 @@ func TestSignedLogsOneRequest(t *testing.T) {
 	}
 }
 
-// A controller remembers a bounded number of nonces: past it, a signed
-// request is refused (the caller falls back to health and the token),
-// never taken without its replay being refused.
-func TestSignedLedgerFullRefuses(t *testing.T) {
+// A controller takes every fresh signed request, however many it has
+// taken (a session watched for a day), each in one request, without
+// ever taking one twice: a nonce it has forgotten since is refused.
+func TestSignedManyAllTaken(t *testing.T) {
 	t.Parallel()
 	s := startRunning(t)
-	ctx := ctxFor(t, 60*time.Second)
-	for i := range maxSigned {
-		if _, err := s.c.StatusSigned(ctx); err != nil {
+	first := signedHeader(s.req.Token, "GET", "/v1/status", s.resp.Port, time.Now())
+	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, first); code != http.StatusOK {
+		t.Fatalf("first signed status: HTTP %d, want 200", code)
+	}
+	c, count := countingClient(s)
+	ctx := ctxFor(t, 120*time.Second)
+	for i := range maxSigned + 1 {
+		if _, err := c.StatusSigned(ctx); err != nil {
 			t.Fatalf("signed status %d: %v", i, err)
 		}
 	}
-	if _, err := s.c.StopSigned(ctx); !errors.Is(err, ErrSignedRefused) {
-		t.Fatalf("signed stop past the ledger: %v, want ErrSignedRefused", err)
+	if n := count(); n != maxSigned+1 {
+		t.Fatalf("%d signed statuses sent %d requests, want one each", maxSigned+1, n)
 	}
-	stillRunning(t, s, "by the token, after a refused signed stop")
+	if code := rawSigned(t, "GET", "/v1/status", s.resp.Port, first); code != http.StatusUnauthorized {
+		t.Fatalf("the first nonce replayed once forgotten: HTTP %d, want 401", code)
+	}
+	if st, err := c.StopSigned(ctx); err != nil || st.State != StateStopped {
+		t.Fatalf("signed stop past %d signed requests: %+v, %v", maxSigned+1, st, err)
+	}
+}
+
+// size is how many nonces l holds.
+func (l *nonceLedger) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.seen) != len(l.order) {
+		panic(fmt.Sprintf("ledger holds %d nonces and orders %d", len(l.seen), len(l.order)))
+	}
+	return len(l.seen)
+}
+
+// The ledger holds at most maxSigned nonces, and what it forgets (by
+// number, or by age) is refused as a replay would be; nothing sent
+// outside the window around the controller's clock is taken.
+func TestNonceLedgerBounded(t *testing.T) {
+	t.Parallel()
+	var l nonceLedger
+	now := time.Now()
+	first := newSignedNonce(now)
+	if !l.take(first, now) || l.take(first, now) {
+		t.Fatal("a fresh nonce is taken once")
+	}
+	for i := range 3 * maxSigned {
+		at := now.Add(time.Duration(i+1) * time.Millisecond)
+		if !l.take(newSignedNonce(at), at) {
+			t.Fatalf("fresh nonce %d refused", i)
+		}
+		if n := l.size(); n > maxSigned {
+			t.Fatalf("after %d nonces the ledger holds %d, want at most %d", i+2, n, maxSigned)
+		}
+	}
+	if l.size() != maxSigned {
+		t.Fatalf("ledger holds %d, want %d", l.size(), maxSigned)
+	}
+	if l.take(first, now) {
+		t.Fatal("a forgotten nonce was taken again")
+	}
+	later := now.Add(3 * signedWindow)
+	for name, at := range map[string]time.Time{"behind": later.Add(-signedWindow - time.Second), "ahead": later.Add(signedWindow + time.Second)} {
+		if l.take(newSignedNonce(at), later) {
+			t.Fatalf("a nonce sent %s the window was taken", name)
+		}
+	}
+	last := newSignedNonce(later)
+	if !l.take(last, later) || l.size() != 1 {
+		t.Fatalf("past the window the ledger holds %d, want only the nonce just taken", l.size())
+	}
+	if l.take(first, now) || l.take(last, later) {
+		t.Fatal("a nonce was taken twice")
+	}
+	if l.take(NewNonce(), later) {
+		t.Fatal("a nonce without a send time was taken")
+	}
+}
+
+// A signed request whose nonce was sent outside the controller's window
+// (a CLI on a machine whose clock is off) is refused, does nothing, and
+// the client's fallback (health, then the token) still answers.
+func TestSignedOutsideWindowFallsBack(t *testing.T) {
+	t.Parallel()
+	s := start(t, newRequest(t, "echo started; exec sleep 30"))
+	waitState(t, s, StateRunning)
+	waitFor(t, 5*time.Second, "the agent's first line", func() bool { return strings.Contains(readLog(t, s), "started\n") })
+	ctx := ctxFor(t, 10*time.Second)
+	for _, skew := range []time.Duration{-signedWindow - time.Minute, signedWindow + time.Minute} {
+		at := time.Now().Add(skew)
+		if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, signedHeader(s.req.Token, "POST", "/v1/stop", s.resp.Port, at)); code != http.StatusUnauthorized {
+			t.Fatalf("a stop sent %s off: HTTP %d, want 401", skew, code)
+		}
+		c := NewClient(nil, s.resp.Port, s.req.Token)
+		c.now = func() time.Time { return time.Now().Add(skew) }
+		if _, err := c.StopSigned(ctx); !errors.Is(err, ErrSignedRefused) {
+			t.Fatalf("signed stop %s off: %v, want ErrSignedRefused", skew, err)
+		}
+		var out strings.Builder
+		if _, _, err := c.LogsThenStatusSigned(ctx, LogPos{}, false, &out, nil); !errors.Is(err, ErrUnproved) || out.Len() != 0 {
+			t.Fatalf("signed logs %s off: %v, wrote %q; want ErrUnproved and nothing", skew, err, out.String())
+		}
+		if _, err := c.Health(ctx); err != nil {
+			t.Fatalf("health after a refused signed request: %v", err)
+		}
+		if st, err := c.Status(ctx); err != nil || st.State != StateRunning {
+			t.Fatalf("status by the token, %s off: %+v, %v", skew, st, err)
+		}
+		var shown strings.Builder
+		if _, _, err := c.LogsThenStatus(ctx, LogPos{}, false, &shown, nil); err != nil || !strings.Contains(shown.String(), "started\n") {
+			t.Fatalf("logs by the token, %s off: %v, %q", skew, err, shown.String())
+		}
+	}
+	stillRunning(t, s, "after signed stops outside the window")
+}
+
+// rewritingConn changes old into new in the requests written on it, as
+// whatever relays them could, and counts the requests it changed.
+type rewritingConn struct {
+	net.Conn
+	old, new string
+	changed  *atomic.Int32
+}
+
+func (c rewritingConn) Write(p []byte) (int, error) {
+	if s := string(p); strings.Contains(s, c.old) {
+		c.changed.Add(1)
+		if _, err := c.Conn.Write([]byte(strings.ReplaceAll(s, c.old, c.new))); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// A log request's signature covers its query: one whose offset or
+// generation was changed in transit is refused, and the client shows
+// nothing as proved; so is a signature over the path alone (a CLI from
+// before the query was signed, which falls back on it as on any refusal).
+func TestSignedLogsQueryChangedRefused(t *testing.T) {
+	t.Parallel()
+	s := start(t, newRequest(t, "echo hello"))
+	st := waitState(t, s, StateExited)
+	for _, tc := range []struct{ signed, sent string }{
+		{"/v1/logs?offset=0", "/v1/logs?offset=3"},
+		{"/v1/logs?offset=0&generation=" + st.LogGeneration, "/v1/logs?offset=0"},
+		{"/v1/logs", "/v1/logs?offset=3"},
+	} {
+		if code := rawSigned(t, "GET", tc.sent, s.resp.Port, signedHeader(s.req.Token, "GET", tc.signed, s.resp.Port, time.Now())); code != http.StatusUnauthorized {
+			t.Fatalf("signed for %s, sent as %s: HTTP %d, want 401", tc.signed, tc.sent, code)
+		}
+	}
+	var changed atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return rewritingConn{Conn: c, old: "/v1/logs?offset=0 ", new: "/v1/logs?offset=3 ", changed: &changed}, err
+	}
+	c := NewClient(dial, s.resp.Port, s.req.Token)
+	ctx := ctxFor(t, 10*time.Second)
+	var out strings.Builder
+	if _, _, err := c.LogsThenStatusSigned(ctx, LogPos{}, false, &out, nil); !errors.Is(err, ErrUnproved) || out.Len() != 0 || changed.Load() != 1 {
+		t.Fatalf("signed logs whose offset was changed in transit (%d changed): %v, wrote %q; want ErrUnproved and nothing", changed.Load(), err, out.String())
+	}
+	// The same path, its query left as signed, is taken and proved.
+	pos, _, err := c.LogsThenStatusSigned(ctx, LogPos{Offset: 2}, false, &out, nil)
+	if err != nil || changed.Load() != 1 || !strings.Contains(out.String(), "llo\n") || !strings.HasPrefix(readLog(t, s)[2:], out.String()) || pos.Offset != 2+int64(out.Len()) {
+		t.Fatalf("signed logs from offset 2: %+v, %v, %q", pos, err, out.String())
+	}
 }
 
 // A signature names the method and path it was made for: a fresh status
@@ -258,9 +420,7 @@ func TestSignedLedgerFullRefuses(t *testing.T) {
 func TestSignedStatusSignatureIsNoStop(t *testing.T) {
 	t.Parallel()
 	s := startRunning(t)
-	h := http.Header{}
-	h.Set(headerNonce, NewNonce())
-	h.Set(headerSignature, requestSignature(s.req.Token, "GET", "/v1/status", s.resp.Port, h.Get(headerNonce)))
+	h := signedHeader(s.req.Token, "GET", "/v1/status", s.resp.Port, time.Now())
 	if code := rawSigned(t, "POST", "/v1/stop", s.resp.Port, h); code != http.StatusUnauthorized {
 		t.Fatalf("a status signature sent as a stop: HTTP %d, want 401", code)
 	}
@@ -316,10 +476,8 @@ func TestSignedLogsHeadReplayUnproved(t *testing.T) {
 // path, as a listener on the path between could capture it.
 func genuineAnswer(t *testing.T, s *session, path string) (*http.Response, []byte) {
 	t.Helper()
-	nonce := NewNonce()
 	req, _ := http.NewRequestWithContext(ctxFor(t, 10*time.Second), "GET", fmt.Sprintf("http://127.0.0.1:%d%s", s.resp.Port, path), nil)
-	req.Header.Set(headerNonce, nonce)
-	req.Header.Set(headerSignature, requestSignature(s.req.Token, "GET", path, s.resp.Port, nonce))
+	req.Header = signedHeader(s.req.Token, "GET", path, s.resp.Port, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"syscall"
 	"testing"
@@ -22,9 +19,7 @@ import (
 // past closing its listener, or past the process's end.
 func exitingController(t *testing.T, realPort, pid int, reached func() bool) int {
 	t.Helper()
-	target, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(realPort))
-	relay := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return standIn(t, realPort, func(relay http.Handler, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/drain" {
 			if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 				t.Errorf("SIGTERM to controller %d: %v", pid, err)
@@ -37,9 +32,7 @@ func exitingController(t *testing.T, realPort, pid int, reached func() bool) int
 			}
 		}
 		relay.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().(*net.TCPAddr).Port
+	})
 }
 
 // exitStages: how far the controller's exit gets before the drain

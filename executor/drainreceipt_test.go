@@ -27,10 +27,8 @@ import (
 // drain, whose real receipt it rewrites with forge before answering.
 func forgingController(t *testing.T, realPort int, token string, forge func(controller.Receipt) controller.Receipt) int {
 	t.Helper()
-	target, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(realPort))
-	relay := httputil.NewSingleHostReverseProxy(target)
 	real := controller.NewClient(nil, realPort, token)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return standIn(t, realPort, func(relay http.Handler, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/drain" {
 			relay.ServeHTTP(w, r)
 			return
@@ -45,7 +43,16 @@ func forgingController(t *testing.T, realPort int, token string, forge func(cont
 			t.Errorf("signReceipt does not reproduce the controller's proof of %+v", rec)
 		}
 		_ = json.NewEncoder(w).Encode(forge(rec))
-	}))
+	})
+}
+
+// standIn listens in front of a session's real controller on realPort,
+// handing each request to handle with a relay to the controller.
+func standIn(t *testing.T, realPort int, handle func(relay http.Handler, w http.ResponseWriter, r *http.Request)) int {
+	t.Helper()
+	target, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(realPort))
+	relay := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(relay, w, r) }))
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().(*net.TCPAddr).Port
 }

@@ -27,6 +27,9 @@ type Request struct {
 	Method string
 	Path   string
 	Query  url.Values
+	// RawQuery is the query as sent, without its '?': what a signature
+	// over the request names, since parsing loses its exact bytes.
+	RawQuery string
 	// Header holds each field by its lower-cased name; a repeated field
 	// keeps its values joined by ", ".
 	Header        map[string]string
@@ -81,7 +84,7 @@ func ReadRequest(br *bufio.Reader, maxBody int64) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Request{Method: method, Path: path, Query: q, Header: h,
+	r := &Request{Method: method, Path: path, Query: q, RawQuery: raw, Header: h,
 		close: proto == "HTTP/1.0" || strings.Contains(strings.ToLower(h["connection"]), "close")}
 	if _, ok := h["transfer-encoding"]; ok {
 		return nil, &refusal{501, "a request body must be sent with Content-Length, not Transfer-Encoding"}

@@ -16,7 +16,7 @@ func TestReadRequestParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Method != "GET" || r.Path != "/v1/logs" || r.Query.Get("offset") != "12" || r.Query.Get("follow") != "1" {
+	if r.Method != "GET" || r.Path != "/v1/logs" || r.Query.Get("offset") != "12" || r.Query.Get("follow") != "1" || r.RawQuery != "offset=12&follow=1" {
 		t.Fatalf("parsed %+v", r)
 	}
 	if r.Header["authorization"] != "Bearer t" || r.Header["x-a"] != "1, 2" {
