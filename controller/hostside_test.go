@@ -21,7 +21,8 @@ func TestHostSideImportsNoLocalSide(t *testing.T) {
 		"../taskdir":           {"internal/ascii", "internal/fsx", "internal/gitsafe", "internal/redact"},
 		"../internal/gitsafe":  nil,
 		"../internal/ascii":    nil,
-		"../internal/fsx":      nil,
+		"../internal/fsx":      {"internal/shquote"},
+		"../internal/shquote":  nil,
 		"../internal/redact":   nil,
 		"../internal/loophttp": nil,
 	}
