@@ -76,7 +76,7 @@ func (v procView) holding(dir string, ids inodes) holder {
 // asked about many directories: each is looked up in it by its names and
 // inodes, instead of reading every process again for each. It tells
 // about a directory only what ran when it was read, so a removal reads
-// it after renaming the directories it rechecks (applyBatch).
+// it after renaming the directories it rechecks (runBatches).
 type procTable struct {
 	procs   []procView
 	unknown string // why the processes could not be listed
