@@ -30,6 +30,14 @@ func TestBenchFlights(t *testing.T) {
 		t.Fatalf("task launch: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { e.run("session", "stop", l.Session.ID) })
+	// An ended session's -f ends at once; its controller lingers to answer.
+	var ended struct {
+		Session struct{ ID string } `json:"session"`
+	}
+	out = e.run("task", "launch", "--profile", h, "--json", "--", "seq", "100")
+	if err := json.Unmarshal([]byte(out), &ended); err != nil || ended.Session.ID == "" {
+		t.Fatalf("task launch: %v\n%s", err, out)
+	}
 	dir := filepath.Join(e.root(h), "tasks", l.Task.ID)
 	f.relay.Delay(oneWay)
 	defer f.relay.Delay(0)
@@ -41,6 +49,8 @@ func TestBenchFlights(t *testing.T) {
 		{"kandev-exec task exec T -- true", func() { e.run("task", "exec", l.Task.ID, "--", "true") }},
 		{"kandev-exec session show S", func() { e.run("session", "show", l.Session.ID) }},
 		{"kandev-exec session logs S", func() { e.run("session", "logs", l.Session.ID) }},
+		{"kandev-exec session logs --tail 5 S", func() { e.run("session", "logs", "--tail", "5", l.Session.ID) }},
+		{"kandev-exec session logs -f S (ended)", func() { e.run("session", "logs", "-f", ended.Session.ID) }},
 		{"kandev-exec session stop S", func() { e.run("session", "stop", l.Session.ID) }},
 	} {
 		if c.what != "kandev-exec session stop S" {
