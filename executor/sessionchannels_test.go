@@ -63,8 +63,8 @@ func TestSessionOpsOneChannelEach(t *testing.T) {
 }
 
 // A controller that takes no more signed requests (as one from before
-// them takes none) is still shown, followed and stopped: each operation
-// proves it by health and uses the token.
+// them takes none) is still shown, followed, tailed and stopped: each
+// operation proves it by health and uses the token.
 func TestSessionOpsFallBackWhenSignedRefused(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
@@ -86,11 +86,20 @@ func TestSessionOpsFallBackWhenSignedRefused(t *testing.T) {
 	if got, err := f.exec.RefreshSession(ctx, s.ID); err != nil || got.State != records.SessionRunning {
 		t.Fatalf("session show: %+v, %v", got, err)
 	}
-	var out strings.Builder
-	if _, err := f.exec.ShowLogs(ctx, s.ID, LogOptions{}, &out); err != nil || !strings.Contains(out.String(), "started\n") {
-		t.Fatalf("session logs: %v, printed %q", err, out.String())
+	// A tail asks for the log's last bytes, which such a controller
+	// refuses as one from before them would: asked as before, it shows
+	// the same.
+	for _, o := range []LogOptions{{}, {Tail: 100}} {
+		var out strings.Builder
+		if _, err := f.exec.ShowLogs(ctx, s.ID, o, &out); err != nil || !strings.Contains(out.String(), "started\n") {
+			t.Fatalf("session logs %+v: %v, printed %q", o, err, out.String())
+		}
 	}
 	if got, err := f.exec.StopSession(ctx, s.ID); err != nil || got.State == records.SessionRunning {
 		t.Fatalf("session stop: %+v, %v", got, err)
+	}
+	var out strings.Builder
+	if got, err := f.exec.ShowLogs(ctx, s.ID, LogOptions{Follow: true}, &out); err != nil || got.State == records.SessionRunning || !strings.Contains(out.String(), "started\n") {
+		t.Fatalf("session logs -f once stopped: %+v, %v, printed %q", got, err, out.String())
 	}
 }
