@@ -5,6 +5,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,6 +59,12 @@ func TestBenchFlights(t *testing.T) {
 		}
 		traced(f.relay, c.what, c.run)
 	}
+	// A launch under a root the helper was never put in: the cold path.
+	prof := filepath.Join(e.work, "cold.yaml")
+	os.WriteFile(prof, []byte(fmt.Sprintf("name: cold\nhost: %s\nworkdir_root: %s\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
+		h, filepath.Join(e.work, "remote-cold"), e.work)), 0o600)
+	e.run("profile", "apply", "-f", prof)
+	traced(f.relay, "kandev-exec task launch, cold (no helper under the root)", func() { e.run("task", "launch", "--profile", "cold", "--", "true") })
 }
 
 // TestBenchReclaimFlights prints every flight of `reclaim --apply --yes`
