@@ -133,6 +133,11 @@ func (s *server) handleHealth(w *loophttp.Response, r *loophttp.Request) {
 // whose log is rotated under it ends with trailers naming where the rest
 // is (X-Log-Next-Generation, X-Log-Next-Offset). With generation=G, a
 // log that is no longer G is refused (409), never read as if it were.
+// A negative offset -N starts N bytes before the end (at 0 in a shorter
+// log), so that a tail needs no status first; a controller from before
+// it refuses it (400). The head says where the answer starts and how
+// long the log was then (X-Log-Start, X-Log-Size): what a follower has
+// to tell the lines already there from new ones.
 // A signed request's answer proves itself in its head (signed.go).
 func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce string) {
 	q := r.Query
@@ -140,8 +145,8 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce str
 	if q.Get("offset") == "" {
 		offset, err = 0, nil
 	}
-	if err != nil || offset < 0 {
-		w.Error(loophttp.StatusBadRequest, "offset must be a non-negative integer")
+	if err != nil {
+		w.Error(loophttp.StatusBadRequest, "offset must be an integer (negative: bytes before the end)")
 		return
 	}
 	f, gen, err := s.openLog()
@@ -154,9 +159,13 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce str
 		w.JSON(loophttp.StatusConflict, logRefusal{Error: fmt.Sprintf("the log is generation %s, not %s: it was rotated or replaced since", gen, want), Generation: gen})
 		return
 	}
-	if fi, err := f.Stat(); err != nil || offset > fi.Size() {
+	fi, err := f.Stat()
+	if err != nil || offset > fi.Size() {
 		w.JSON(loophttp.StatusRangeNotSatisfiable, logRefusal{Error: "offset is beyond the end of the log", Generation: gen})
 		return
+	}
+	if offset < 0 {
+		offset = max(fi.Size()+offset, 0) // no overflow: the size is not negative
 	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		w.Error(loophttp.StatusInternalServerError, err.Error())
@@ -164,6 +173,8 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce str
 	}
 	w.SetHeader("Content-Type", "application/octet-stream")
 	w.SetHeader(headerGeneration, gen)
+	w.SetHeader(headerStart, strconv.FormatInt(offset, 10))
+	w.SetHeader(headerSize, strconv.FormatInt(fi.Size(), 10))
 	if nonce != "" {
 		w.SetHeader(headerProof, logHeadProof(s.req.Token, nonce, gen, requestTarget(r)))
 	}
@@ -208,6 +219,8 @@ func (s *server) handleLogs(w *loophttp.Response, r *loophttp.Request, nonce str
 // The headers of a log answer.
 const (
 	headerGeneration      = "X-Log-Generation"
+	headerStart           = "X-Log-Start"
+	headerSize            = "X-Log-Size"
 	trailerNextGeneration = "X-Log-Next-Generation"
 	trailerNextOffset     = "X-Log-Next-Offset"
 	trailerStatus         = "X-Session-Status" // base64 of the status JSON

@@ -146,6 +146,43 @@ func (c *Client) LogsThenStatus(ctx context.Context, pos LogPos, follow bool, w 
 	return c.logsFrom(ctx, nil, pos, follow, w, skipped)
 }
 
+// LogSpan is where a log answer starts and how long the log was as it
+// began (X-Log-Start, X-Log-Size).
+type LogSpan struct{ Start, Size int64 }
+
+// LogsSpanSigned is LogsThenStatusSigned for a reader that needs the
+// log's length before any of it: open, told the span once the head is
+// proved, returns the writer. pos.Offset -N asks for the last N bytes
+// (all of a shorter log). A controller from before spans refuses -N or
+// answers without one: that wraps ErrUnproved too, nothing written, and
+// the caller asks as before (the log's length by Status).
+func (c *Client) LogsSpanSigned(ctx context.Context, pos LogPos, follow bool, open func(LogSpan) io.Writer, skipped func(Skip)) (LogPos, *Status, error) {
+	resp, err := c.signedLogs(ctx, pos, follow)
+	if err != nil {
+		return pos, nil, err
+	}
+	sp, ok := logSpan(resp.Header, pos.Offset)
+	if !ok {
+		resp.Body.Close()
+		return pos, nil, fmt.Errorf("%w: GET /v1/logs answered without a span it was asked for (%s %q, %s %q)", ErrUnproved,
+			headerStart, resp.Header[strings.ToLower(headerStart)], headerSize, resp.Header[strings.ToLower(headerSize)])
+	}
+	pos.Offset = sp.Start
+	return c.logsFrom(ctx, resp, pos, follow, open(sp), skipped)
+}
+
+// logSpan reads an answer's span, false unless it is the one asked for
+// by offset.
+func logSpan(h map[string]string, offset int64) (LogSpan, bool) {
+	start, err1 := strconv.ParseInt(h[strings.ToLower(headerStart)], 10, 64)
+	size, err2 := strconv.ParseInt(h[strings.ToLower(headerSize)], 10, 64)
+	want := offset
+	if offset < 0 {
+		want = max(size+offset, 0)
+	}
+	return LogSpan{Start: start, Size: size}, err1 == nil && err2 == nil && start == want && start <= size
+}
+
 func logsPath(pos LogPos, follow bool) string {
 	path := "/v1/logs?offset=" + strconv.FormatInt(pos.Offset, 10)
 	if pos.Generation != "" {

@@ -206,19 +206,29 @@ var ErrUnproved = errors.New("no proved answer")
 // fails before it, wraps ErrUnproved, and the caller proves the
 // controller (then gets the refusal, if any, from it).
 func (c *Client) LogsThenStatusSigned(ctx context.Context, pos LogPos, follow bool, w io.Writer, skipped func(Skip)) (LogPos, *Status, error) {
+	resp, err := c.signedLogs(ctx, pos, follow)
+	if err != nil {
+		return pos, nil, err
+	}
+	return c.logsFrom(ctx, resp, pos, follow, w, skipped)
+}
+
+// signedLogs sends the signed log request and returns its answer once
+// its head proves the controller; any failure wraps ErrUnproved.
+func (c *Client) signedLogs(ctx context.Context, pos LogPos, follow bool) (*loophttp.Answer, error) {
 	nonce := newSignedNonce(c.now())
 	path := logsPath(pos, follow)
 	h := map[string]string{headerNonce: nonce, headerSignature: requestSignature(c.token, "GET", path, c.port, nonce)}
 	resp, err := c.pool.Do(ctx, "GET", path, h)
 	if err != nil {
-		return pos, nil, fmt.Errorf("%w: %w", ErrUnproved, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnproved, err)
 	}
 	gen := resp.Header[strings.ToLower(headerGeneration)]
 	if resp.Status != loophttp.StatusOK || !hmac.Equal([]byte(logHeadProof(c.token, nonce, gen, path)), []byte(resp.Header["x-proof"])) {
 		resp.Body.Close()
-		return pos, nil, fmt.Errorf("%w: GET /v1/logs answered %d without a valid proof", ErrUnproved, resp.Status)
+		return nil, fmt.Errorf("%w: GET /v1/logs answered %d without a valid proof", ErrUnproved, resp.Status)
 	}
-	return c.logsFrom(ctx, resp, pos, follow, w, skipped)
+	return resp, nil
 }
 
 // StatusSigned is Status by a signed request: the answer proves the

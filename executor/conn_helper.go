@@ -74,7 +74,7 @@ func (hc *hostConn) detect(ctx context.Context, root string) error {
 func (hc *hostConn) ensureHelper(ctx context.Context, uploading ...func(sent, total int64)) (helper remote.Helper, uploaded bool, err error) {
 	if hc.info.Helper.Usable() {
 		helper = hc.info.Helper.Helper
-	} else if helper, uploaded, err = hc.e.installer().Ensure(ctx, hc.c, hc.info.Root, hc.info.Platform, uploading...); err != nil {
+	} else if helper, uploaded, err = hc.e.installer().Ensure(ctx, hc.c, hc.info.Root, hc.info.Platform, hc.info.Helper, uploading...); err != nil {
 		return helper, uploaded, err
 	}
 	hc.helper = &helper

@@ -51,6 +51,21 @@ func noticeSkip(sessionID string, sk LogSkip) string {
 // near its end, and a follow tells the lines already there from new ones.
 func (o LogOptions) wantsSize() bool { return o.Follow || o.Tail > 0 && o.Since == 0 }
 
+// tailBack is how far before the log's end a tail alone starts reading.
+const tailBack = logview.MaxHeld + 1
+
+// ask is the offset view starts at, for a controller that counts it
+// from the end when negative: then the log's length comes with the log.
+func (o LogOptions) ask() int64 {
+	switch {
+	case o.FromOffset:
+		return o.Offset
+	case o.Tail > 0 && o.Since == 0:
+		return -tailBack
+	}
+	return 0
+}
+
 // view returns the offset to read the log from and the writer that
 // shapes it; size is the log's length when asked (-1: unknown). With a
 // tail alone, reading starts just over logview.MaxHeld before the end:
@@ -65,10 +80,10 @@ func (o LogOptions) view(w io.Writer, size int64) (int64, *logview.Writer) {
 	switch {
 	case o.FromOffset:
 		start = o.Offset
-	case o.Tail > 0 && o.Since == 0 && size > logview.MaxHeld+1:
+	case o.Tail > 0 && o.Since == 0 && size > tailBack:
 		// From the byte before: if it ends a line, skipping the fragment
 		// up to it loses nothing.
-		start, vo.Partial = size-logview.MaxHeld-1, true
+		start, vo.Partial = size-tailBack, true
 	}
 	if o.Follow && size >= 0 {
 		vo.Backlog = max(size-start, 0)

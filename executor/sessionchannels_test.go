@@ -85,8 +85,8 @@ func refusingSigned(t *testing.T, realPort int) (port int, refused *atomic.Int32
 
 // A controller that takes no signed request (one from before them, or,
 // for the log, from before the query was signed, as a CLI newer than a
-// session's helper meets) is still shown, followed and stopped: each
-// operation proves it by health and uses the token.
+// session's helper meets) is still shown, followed, tailed and stopped:
+// each operation proves it by health and uses the token.
 func TestSessionOpsFallBackWhenSignedRefused(t *testing.T) {
 	f := newLaunchFixture(t)
 	ctx := context.Background()
@@ -101,14 +101,23 @@ func TestSessionOpsFallBackWhenSignedRefused(t *testing.T) {
 	if got, err := f.exec.RefreshSession(ctx, s.ID); err != nil || got.State != records.SessionRunning {
 		t.Fatalf("session show: %+v, %v", got, err)
 	}
-	var out strings.Builder
-	if _, err := f.exec.ShowLogs(ctx, s.ID, LogOptions{}, &out); err != nil || !strings.Contains(out.String(), "started\n") {
-		t.Fatalf("session logs: %v, printed %q", err, out.String())
+	// A tail asks for the log's last bytes, which such a controller
+	// refuses as one from before them would: asked as before, it shows
+	// the same.
+	for _, o := range []LogOptions{{}, {Tail: 100}} {
+		var out strings.Builder
+		if _, err := f.exec.ShowLogs(ctx, s.ID, o, &out); err != nil || !strings.Contains(out.String(), "started\n") {
+			t.Fatalf("session logs %+v: %v, printed %q", o, err, out.String())
+		}
 	}
 	if got, err := f.exec.StopSession(ctx, s.ID); err != nil || got.State == records.SessionRunning {
 		t.Fatalf("session stop: %+v, %v", got, err)
 	}
-	if n := refused.Load(); n != 3 {
-		t.Fatalf("%d signed requests refused, want one each for show, logs and stop", n)
+	var out strings.Builder
+	if got, err := f.exec.ShowLogs(ctx, s.ID, LogOptions{Follow: true}, &out); err != nil || got.State == records.SessionRunning || !strings.Contains(out.String(), "started\n") {
+		t.Fatalf("session logs -f once stopped: %+v, %v, printed %q", got, err, out.String())
+	}
+	if n := refused.Load(); n != 5 {
+		t.Fatalf("%d signed requests refused, want one each for show, logs, logs --tail, stop and logs -f", n)
 	}
 }

@@ -277,13 +277,26 @@ func (e *Executor) streamLogs(ctx context.Context, a *attach, o LogOptions, w io
 	}
 	var end *controller.Status
 	err, asked := controller.ErrUnproved, true // asked: a proved controller was asked for the log
-	if a.ctrl != nil && !o.wantsSize() {
+	switch {
+	case a.ctrl != nil && !o.wantsSize():
 		// One signed request proves the controller in its answer's head,
 		// before any of the log is shown; one that proves nothing is
 		// proved or found gone as below.
 		pos.Offset, view = o.view(w, -1)
 		pos.Generation = o.Generation
 		pos, end, err = a.ctrl.LogsThenStatusSigned(ctx, pos, o.Follow, view, skipped)
+	case a.ctrl != nil:
+		// The same, with the log's length in the head for the view; a
+		// controller that sends none is asked as below.
+		ask := controller.LogPos{Generation: o.Generation, Offset: o.ask()}
+		var at controller.LogPos
+		at, end, err = a.ctrl.LogsSpanSigned(ctx, ask, o.Follow, func(sp controller.LogSpan) io.Writer {
+			_, view = o.view(w, sp.Size)
+			return view
+		}, skipped)
+		if view != nil {
+			pos = at // opened: the answer was read
+		}
 	}
 	if errors.Is(err, controller.ErrUnproved) {
 		err, asked = e.prove(ctx, a), false

@@ -5,6 +5,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,14 @@ func TestBenchFlights(t *testing.T) {
 		t.Fatalf("task launch: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { e.run("session", "stop", l.Session.ID) })
+	// An ended session's -f ends at once; its controller lingers to answer.
+	var ended struct {
+		Session struct{ ID string } `json:"session"`
+	}
+	out = e.run("task", "launch", "--profile", h, "--json", "--", "seq", "100")
+	if err := json.Unmarshal([]byte(out), &ended); err != nil || ended.Session.ID == "" {
+		t.Fatalf("task launch: %v\n%s", err, out)
+	}
 	dir := filepath.Join(e.root(h), "tasks", l.Task.ID)
 	f.relay.Delay(oneWay)
 	defer f.relay.Delay(0)
@@ -41,6 +50,8 @@ func TestBenchFlights(t *testing.T) {
 		{"kandev-exec task exec T -- true", func() { e.run("task", "exec", l.Task.ID, "--", "true") }},
 		{"kandev-exec session show S", func() { e.run("session", "show", l.Session.ID) }},
 		{"kandev-exec session logs S", func() { e.run("session", "logs", l.Session.ID) }},
+		{"kandev-exec session logs --tail 5 S", func() { e.run("session", "logs", "--tail", "5", l.Session.ID) }},
+		{"kandev-exec session logs -f S (ended)", func() { e.run("session", "logs", "-f", ended.Session.ID) }},
 		{"kandev-exec session stop S", func() { e.run("session", "stop", l.Session.ID) }},
 	} {
 		if c.what != "kandev-exec session stop S" {
@@ -48,6 +59,12 @@ func TestBenchFlights(t *testing.T) {
 		}
 		traced(f.relay, c.what, c.run)
 	}
+	// A launch under a root the helper was never put in: the cold path.
+	prof := filepath.Join(e.work, "cold.yaml")
+	os.WriteFile(prof, []byte(fmt.Sprintf("name: cold\nhost: %s\nworkdir_root: %s\nrepositories:\n  - name: app\n    url: %s/app.git\n    branch: main\n",
+		h, filepath.Join(e.work, "remote-cold"), e.work)), 0o600)
+	e.run("profile", "apply", "-f", prof)
+	traced(f.relay, "kandev-exec task launch, cold (no helper under the root)", func() { e.run("task", "launch", "--profile", "cold", "--", "true") })
 }
 
 // TestBenchReclaimFlights prints every flight of `reclaim --apply --yes`

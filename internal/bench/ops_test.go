@@ -14,8 +14,9 @@ import (
 // TestBenchTaskOps: the commands after a launch, each next to the one
 // ssh that does its work, in round trips through the relay (25 ms each
 // way; rtRounds says how): `task exec T -- true` against `ssh host 'cd
-// DIR && true'`, `session show`, `session logs` and `session stop` against `ssh host cat
-// FILE` and `ssh host kill PID`, and `task archive` of a clean task
+// DIR && true'`, `session show`, `session logs` (also --tail and -f of an
+// ended session) and `session stop` against `ssh host cat FILE` and `ssh
+// host kill PID`, and `task archive` of a clean task
 // (drain, cleanup script, reclaim) against one ssh doing kill, git status
 // and rm -rf.
 func TestBenchTaskOps(t *testing.T) {
@@ -57,6 +58,7 @@ func TestBenchTaskOps(t *testing.T) {
 	l = launch(h, "true")
 	stopTask[h] = l.Task.ID
 	e.run("session", "logs", "-f", l.Session.ID)
+	ended := l.Session.ID // its controller lingers to answer -f
 	stopping, pid, archived, copyDir := map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}
 	copies := 0
 	variants := []rtVariant{
@@ -90,11 +92,14 @@ func TestBenchTaskOps(t *testing.T) {
 		}, run: func(h string) {
 			ssh(h, "kill "+pid[h]+"; git -C "+copyDir[h]+" status --porcelain >/dev/null && rm -rf "+copyDir[h])
 		}},
+		{run: func(h string) { e.run("session", "logs", "--tail", "5", session[h]) }},
+		{run: func(h string) { e.run("session", "logs", "-f", ended) }},
 	}
 	rtRounds(f.relay, 1, variants) // warm: every command has run once
 	const n = 15
 	r := rtRounds(f.relay, n, variants)
 	exec, execBase, show, logs, catBase, stop, killBase, archive, archiveBase := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
+	tail, follow := r[9], r[10]
 
 	fmt.Printf("\ntask and session operations, medians of %d rounds, RTT %s added by the relay\n", n, 2*oneWay)
 	fmt.Printf("%-40s %14s %12s %12s\n", "", "+25ms/way", "round trips", "(fastest)")
@@ -102,7 +107,8 @@ func TestBenchTaskOps(t *testing.T) {
 		what string
 		r    rtResult
 	}{{"kandev-exec task exec T -- true", exec}, {"ssh host 'cd DIR && true'", execBase},
-		{"kandev-exec session show S", show}, {"kandev-exec session logs S", logs}, {"ssh host cat FILE", catBase},
+		{"kandev-exec session show S", show}, {"kandev-exec session logs S", logs},
+		{"kandev-exec session logs --tail 5 S", tail}, {"kandev-exec session logs -f S (ended)", follow}, {"ssh host cat FILE", catBase},
 		{"kandev-exec session stop S", stop}, {"ssh host kill PID", killBase},
 		{"kandev-exec task archive T (clean)", archive}, {"ssh host 'kill; git status; rm -rf'", archiveBase}} {
 		fmt.Printf("%-40s %11.0f ms %12.1f %12.1f\n", row.what, float64(row.r.delayed.Milliseconds()), row.r.rt, row.r.fastest)
@@ -114,6 +120,8 @@ func TestBenchTaskOps(t *testing.T) {
 	floorRow("task exec T -- true", exec, "ssh host 'cd DIR && true'", execBase)
 	floorRow("session show S", show, "ssh host cat FILE", catBase)
 	floorRow("session logs S", logs, "ssh host cat FILE", catBase)
+	floorRow("session logs --tail 5 S", tail, "ssh host cat FILE", catBase)
+	floorRow("session logs -f S (ended)", follow, "ssh host cat FILE", catBase)
 	floorRow("session stop S", stop, "ssh host kill PID", killBase)
 	ratio := float64(archive.delayed) / float64(archiveBase.delayed)
 	addRow(t, "task archive, clean task", fmt.Sprintf("%d ms, %.1f RT", archive.delayed.Milliseconds(), archive.rt),

@@ -34,13 +34,16 @@ type Installer struct {
 // speaking this CLI's protocol on the host; uploaded reports whether it
 // had to upload. root is the physical workdir root the bootstrap reported
 // (physicalRoot), platform the probe's normalised "os/arch". uploading, if
-// given, hears how many compressed bytes of how many went out.
+// given, hears how many compressed bytes of how many went out. known,
+// when not nil, is what this connection's bootstrap found of a helper
+// (Info.Helper): when it found that helper missing or corrupt, that
+// stands for the check before the lock (the one under it stays).
 //
 // The helper comes from the first local source that has one
 // (internal/helperbin); one the host finds speaking another protocol (a
 // stale cached copy) is passed over for the next source, and when none
 // is left the error names them and `helper fetch`.
-func (in Installer) Ensure(ctx context.Context, c *ssh.Client, root, platform string, uploading ...func(sent, total int64)) (Helper, bool, error) {
+func (in Installer) Ensure(ctx context.Context, c *ssh.Client, root, platform string, known *HelperState, uploading ...func(sent, total int64)) (Helper, bool, error) {
 	refused := map[string]string{} // sha256 -> why the host refused it
 	for {
 		local, err := in.Helpers().Find(platform, func(h helperbin.Helper) (string, bool) {
@@ -50,7 +53,7 @@ func (in Installer) Ensure(ctx context.Context, c *ssh.Client, root, platform st
 		if err != nil {
 			return Helper{}, false, err
 		}
-		h, uploaded, err := in.ensureOne(ctx, c, root, local, uploading)
+		h, uploaded, err := in.ensureOne(ctx, c, root, local, known, uploading)
 		var pe *protocolError
 		if errors.As(err, &pe) {
 			refused[local.SHA256] = pe.Error()
@@ -61,13 +64,20 @@ func (in Installer) Ensure(ctx context.Context, c *ssh.Client, root, platform st
 }
 
 // ensureOne puts one local helper in place. The fast path is one round
-// trip. Otherwise a local lock per host and binary serialises concurrent
-// launches, and the check is repeated under it, so a host gets at most
-// one upload from this machine.
-func (in Installer) ensureOne(ctx context.Context, c *ssh.Client, root string, local helperbin.Helper, uploading []func(sent, total int64)) (Helper, bool, error) {
-	st, err := checkHelper(ctx, c, root, local.SHA256)
-	if err != nil {
-		return Helper{}, false, err
+// trip, none when the bootstrap found this helper not in place (known:
+// a cached copy is checked again, its handshake with it). Otherwise a
+// local lock per host and binary serialises concurrent launches, and the
+// check is repeated under it, so a host gets at most one upload from
+// this machine.
+func (in Installer) ensureOne(ctx context.Context, c *ssh.Client, root string, local helperbin.Helper, known *HelperState, uploading []func(sent, total int64)) (Helper, bool, error) {
+	var st HelperState
+	if known != nil && !known.cached && known.Helper == (Helper{root: root, sha: local.SHA256}) {
+		st = *known
+	} else {
+		var err error
+		if st, err = checkHelper(ctx, c, root, local.SHA256); err != nil {
+			return Helper{}, false, err
+		}
 	}
 	if st.cached {
 		return st.Helper, false, st.hello

@@ -92,7 +92,7 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	ctx := context.Background()
 
 	var progress [][2]int64
-	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
+	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, nil, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
 	if err != nil || !uploaded {
 		t.Fatalf("first EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
@@ -128,7 +128,7 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 		t.Fatalf("progress = %v: %d reports between none and all, want %d or more", progress, between, progressSteps/2)
 	}
 
-	again, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
+	again, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, nil)
 	if err != nil || uploaded || again != h {
 		t.Fatalf("second EnsureHelper = %q, %v, %v", again, uploaded, err)
 	}
@@ -141,6 +141,43 @@ func TestEnsureHelperUploadsOnceThenCached(t *testing.T) {
 	}
 }
 
+// A bootstrap that found the helper missing stands for the check before
+// the upload's lock: on a cold host the upload is then two commands, the
+// check under the lock and the upload, which verifies what arrived. A
+// cached copy it reported is checked again, with its handshake.
+func TestEnsureHelperAfterDetectChecksOnce(t *testing.T) {
+	f := newUploadFixture(t, sshtest.WithLogLevel("DEBUG1"))
+	bin := helpertest.Build(t)
+	helpertest.UseHelper(t, &locateHelpers, bin)
+	c := f.dial(t)
+	ctx := context.Background()
+	commands := func(mark int) int { return strings.Count(f.srv.Log()[mark:], "Starting session: command") }
+	sha := helpertest.SHA256(t, bin)
+	info, err := Detect(ctx, c, f.root, sha, localPlatform)
+	if err != nil || info.Helper == nil || info.Helper.cached {
+		t.Fatalf("detect on a cold host: %+v, %v", info, err)
+	}
+	mark := len(f.srv.Log())
+	h, uploaded, err := f.inst.Ensure(ctx, c, info.Root, localPlatform, info.Helper)
+	if err != nil || !uploaded {
+		t.Fatalf("Ensure after detect: %+v, %v, %v", h, uploaded, err)
+	}
+	helpertest.SameContent(t, bin, h.path())
+	if n := commands(mark); n != 2 {
+		t.Fatalf("Ensure after a detect that found no helper ran %d commands, want 2 (the check under the lock, the upload)", n)
+	}
+	if info, err = Detect(ctx, c, f.root, sha, localPlatform); err != nil || !info.Helper.Usable() {
+		t.Fatalf("detect once uploaded: %+v, %v", info, err)
+	}
+	mark = len(f.srv.Log())
+	if again, uploaded, err := f.inst.Ensure(ctx, c, info.Root, localPlatform, info.Helper); err != nil || uploaded || again != h {
+		t.Fatalf("Ensure of a cached helper: %+v, %v, %v", again, uploaded, err)
+	}
+	if n := commands(mark); n != 1 {
+		t.Fatalf("Ensure after a detect that found it cached ran %d commands, want 1 (the check)", n)
+	}
+}
+
 // A host without gzip gets the helper uncompressed over SFTP, checked
 // and installed the same way: the whole binary goes out (progress counts
 // it), and nothing is left beside it.
@@ -150,7 +187,7 @@ func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
 	helpertest.UseHelper(t, &locateHelpers, bin)
 	c := f.dial(t)
 	var progress [][2]int64
-	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
+	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, nil, func(sent, total int64) { progress = append(progress, [2]int64{sent, total}) })
 	if err != nil || !uploaded {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
@@ -165,7 +202,7 @@ func TestEnsureHelperWithoutGzipGoesOverSFTP(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Dir(h.path())); len(entries) != 1 {
 		t.Fatalf("leftovers beside the helper: %v", entries)
 	}
-	if _, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform); err != nil || uploaded {
+	if _, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, nil); err != nil || uploaded {
 		t.Fatalf("second EnsureHelper: uploaded %v, %v", uploaded, err)
 	}
 }
@@ -176,7 +213,7 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 	helpertest.UseHelper(t, &locateHelpers, bin)
 	c := f.dial(t)
 	ctx := context.Background()
-	h, _, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
+	h, _, err := f.inst.Ensure(ctx, c, f.root, localPlatform, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +225,7 @@ func TestEnsureHelperReplacesCorruptCopy(t *testing.T) {
 		if err := damage(); err != nil {
 			t.Fatal(err)
 		}
-		got, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
+		got, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, nil)
 		if err != nil || !uploaded || got != h {
 			t.Fatalf("%s: EnsureHelper = %+v, %v, %v", name, got, uploaded, err)
 		}
@@ -220,7 +257,7 @@ func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, up, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
+			p, up, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -242,7 +279,7 @@ func TestEnsureHelperConcurrentUploadsOnce(t *testing.T) {
 }
 
 func TestEnsureHelperUnsupportedPlatform(t *testing.T) {
-	_, uploaded, err := testInstaller(t.TempDir()).Ensure(context.Background(), nil, "~/.kandev", "freebsd/amd64")
+	_, uploaded, err := testInstaller(t.TempDir()).Ensure(context.Background(), nil, "~/.kandev", "freebsd/amd64", nil)
 	want := `unsupported remote platform "freebsd/amd64" — kandev-exec supports linux/{amd64,arm64} and darwin/{amd64,arm64}`
 	var upe *helperbin.UnsupportedPlatformError
 	if uploaded || err == nil || err.Error() != want || !errors.As(err, &upe) {
@@ -256,7 +293,7 @@ func TestEnsureHelperTransportFailure(t *testing.T) {
 	helpertest.UseHelper(t, &locateHelpers, helpertest.Build(t))
 	c := f.dial(t)
 	c.Close()
-	remote, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
+	remote, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, nil)
 	if err == nil || uploaded || remote != (Helper{}) {
 		t.Fatalf("EnsureHelper on a closed client = %+v, %v, %v", remote, uploaded, err)
 	}
@@ -281,7 +318,7 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 	c := f.dial(t)
 	ctx := context.Background()
 
-	_, _, err := f.inst.Ensure(ctx, c, f.root, other)
+	_, _, err := f.inst.Ensure(ctx, c, f.root, other, nil)
 	var me *helperbin.MissingError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "run `kandev-exec helper fetch --platform "+other+"`") {
 		t.Fatalf("no helper for %s: %v", other, err)
@@ -296,7 +333,7 @@ func TestEnsureHelperOtherPlatformSources(t *testing.T) {
 		if err := os.WriteFile(p, append(b, byte(i)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		h, uploaded, err := f.inst.Ensure(ctx, c, f.root, other)
+		h, uploaded, err := f.inst.Ensure(ctx, c, f.root, other, nil)
 		if err != nil || !uploaded || h.path() != filepath.Join(f.root, "bin", helpertest.SHA256(t, p), "kandev-exec") {
 			t.Fatalf("with %s: %+v, %v, %v", p, h, uploaded, err)
 		}
@@ -325,7 +362,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 
 	// Only the stale one: refused after upload, never installed.
 	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), Version: "1.2.3"})
-	_, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
+	_, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, nil)
 	var me *helperbin.MissingError
 	if !errors.As(err, &me) || uploaded || !strings.Contains(err.Error(), fmt.Sprintf("it speaks protocol 99, this kandev-exec speaks %d", protocol.Protocol())) ||
 		!strings.Contains(err.Error(), stale) || !strings.Contains(err.Error(), "helper fetch --platform "+localPlatform) {
@@ -337,7 +374,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 
 	// Beside the CLI (stale) then the cache (good): the good one replaces it.
 	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: filepath.Join(exeDir, "kandev-exec"), CacheDir: cache, Version: "1.2.3"})
-	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform)
+	h, uploaded, err := f.inst.Ensure(ctx, c, f.root, localPlatform, nil)
 	if err != nil || !uploaded || h.sha != goodSHA {
 		t.Fatalf("stale beside, good in cache: %+v, %v, %v", h, uploaded, err)
 	}
@@ -355,7 +392,7 @@ func TestEnsureHelperProtocolMismatchReplaced(t *testing.T) {
 	if err != nil || !st.cached || !errors.As(st.hello, &pe) || pe.theirs != 99 {
 		t.Fatalf("check of the stale copy: %+v, %v", st, err)
 	}
-	h, uploaded, err = f.inst.Ensure(ctx, c, f.root, localPlatform)
+	h, uploaded, err = f.inst.Ensure(ctx, c, f.root, localPlatform, nil)
 	if err != nil || uploaded || h.sha != goodSHA {
 		t.Fatalf("stale cached on the host: %+v, %v, %v", h, uploaded, err)
 	}
@@ -368,7 +405,7 @@ func TestEnsureHelperCLIItself(t *testing.T) {
 	cli := buildCLI(t)
 	helpertest.UseLocator(t, &locateHelpers, &helperbin.Locator{Executable: cli, Version: "dev"})
 	c := f.dial(t)
-	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
+	h, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, nil)
 	if err != nil || !uploaded || h.sha != helpertest.SHA256(t, cli) {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", h, uploaded, err)
 	}
@@ -390,7 +427,7 @@ func TestHelperEndToEnd(t *testing.T) {
 	f := newUploadFixture(t)
 	helpertest.UseHelper(t, &locateHelpers, helpertest.Build(t))
 	c := f.dial(t)
-	helper, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform)
+	helper, uploaded, err := f.inst.Ensure(context.Background(), c, f.root, localPlatform, nil)
 	if err != nil || !uploaded {
 		t.Fatalf("EnsureHelper = %+v, %v, %v", helper, uploaded, err)
 	}
