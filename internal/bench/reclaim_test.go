@@ -39,7 +39,10 @@ func benchID(i int) string {
 // no record holds: what `reclaim` exists for. Each is left unchanged for
 // two days, as the state it outlived was lost: a confirmed reclaim
 // removes such orphans with its listing, and one changed within the hour
-// in a second request (reclaim.ListedMinAge).
+// in a second request (reclaim.ListedMinAge). And each is on disk, as a
+// directory two days old is: the file system is synced once they are
+// made, so that neither reclaim nor rm -rf times the removal of files
+// whose blocks were never written (which skips the disk's part of it).
 func orphans(t *testing.T, template, root string, n int) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(template, ".kandev", "owner.json"))
@@ -63,7 +66,7 @@ func orphans(t *testing.T, template, root string, n int) []string {
 			t.Fatal(err)
 		}
 	}
-	sh(t, fmt.Sprintf("find %s -exec touch -h -d '2 days ago' {} +", strings.Join(dirs, " ")))
+	sh(t, fmt.Sprintf("find %s -exec touch -h -d '2 days ago' {} +; sync -f %s", strings.Join(dirs, " "), root))
 	return dirs
 }
 
