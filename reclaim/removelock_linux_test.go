@@ -158,3 +158,20 @@ func TestLeftoverRefusesTheLockOfADirectorySwappedIn(t *testing.T) {
 		t.Fatalf("under its own lock: %v", err)
 	}
 }
+
+// A removal started without the directory's lock (held nil: a caller
+// that never took it) is refused as changed since its proof, never
+// renamed, rather than crashing the helper mid-call.
+func TestRemovalWithoutItsLockIsRefused(t *testing.T) {
+	dir, tg, h, ev, held := provenNow(t, nil)
+	held.Release()
+	_, err := h.startRemoval(tg, &ev, nil)
+	r := applied(Result{Action: Remove}, err)
+	wantResult(t, r, Fail, Failed, ChangedDuringProof)
+	if !strings.Contains(r.Detail, "lock was not taken") {
+		t.Fatalf("detail: %s", r.Detail)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".kandev", "owner.json")); err != nil {
+		t.Fatalf("the directory is not whole under its name: %v", err)
+	}
+}

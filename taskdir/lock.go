@@ -73,8 +73,14 @@ func LockRenamable(ctx context.Context, taskDir string) (*Lock, error) {
 // removes the holder note there.
 func (l *Lock) Moved(taskDir string) { l.l.Moved(filepath.Join(taskDir, metaDir, lockFile)) }
 
-// Stat describes the lock file held (fsx.Lock.Stat).
-func (l *Lock) Stat() (os.FileInfo, error) { return l.l.Stat() }
+// Stat describes the lock file held (fsx.Lock.Stat); a nil Lock, one
+// never taken, has no file, and is no lock a holder can match.
+func (l *Lock) Stat() (os.FileInfo, error) {
+	if l == nil {
+		return nil, errors.New("the task directory's lock was not taken")
+	}
+	return l.l.Stat()
+}
 
 // Release removes the holder note and drops the lock; a nil Lock, one
 // never taken, holds nothing to release.
