@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -92,6 +93,11 @@ type homeAuthorizedKeys struct{ path string }
 
 const keysMarker = "kandev-exec-sshtest-pid-"
 
+// homeKeySeq numbers this process's lines: a server's directory name
+// (t.TempDir's 001, 002, ...) repeats across tests, so it cannot tell
+// one test's line from another's.
+var homeKeySeq atomic.Int64
+
 func openHomeAuthorizedKeys() (homeAuthorizedKeys, error) {
 	u, err := user.Current()
 	if err != nil {
@@ -150,8 +156,7 @@ func (s *Server) authorizeHomeKey(pub ssh.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	s.homeKeys++
-	mark := fmt.Sprintf("%s%d-%s-%d", keysMarker, os.Getpid(), filepath.Base(s.dir), s.homeKeys)
+	mark := fmt.Sprintf("%s%d-%d", keysMarker, os.Getpid(), homeKeySeq.Add(1))
 	line := strings.TrimSuffix(string(ssh.MarshalAuthorizedKey(pub)), "\n") + " " + mark + "\n"
 	if err := h.edit(func(string) bool { return false }, line); err != nil {
 		return err

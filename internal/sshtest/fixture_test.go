@@ -507,6 +507,25 @@ func TestDropbear(t *testing.T) {
 	}
 }
 
+// Two tests' Dropbear servers share ~/.ssh/authorized_keys, and their
+// directories have the same name (t.TempDir's 001): one test ending
+// removes only its own lines, the other's key still logs in.
+func TestDropbearKeysOutliveAnotherTests(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewDropbear(t)
+	t.Run("another", func(t *testing.T) { sshtest.NewDropbear(t) })
+	cfg := clientConfig(s, signer(t, s.UserKeyPath), s.HostKeys()[0])
+	cfg.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519}
+	c, err := ssh.Dial("tcp", s.Addr(), cfg)
+	if err != nil {
+		t.Fatalf("after another test's server ended: %v", err)
+	}
+	defer c.Close()
+	if out := run(t, c, "echo hi"); out != "hi\n" {
+		t.Fatalf("echo hi = %q", out)
+	}
+}
+
 // OpenSSH behind a ProxyCommand, both ways: busybox nc, and ssh -W
 // through a bastion.
 func TestProxyCommand(t *testing.T) {

@@ -63,7 +63,6 @@ type Server struct {
 	port     int
 	hostKeys []hostKey
 	userKeys int
-	homeKeys int // lines this server added to ~/.ssh/authorized_keys (Dropbear)
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	log      Buffer
