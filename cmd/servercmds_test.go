@@ -17,7 +17,8 @@ import (
 // server for this transcript and add a Host NAME block for it to the ssh
 // config (with any extra lines given), logging in with target's user key.
 // It sets NAME_PORT, NAME_FP and NAME_FPRE as setup does for the others.
-// KIND is dropbear (Dropbear, only an ed25519 host key), hostcert (OpenSSH
+// KIND is dropbear (Dropbear, only an ed25519 host key), dropbearnoforward
+// (the same started with -j -k: no port forwarding), hostcert (OpenSSH
 // presenting a certificate from the transcript's CA for 127.0.0.1, whose
 // own fingerprint is NAME_CERTFP, NAME_CERTFPRE as a regexp) or
 // usercert (OpenSSH taking only certificates from that CA: target's key
@@ -36,6 +37,8 @@ func (fx *fixture) cmdServer(ts *testscript.TestScript, neg bool, args []string)
 	switch kind {
 	case "dropbear":
 		s = sshtest.NewDropbear(fx.t)
+	case "dropbearnoforward":
+		s = sshtest.NewDropbear(fx.t, sshtest.WithoutTCPForwarding())
 	case "hostcert":
 		s = sshtest.NewServer(fx.t, sshtest.WithHostCertificate(fx.certAuthority(ts), sshtest.Cert{Principals: []string{"127.0.0.1"}}))
 		setCertFP(ts, name, s)

@@ -13,10 +13,10 @@ import (
 
 // A session's controller listens on the host's loopback only. It is
 // reached through a direct-tcpip channel, or, on a host whose SSH server
-// refuses those (AllowTcpForwarding no, DisableForwarding yes), through
-// the helper relaying over an exec channel (docs/architecture.md, "The
-// CLI and its helper"): chosen on the first refusal, for the rest of the
-// connection.
+// refuses those (AllowTcpForwarding no, DisableForwarding yes, Dropbear's
+// -j), through the helper relaying over an exec channel
+// (docs/architecture.md, "The CLI and its helper"): chosen on the first
+// refusal, for the rest of the connection.
 
 // relayState is a connection's choice of path to its controllers.
 type relayState struct {

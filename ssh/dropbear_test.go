@@ -68,3 +68,39 @@ func TestHandshakeClosedTriesEachKeyType(t *testing.T) {
 		t.Errorf("message %q, hint %q", err, e.Hint)
 	}
 }
+
+// Dropbear started with -j refuses direct-tcpip without a word, and has
+// no sshd_config: the refusal names its flag, not OpenSSH's settings,
+// and quotes no empty reason. OpenSSH's still names sshd_config.
+func TestForwardingRefusedNamesTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server *sshtest.Server
+		hint   string
+	}{
+		{"dropbear", sshtest.NewDropbear(t, sshtest.WithoutTCPForwarding()), "the host runs Dropbear (SSH-2.0-dropbear_"},
+		{"openssh", sshtest.NewServer(t, sshtest.WithoutTCPForwarding()), "the host's sshd_config sets `AllowTcpForwarding no`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Dial(context.Background(), targetFor(t, tc.server), DialOptions{Mode: Record, Host: "box"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.DialLoopback(context.Background(), 0)
+			var fr *ForwardingRefusedError
+			if !errors.As(err, &fr) {
+				t.Fatalf("want a refusal, got %v", err)
+			}
+			if strings.Contains(err.Error(), `("")`) || !strings.Contains(err.Error(), "refuses port forwarding") {
+				t.Errorf("message %q", err)
+			}
+			if !strings.HasPrefix(fr.Hint(), tc.hint) {
+				t.Errorf("hint %q, want it to begin %q", fr.Hint(), tc.hint)
+			}
+			if tc.name == "dropbear" && !strings.Contains(fr.Hint(), "restart it without -j") {
+				t.Errorf("hint %q names no next step", fr.Hint())
+			}
+		})
+	}
+}

@@ -5,33 +5,50 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	xssh "golang.org/x/crypto/ssh"
 )
 
 // ForwardingRefusedError: the server refuses direct-tcpip channels
-// (AllowTcpForwarding no, DisableForwarding yes), so nothing on the host's
-// loopback can be reached over this connection; commands still run.
+// (AllowTcpForwarding no, DisableForwarding yes, Dropbear's -j), so
+// nothing on the host's loopback can be reached over this connection;
+// commands still run.
 type ForwardingRefusedError struct {
 	Host   string
-	Reason string // the server's own words
+	Reason string // the server's own words; Dropbear gives none
+	Server string // its version banner: which server's setting to name
 }
 
 func (e *ForwardingRefusedError) Error() string {
-	return fmt.Sprintf("%s: the SSH server refuses port forwarding (%q): it allows no direct-tcpip channel to the host's loopback", e.Host, e.Reason)
+	why := ""
+	if e.Reason != "" {
+		why = fmt.Sprintf(" (%q)", e.Reason)
+	}
+	return fmt.Sprintf("%s: the SSH server refuses port forwarding%s: it allows no direct-tcpip channel to the host's loopback", e.Host, why)
 }
 
-// Hint says where the refusal comes from and what still works.
+// Hint says where the refusal comes from and what still works: Dropbear
+// has no sshd_config, its switch is a command-line flag.
 func (e *ForwardingRefusedError) Hint() string {
-	return "the host's sshd_config sets `AllowTcpForwarding no` or `DisableForwarding yes`; allow local forwarding for this user (`AllowTcpForwarding local` in a Match block) to forward ports: logs, stop and archive work without it"
+	const works = "logs, stop and archive work without it"
+	if e.dropbear() {
+		return fmt.Sprintf("the host runs Dropbear (%s), which refuses local port forwarding when started with -j or for a key whose authorized_keys line has no-port-forwarding: restart it without -j (or drop that option) to forward ports; %s", e.Server, works)
+	}
+	return "the host's sshd_config sets `AllowTcpForwarding no` or `DisableForwarding yes`; allow local forwarding for this user (`AllowTcpForwarding local` in a Match block) to forward ports: " + works
+}
+
+// dropbear says whether the banner is Dropbear's ("SSH-2.0-dropbear_2022.83").
+func (e *ForwardingRefusedError) dropbear() bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimPrefix(e.Server, "SSH-2.0-")), "dropbear")
 }
 
 // forwardingRefused is err as a ForwardingRefusedError when the server
 // turned a direct-tcpip open down by policy; nil otherwise.
-func forwardingRefused(host string, err error) *ForwardingRefusedError {
+func (c *Client) forwardingRefused(err error) *ForwardingRefusedError {
 	var oce *xssh.OpenChannelError
 	if errors.As(err, &oce) && oce.Reason == xssh.Prohibited {
-		return &ForwardingRefusedError{Host: host, Reason: oce.Message}
+		return &ForwardingRefusedError{Host: c.Target.Label(), Reason: oce.Message, Server: string(c.ServerVersion())}
 	}
 	return nil
 }
@@ -40,7 +57,7 @@ func forwardingRefused(host string, err error) *ForwardingRefusedError {
 // host; a server that refuses forwarding is a *ForwardingRefusedError.
 func (c *Client) DialLoopback(ctx context.Context, port int) (net.Conn, error) {
 	conn, err := c.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if fr := forwardingRefused(c.Target.Label(), err); fr != nil {
+	if fr := c.forwardingRefused(err); fr != nil {
 		return nil, fr
 	}
 	return conn, err
