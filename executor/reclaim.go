@@ -251,11 +251,13 @@ func (e *Executor) listHost(ctx context.Context, h *records.Host, roots []string
 	var apply *reclaim.ListApply
 	var read time.Time
 	if o.Confirmed != nil {
+		// Stamped before the read begins: a task recorded while it ran
+		// may be missing from it, so the records are this old.
+		read = confirmedViewRead()
 		if view, err = e.localView(ctx); err != nil {
 			hc.Close()
 			return nil, err
 		}
-		read = confirmedViewRead()
 		afterConfirmedView()
 		apply = o.Confirmed.listApply(h.Name, view, o.OlderThan, o.MinSize)
 	}

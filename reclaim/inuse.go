@@ -15,8 +15,9 @@ import (
 )
 
 // Nothing is removed under a running process. One of the login user's
-// that works in the directory (its working or root directory, a file it
-// holds open or has mapped, such as a program run from there) keeps it
+// that works in the directory (the working or root directory of any of
+// its threads, a file one holds open or it has mapped, such as a program
+// run from there) keeps it
 // (in_use), and so does one of theirs that cannot be inspected, since it
 // could be doing the same. Other users cannot reach into the directory,
 // which is the login user's alone; root is not defended against. Not

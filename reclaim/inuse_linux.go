@@ -91,7 +91,10 @@ func ownedBy(pid, uid int) bool {
 // inspectProc finds what pid holds of dir, now.
 func inspectProc(pid int, dir string, ids inodes) holder { return viewProc(pid).holding(dir, ids) }
 
-// viewProc reads what pid holds. A process that went away meanwhile
+// viewProc reads what pid holds: the working and root directory and the
+// open files of each of its threads (a thread may have its own, after
+// unshare, and a process whose first thread ended works on in the
+// others), and its mapped files. A process that went away meanwhile
 // holds nothing.
 func viewProc(pid int) procView {
 	v := procView{pid: pid}
@@ -105,35 +108,36 @@ func viewProc(pid int) procView {
 		}
 		return false
 	}
-	// link is a /proc link of pid: what it names, and what it leads to.
-	// A name that is no path (a pipe, a socket) is no file of a directory.
-	link := func(what, name string) error {
-		target, err := os.Readlink(procPath(pid, name))
-		if err != nil || !strings.HasPrefix(target, "/") {
-			return err
-		}
-		f := heldFile{what: what, path: target}
-		f.id, f.hasID = statOf(procPath(pid, name))
-		v.held = append(v.held, f)
-		return nil
+	leader := procPath(pid, "")
+	if hide(v.readThread(leader, true, true)) {
+		return v
 	}
-	for _, l := range [][2]string{{"cwd", "working directory"}, {"root", "root directory"}} {
-		if hide(link(l[1], l[0])) {
-			return v
-		}
-	}
-	fds, err := os.ReadDir(procPath(pid, "fd"))
+	tids, err := os.ReadDir(procPath(pid, "task"))
 	if hide(err) {
 		return v
 	}
-	for _, fd := range fds {
-		if hide(link("open file", "fd/"+fd.Name())) {
+	var others []string
+	for _, t := range tids {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil || tid == pid {
+			continue
+		}
+		base := procPath(pid, "task/"+t.Name()+"/")
+		others = append(others, base)
+		if hide(v.readThread(base, !shares(pid, tid, kcmpFS), !shares(pid, tid, kcmpFiles))) {
 			return v
 		}
 	}
-	maps, err := os.ReadFile(procPath(pid, "maps"))
-	if hide(err) {
-		return v
+	// The threads share one memory: its map is read once, through a
+	// thread still running when the first one ended.
+	var maps []byte
+	for _, base := range append([]string{leader}, others...) {
+		if maps, err = os.ReadFile(base + "maps"); hide(err) {
+			return v
+		}
+		if len(maps) > 0 {
+			break
+		}
 	}
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(maps))
@@ -153,11 +157,96 @@ func viewProc(pid int) procView {
 	return v
 }
 
-// running: pid is a process that has not ended (a zombie has).
-func running(pid int) bool {
-	f := statFields(pid)
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+// readThread adds to v what the thread at base (/proc/<pid>/ or
+// /proc/<pid>/task/<tid>/) holds: with fsToo its working and root
+// directory, with files its open files. An error is one that hides the
+// thread (permission).
+func (v *procView) readThread(base string, fsToo, files bool) error {
+	if fsToo {
+		for _, l := range [][2]string{{"cwd", "working directory"}, {"root", "root directory"}} {
+			if err := v.link(base, l[1], l[0]); err != nil {
+				return err
+			}
+		}
+	}
+	if !files {
+		return nil
+	}
+	fds, err := os.ReadDir(base + "fd")
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return err
+		}
+		return nil // the thread ended
+	}
+	for _, fd := range fds {
+		if err := v.link(base, "open file", "fd/"+fd.Name()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// link adds the /proc link base+name to v: what it names, and what it
+// leads to. A name that is no path (a pipe, a socket) is no file of a
+// directory. One the kernel cannot spell (a path longer than PATH_MAX)
+// is still known by what it leads to; one that leads nowhere either
+// hides the process, which could be working anywhere.
+func (v *procView) link(base, what, name string) error {
+	p := base + name
+	target, err := os.Readlink(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // closed, or its thread ended
+	case errors.Is(err, fs.ErrPermission):
+		return err
+	case err != nil:
+		id, ok := statOf(p)
+		if !ok {
+			return fmt.Errorf("%w: cannot tell what its %s is: %v", fs.ErrPermission, what, err)
+		}
+		v.held = append(v.held, heldFile{what: what, path: "(a path too long to read)", id: id, hasID: true})
+		return nil
+	case !strings.HasPrefix(target, "/"):
+		return nil
+	}
+	f := heldFile{what: what, path: target}
+	f.id, f.hasID = statOf(p)
+	v.held = append(v.held, f)
+	return nil
+}
+
+// kcmp(2)'s kinds (linux/kcmp.h): whether two threads share a file
+// table, or a working and root directory.
+const (
+	kcmpFiles = 2
+	kcmpFS    = 3
+)
+
+// shares: tid shares pid's kind (kcmpFiles, kcmpFS), as kcmp(2) says; a
+// kernel without it, or a thread it cannot compare, shares nothing, and
+// is read as it is.
+func shares(pid, tid, kind int) bool {
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(pid), uintptr(tid), uintptr(kind), 0, 0, 0)
+	return errno == 0 && r == 0
+}
+
+// running: pid is a process that has not ended: it, or a thread of it,
+// is not a zombie (its first thread can end while others work on).
+func running(pid int) bool {
+	if live(statFields(pid)) {
+		return true
+	}
+	tids, _ := os.ReadDir(procPath(pid, "task"))
+	for _, t := range tids {
+		if live(statFieldsAt(procPath(pid, "task/"+t.Name()+"/stat"))) {
+			return true
+		}
+	}
+	return false
+}
+
+func live(stat []string) bool { return len(stat) > 0 && stat[0] != "Z" && stat[0] != "X" }
 
 // ancestors are pid's parent, its parent's, and so on up to the init.
 func ancestors(pid int) map[int]bool {
@@ -187,8 +276,11 @@ func procGroup(pid int) (ppid, pgid int, ok bool) {
 // statFields are the fields of /proc/<pid>/stat after the command's
 // name (which may hold spaces and parentheses): state, ppid, pgrp, ...;
 // nil for a process gone.
-func statFields(pid int) []string {
-	b, err := os.ReadFile(procPath(pid, "stat"))
+func statFields(pid int) []string { return statFieldsAt(procPath(pid, "stat")) }
+
+// statFieldsAt is statFields of the stat file at p (a thread's).
+func statFieldsAt(p string) []string {
+	b, err := os.ReadFile(p)
 	i := bytes.LastIndexByte(b, ')')
 	if err != nil || i < 0 {
 		return nil
