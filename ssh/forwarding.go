@@ -44,10 +44,11 @@ func (e *ForwardingRefusedError) dropbear() bool {
 }
 
 // forwardingRefused is err as a ForwardingRefusedError when the server
-// turned a direct-tcpip open down by policy; nil otherwise.
+// turned a direct-tcpip open down by policy, or knows no such channel
+// (a Dropbear built without local forwarding); nil otherwise.
 func (c *Client) forwardingRefused(err error) *ForwardingRefusedError {
 	var oce *xssh.OpenChannelError
-	if errors.As(err, &oce) && oce.Reason == xssh.Prohibited {
+	if errors.As(err, &oce) && (oce.Reason == xssh.Prohibited || oce.Reason == xssh.UnknownChannelType) {
 		return &ForwardingRefusedError{Host: c.Target.Label(), Reason: oce.Message, Server: string(c.ServerVersion())}
 	}
 	return nil
