@@ -47,13 +47,35 @@ func entryOf(rel string, st *unix.Stat_t) entry {
 
 func (a entry) isDir() bool { return a.mode&unix.S_IFMT == unix.S_IFDIR }
 
-// sessionsRel holds the sessions' own files, which a drained controller
-// still writes until it exits: like the rest of .kandev/ they are our
-// metadata, which the proof does not protect either, so they are left out.
+// sessionsRel holds the sessions' directories. A drained controller
+// still writes its own files, each a regular file directly in its
+// session's directory (its log, rotated in place, the log's generation,
+// status.json, pid and port, and their temporary files), until it exits;
+// that directory's times move with them. Those are left out, as our
+// metadata. Anything deeper (a subdirectory, such as a checkout made
+// there, and all below it), anything there but a regular file, and a
+// session's directory that is itself a checkout (its files are work) are
+// compared like the rest of the tree; so is sessions/ itself, whose times
+// a new session's directory moves.
 var sessionsRel = path.Join(metaDir, taskdir.SessionsDir)
 
-func inManifest(rel string, st *unix.Stat_t) bool {
-	return !strings.HasPrefix(rel, sessionsRel+"/") && !isOurNote(rel, st)
+// inManifest reports whether the walk records rel; inCheckout: its
+// directory holds a .git entry.
+func inManifest(rel string, st *unix.Stat_t, inCheckout bool) bool {
+	return !isSessionFile(rel, st, inCheckout) && !isOurNote(rel, st)
+}
+
+func isSessionFile(rel string, st *unix.Stat_t, inCheckout bool) bool {
+	rest, ok := strings.CutPrefix(rel, sessionsRel+"/")
+	if !ok {
+		return false
+	}
+	typ := st.Mode & unix.S_IFMT
+	_, name, deeper := strings.Cut(rest, "/")
+	if !deeper {
+		return typ == unix.S_IFDIR // a session's directory
+	}
+	return !inCheckout && !strings.Contains(name, "/") && typ == unix.S_IFREG
 }
 
 // ourNotes are the files in .kandev/ that a removal of a leftover

@@ -43,12 +43,9 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 		return err
 	}
 	slices.Sort(names)
-	if !inGitDir {
-		for _, n := range names {
-			if n == ".git" {
-				t.checkouts = append(t.checkouts, rel)
-			}
-		}
+	checkout := !inGitDir && slices.Contains(names, ".git")
+	if checkout {
+		t.checkouts = append(t.checkouts, rel)
 	}
 	for _, n := range names {
 		st, err := d.lstat(n)
@@ -57,7 +54,7 @@ func (t *tree) walk(d *dirFD, rel string, inGitDir bool) error {
 		}
 		t.account(st.Blocks, st.Mtim.Sec, isDir(st))
 		sub := childRel(rel, n)
-		if inManifest(sub, &st) {
+		if inManifest(sub, &st, checkout) {
 			t.entries = append(t.entries, entryOf(sub, &st))
 		}
 		if !isDir(st) {
