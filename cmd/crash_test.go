@@ -103,8 +103,8 @@ func (r *crashRig) run(crashAt string, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	if err != nil && crashAt == "" {
-		err = fmt.Errorf("%v: %s", err, errb.String())
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, errb.String()) // still an *exec.ExitError to errors.As
 	}
 	return out.String(), err
 }
@@ -228,7 +228,8 @@ func crashRemoved(t *testing.T, bin string, srv *sshtest.Server, origin string) 
 			id, dir := rig.launch("sleep", "300")
 			_, err := rig.run(at, "task", trigger, id, "--yes")
 			if !killedBySIGKILL(err) {
-				t.Fatalf("%s killed at %s: ended %v, want SIGKILL (the point was never reached)", trigger, at, err)
+				shown, _ := rig.run("", "task", "show", id, "--json")
+				t.Fatalf("%s killed at %s: ended %v, want SIGKILL (the point was never reached); the task:\n%s", trigger, at, err, shown)
 			}
 			rig.run("", "sweep") // its exit status says whether jobs remain: checked below
 			want := "absent"
