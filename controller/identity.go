@@ -127,26 +127,39 @@ func identify(pid int, dir string, recordedStart uint64) (Identity, error) {
 	return id, nil
 }
 
-// SealedPID is the pid of a session's controller while it runs sealed by
-// a drain, its agent stopped for good; 0 otherwise. files is where the
-// session's directory is now, ran the one the controller was started
-// with: they differ once the task directory is renamed for its removal.
-func SealedPID(files, ran string) int {
+// SealedController is the pid and start time of a session's controller
+// while it runs sealed by a drain, its agent stopped for good; pid 0
+// otherwise. files is where the session's directory is now, ran the one
+// the controller was started with: they differ once the task directory
+// is renamed for its removal. Only a controller that runs can be told
+// apart from another process: one ending has no argv left to read, so a
+// caller that must recognise it then asks Incarnation of what this said
+// before.
+func SealedController(files, ran string) (pid int, start uint64) {
 	pid, err := readPID(files)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	st, err := ReadStatusFile(files)
 	if err != nil || !st.Sealed || st.ControllerPID != pid {
-		return 0
+		return 0, 0
 	}
-	if _, alive, err := procStat(pid); err != nil || !alive {
-		return 0
+	start, alive, err := procStat(pid)
+	if err != nil || !alive {
+		return 0, 0
 	}
 	if args, err := procArgs(pid); err != nil || !isControllerArgs(args, filepath.Clean(ran)) {
-		return 0
+		return 0, 0
 	}
-	return pid
+	return pid, start
+}
+
+// Incarnation reports whether pid is still the process that started at
+// start: running, ending or ended unreaped, and not another that took
+// its pid since.
+func Incarnation(pid int, start uint64) bool {
+	now, _, err := procStat(pid)
+	return err == nil && start != 0 && now == start
 }
 
 // isControllerArgs matches whole arguments, so that a session dir that is a

@@ -103,6 +103,9 @@ type Evidence struct {
 	InUseUnknown string   `json:"in_use_unknown,omitempty"`
 
 	proof manifest // what the walk saw, for the removal to compare
+	// sealed: the controllers its sessions' drains sealed, as the proof
+	// saw them running, for the recheck after the rename.
+	sealed sealedSet
 }
 
 // Checkout is what the probes found in one git checkout of a directory.

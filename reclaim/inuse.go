@@ -165,6 +165,17 @@ func (h *host) inUseBy(procs *procTable, dir, ran string, ev *Evidence) (users [
 		return nil, unknown
 	}
 	sealed := sealedControllers(dir, ran)
+	if ev != nil {
+		// A controller the proof saw sealed is still known by its start
+		// time at the recheck: the removal's rename is what ends it, and
+		// one ending has no argv left to be recognised by.
+		for pid, c := range ev.sealed {
+			if _, ok := sealed[pid]; !ok {
+				sealed[pid] = c
+			}
+		}
+		ev.sealed = sealed
+	}
 	for _, p := range found {
 		if p = h.afterExec(p, dir, ev); p.hidden == "" && len(p.holds) == 0 {
 			continue
@@ -179,9 +190,10 @@ func (h *host) inUseBy(procs *procTable, dir, ran string, ev *Evidence) (users [
 			}
 			continue
 		}
-		// A process that ended since it was inspected (its controller's
-		// exit took a sealed one out of sealed) holds nothing.
-		if s, ok := sealed[p.pid]; ok && allUnder(p.holds, s) || !running(p.pid) {
+		// A sealed controller holds its own session's files until it has
+		// exited; a process that ended since it was inspected holds
+		// nothing.
+		if sealed.ownFiles(p, dir) || !running(p.pid) {
 			continue
 		}
 		first := p.holds[0]
@@ -194,25 +206,45 @@ func (h *host) inUseBy(procs *procTable, dir, ran string, ev *Evidence) (users [
 	return users, unknown
 }
 
-// sealedControllers maps the pid of each sealed controller of dir's
-// sessions to its session's directory.
-func sealedControllers(dir, ran string) map[int]string {
+// sealedController is a session's controller that a drain sealed, as it
+// was seen running: its session's name and its start time, by which it
+// is told from a process that took its pid after it.
+type sealedController struct {
+	session string
+	start   uint64
+}
+
+// sealedSet maps the pid of each sealed controller of a directory's
+// sessions to it.
+type sealedSet map[int]sealedController
+
+// sealedControllers are the sealed controllers of dir's sessions that
+// run now.
+func sealedControllers(dir, ran string) sealedSet {
+	out := sealedSet{}
 	sessions := filepath.Join(dir, metaDir, taskdir.SessionsDir)
 	ents, err := os.ReadDir(sessions)
 	if err != nil {
-		return nil
+		return out
 	}
-	out := map[int]string{}
 	for _, e := range ents {
 		if e.Type() != fs.ModeDir {
 			continue
 		}
 		files := filepath.Join(sessions, e.Name())
-		if pid := controller.SealedPID(files, filepath.Join(ran, metaDir, taskdir.SessionsDir, e.Name())); pid > 0 {
-			out[pid] = files
+		if pid, start := controller.SealedController(files, filepath.Join(ran, metaDir, taskdir.SessionsDir, e.Name())); pid > 0 {
+			out[pid] = sealedController{session: e.Name(), start: start}
 		}
 	}
 	return out
+}
+
+// ownFiles: p is one of s, still the same process, and holds nothing of
+// dir outside its own session's directory.
+func (s sealedSet) ownFiles(p holder, dir string) bool {
+	c, ok := s[p.pid]
+	return ok && allUnder(p.holds, filepath.Join(dir, metaDir, taskdir.SessionsDir, c.session)) &&
+		controller.Incarnation(p.pid, c.start)
 }
 
 func allUnder(holds []hold, dir string) bool {

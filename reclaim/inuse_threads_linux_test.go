@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,17 +16,18 @@ import (
 // each case is a real process (C, built here) working in the directory
 // in a way /proc/<pid>/ alone does not show.
 
-// zombieLeader chdirs into argv[1], opens README there and ends its
-// first thread; a second thread waits for a byte on stdin, then writes
-// through the descriptor.
-const zombieLeader = `
+// leaderEnded is C that a second thread of a worker runs to wait until
+// the process's first thread has ended (/proc/self/stat, the process's,
+// shows a zombie): fd is what the worker holds open.
+const leaderEnded = `
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <sched.h>
 static int fd;
-static void *work(void *a) {
+static void awaitLeaderEnded(void) {
 	char b[1024];
 	for (;;) {
 		int f = open("/proc/self/stat", O_RDONLY);
@@ -33,9 +35,18 @@ static void *work(void *a) {
 		close(f);
 		b[n > 0 ? n : 0] = 0;
 		char *p = strrchr(b, ')');
-		if (p && p[2] == 'Z') break;
+		if (p && p[2] == 'Z') return;
 		sched_yield();
 	}
+}
+`
+
+// zombieLeader chdirs into argv[1], opens README there and ends its
+// first thread; a second thread waits for a byte on stdin, then writes
+// through the descriptor.
+const zombieLeader = leaderEnded + `
+static void *work(void *a) {
+	awaitLeaderEnded();
 	write(1, "ready\n", 6);
 	char c;
 	read(0, &c, 1);
@@ -103,6 +114,14 @@ int main(int argc, char **argv) {
 // for when the test ends.
 func worker(t *testing.T, src, dir string) (pid int) {
 	t.Helper()
+	pid, _, _ = startWorker(t, src, dir)
+	return pid
+}
+
+// startWorker is worker with the arguments given, returning the
+// worker's stdin and stdout too, for a test that goes on talking to it.
+func startWorker(t *testing.T, src string, args ...string) (pid int, in io.Writer, out *bufio.Reader) {
+	t.Helper()
 	tmp := t.TempDir()
 	c, bin := filepath.Join(tmp, "w.c"), filepath.Join(tmp, "w")
 	if err := os.WriteFile(c, []byte(src), 0o600); err != nil {
@@ -111,23 +130,24 @@ func worker(t *testing.T, src, dir string) (pid int) {
 	if out, err := exec.Command("gcc", "-pthread", "-o", bin, c).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, dir)
-	in, err := cmd.StdinPipe()
+	cmd := exec.Command(bin, args...)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	out = bufio.NewReader(stdout)
+	if line, _ := out.ReadString('\n'); line != "ready\n" {
 		t.Fatalf("the worker said %q", line)
 	}
-	return cmd.Process.Pid
+	return cmd.Process.Pid, stdin, out
 }
 
 // A process whose first thread ended while another works on in the
