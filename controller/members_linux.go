@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+
+	"github.com/kdlbs/kandev-exec/internal/procstat"
 )
 
 // groupMembers lists the live processes of process group pgid with their
@@ -20,7 +22,7 @@ func groupMembers(pgid int) []Process {
 		if err != nil {
 			continue
 		}
-		f, err := readStat(pid)
+		f, err := procstat.Of(pid)
 		if err != nil || f[2] != want || f[0] == "Z" || f[0] == "X" {
 			continue
 		}

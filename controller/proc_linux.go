@@ -1,19 +1,20 @@
 package controller
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kdlbs/kandev-exec/internal/procstat"
 )
 
 // procStat reads a process's start time (field 22 of /proc/<pid>/stat, clock
 // ticks since boot) and whether it is alive; a zombie is not.
 func procStat(pid int) (start uint64, alive bool, err error) {
-	f, err := readStat(pid)
+	f, err := procstat.Of(pid)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return 0, false, nil // ESRCH: it went away while being read
 	}
@@ -25,24 +26,6 @@ func procStat(pid int) (start uint64, alive bool, err error) {
 		return 0, false, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
 	}
 	return start, f[0] != "Z" && f[0] != "X", nil
-}
-
-// readStat returns the fields of /proc/<pid>/stat after the command name
-// (which may contain spaces and parentheses), so f[0] is field 3.
-func readStat(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return nil, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	return f, nil
 }
 
 // procArgs returns a process's argv.
@@ -71,7 +54,7 @@ func groupAlive(pgid int) bool {
 		if err != nil {
 			continue
 		}
-		if f, err := readStat(pid); err == nil && f[2] == want && f[0] != "Z" && f[0] != "X" {
+		if f, err := procstat.Of(pid); err == nil && f[2] == want && f[0] != "Z" && f[0] != "X" {
 			return true
 		}
 	}

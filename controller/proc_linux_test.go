@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/procstat"
 )
 
 func TestControllerOutlivesParent(t *testing.T) {
@@ -39,7 +41,7 @@ func TestControllerOutlivesParent(t *testing.T) {
 	if alive(t, parent.Process.Pid) {
 		t.Fatal("parent still alive")
 	}
-	f, err := readStat(resp.PID)
+	f, err := procstat.Of(resp.PID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kdlbs/kandev-exec/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -276,16 +277,12 @@ func procGroup(pid int) (ppid, pgid int, ok bool) {
 // statFields are the fields of /proc/<pid>/stat after the command's
 // name (which may hold spaces and parentheses): state, ppid, pgrp, ...;
 // nil for a process gone.
-func statFields(pid int) []string { return statFieldsAt(procPath(pid, "stat")) }
+func statFields(pid int) []string { return statFieldsAt(procstat.Path(pid)) }
 
 // statFieldsAt is statFields of the stat file at p (a thread's).
 func statFieldsAt(p string) []string {
-	b, err := os.ReadFile(p)
-	i := bytes.LastIndexByte(b, ')')
-	if err != nil || i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
+	f, _ := procstat.Read(p)
+	return f
 }
 
 // statOf is what a /proc link leads to (a process that went away, or a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/kandev-exec/internal/fsx"
+	"github.com/kdlbs/kandev-exec/internal/procstat"
 )
 
 // self describes this process; it is computed once because none of it
@@ -16,8 +17,10 @@ import (
 var self = sync.OnceValue(func() Holder {
 	host, _ := os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id") // Linux only; "" elsewhere
+	start, _ := procstat.Start(os.Getpid())                   // Linux only; 0 elsewhere
 	return Holder{
 		PID:     os.Getpid(),
+		Start:   start,
 		Command: fsx.CommandName(os.Args),
 		Host:    host,
 		BootID:  strings.TrimSpace(string(boot)),
@@ -53,5 +56,11 @@ func provablyGone(h, me Holder) bool {
 		return false
 	}
 	// EPERM means the pid exists under another user: alive.
-	return errors.Is(syscall.Kill(h.PID, 0), syscall.ESRCH)
+	if errors.Is(syscall.Kill(h.PID, 0), syscall.ESRCH) {
+		return true
+	}
+	// A process that took the pid since started later (same boot, so
+	// the start times compare).
+	start, ok := procstat.Start(h.PID)
+	return h.Start != 0 && ok && start != h.Start
 }

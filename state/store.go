@@ -54,11 +54,15 @@ type Entry struct {
 
 // Holder identifies a process holding a lock or a claim.
 type Holder struct {
-	PID     int       `json:"pid"`
-	Command string    `json:"command"`
-	Host    string    `json:"host"`
-	BootID  string    `json:"boot_id"`
-	Since   time.Time `json:"since"`
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	Host    string `json:"host"`
+	BootID  string `json:"boot_id"`
+	// Start is when the process started (Linux: clock ticks since boot),
+	// which tells it from another that took its pid after it ended; 0
+	// where the system does not say.
+	Start uint64    `json:"start,omitempty"`
+	Since time.Time `json:"since"`
 }
 
 // Claim is the right to advance one record. A new acquisition always gets

@@ -208,6 +208,9 @@ func TestProvablyGone(t *testing.T) {
 		{"before a reboot", at(func(h *Holder) { h.BootID = "another-boot" }), me.BootID != ""},
 		{"unknown boot", at(func(h *Holder) { h.PID = exited.Process.Pid; h.BootID = "" }), me.BootID == ""},
 		{"no pid", at(func(h *Holder) { h.PID = 0 }), false},
+		// The holder ended and this process took its pid: it started later.
+		{"pid taken since", at(func(h *Holder) { h.Start-- }), me.Start != 0},
+		{"start unknown", at(func(h *Holder) { h.Start = 0 }), false},
 	}
 	for _, tc := range tests {
 		if got := provablyGone(tc.h, me); got != tc.gone {
