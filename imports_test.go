@@ -94,7 +94,7 @@ var allowedImports = map[string][]string{
 	// tests only, so nothing of the module behind them.
 	"internal/sshtest":    nil,
 	"internal/etcdtest":   nil,
-	"internal/tmuxtest":   nil,
+	"internal/tmuxtest":   {"internal/procstat"},
 	"internal/helpertest": {"internal/helperbin"},
 	"internal/bench":      nil,
 	// Release signatures: the verifier, and the signer tests make keys with.

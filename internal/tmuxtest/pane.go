@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/kandev-exec/internal/procstat"
 )
 
 // Prompt is the pane's shell prompt.
@@ -136,15 +138,8 @@ func (p *Pane) Foreground(exe string) int {
 // foregroundGroup is the foreground process group of pid's terminal
 // (tpgid in /proc/PID/stat), 0 if unknown.
 func foregroundGroup(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := procstat.Of(pid)
 	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid pgrp session tty_nr tpgid ...: comm may hold
-	// spaces, so count the fields after its closing parenthesis.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 6 {
 		return 0
 	}
 	n, _ := strconv.Atoi(f[5])
